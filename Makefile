@@ -1,0 +1,48 @@
+# ggufmap - a thin wrapper over CMake.  The two commands a new machine needs:
+#   make demo   build everything and run the main job on an embedded example
+#   make test   build and run the whole suite, then again under ASan+UBSan
+# Both install the Debian packages they miss (scripts/deps.sh) first.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+ORACLE_DIR ?= $(abspath $(BUILD))/oracle
+CMAKE_ARGS ?=
+
+.PHONY: all deps build build-asan demo test test-fast test-asan install bench clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DGGUFMAP_WERROR=ON -DGGUFMAP_ORACLE_DIR=$(ORACLE_DIR) $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+build-asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGGUFMAP_WERROR=ON -DGGUFMAP_SANITIZE=ON \
+	       -DGGUFMAP_ORACLE_DIR=$(ORACLE_DIR) $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+# The whole suite, then the whole suite again with the sanitizers.
+test: test-fast test-asan
+
+test-fast: build
+	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+test-asan: build-asan
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
+
+bench: build
+	@bash bench/run.sh $(BUILD)
+
+install: build
+	@cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

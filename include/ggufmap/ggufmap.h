@@ -1,0 +1,23 @@
+/*
+ * ggufmap/ggufmap.h - the whole public API.
+ *
+ * ggufmap keeps the memory a GGUF model maps equal to the memory it needs.
+ * The data flows one way:
+ *
+ *   source (one GGUF file)  ->  model (all shards)  ->  placement  ->  plan
+ *                                                   ->  report / load / repack
+ *
+ * and a writer that produces GGUF files llama.cpp reads.
+ */
+#ifndef GGUFMAP_GGUFMAP_H
+#define GGUFMAP_GGUFMAP_H
+
+#include "ggufmap/error.h"
+#include "ggufmap/types.h"
+#include "ggufmap/source.h"
+#include "ggufmap/model.h"
+#include "ggufmap/writer.h"
+
+#define GGUFMAP_VERSION_STRING "0.1.0"
+
+#endif

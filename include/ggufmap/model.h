@@ -1,0 +1,75 @@
+/*
+ * ggufmap/model.h - a whole model: every shard of a split GGUF, seen as one.
+ *
+ * llama.cpp names the shards of an n-way split PREFIX-00001-of-0000n.gguf ...
+ * PREFIX-0000n-of-0000n.gguf and loads them from the first.  ggufmap opens a
+ * model from the path of ANY shard: it derives the first, reads split.count
+ * there and opens the others, applying llama.cpp v0.5.0's checks
+ * (llama-model-loader.cpp):
+ *
+ *   - split.count, when present in the first shard, is a u16; 0 or 1 means a
+ *     single file;
+ *   - the first shard's split.no is a u16 equal to 0, and its file name ends
+ *     in -00001-of-NNNNN.gguf with NNNNN == split.count;
+ *   - shard k (k >= 1) exists, passes every single-file check and has a u16
+ *     split.no equal to k;
+ *   - no tensor name occurs in two shards;
+ *   - the first shard's split.tensors.count is an i32 equal to the number of
+ *     tensors in all shards.
+ *
+ * Metadata (architecture, hyperparameters, tokenizer) lives in the first
+ * shard; each tensor knows its shard and its absolute offset in that file.
+ */
+#ifndef GGUFMAP_MODEL_H
+#define GGUFMAP_MODEL_H
+
+#include <stdint.h>
+
+#include "ggufmap/error.h"
+#include "ggufmap/source.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ggufmap_model ggufmap_model;
+
+/* Opens the model that path belongs to (flags: GGUFMAP_OPEN_*).  On success
+ * *out owns every shard; on failure *out is NULL, nothing stays open, and err
+ * names the shard, offset and key or tensor at fault. */
+int ggufmap_model_open(const char *path, unsigned flags, ggufmap_model **out, ggufmap_error *err);
+
+/* Closes every shard. NULL is allowed. */
+void ggufmap_model_close(ggufmap_model *model);
+
+/* Number of files (1 for an unsplit model). */
+uint32_t ggufmap_model_n_shards(const ggufmap_model *model);
+/* Shard i (0-based, in split order), or NULL. Shard 0 holds the metadata. */
+const ggufmap_source *ggufmap_model_shard(const ggufmap_model *model, uint32_t i);
+
+/* All tensors: shard 0's in file order, then shard 1's, ... */
+int64_t ggufmap_model_n_tensors(const ggufmap_model *model);
+const ggufmap_tensor *ggufmap_model_tensor(const ggufmap_model *model, int64_t i);
+/* Index (as for ggufmap_model_tensor) of the tensor with this name, or -1. */
+int64_t ggufmap_model_find_tensor(const ggufmap_model *model, const char *name);
+
+/* The pair with this key in the first shard, or NULL. */
+const ggufmap_kv *ggufmap_model_find_kv(const ggufmap_model *model, const char *key);
+
+/* Sum of all shards' file sizes, and of all tensors' data bytes. */
+uint64_t ggufmap_model_file_bytes(const ggufmap_model *model);
+uint64_t ggufmap_model_tensor_bytes(const ggufmap_model *model);
+
+/* Writes llama.cpp's name of shard `index` (0-based) of `count` for `prefix`:
+ * PREFIX-%05d-of-%05d.gguf with index + 1.  Returns the length it needs, as
+ * snprintf does. */
+int ggufmap_split_path(char *buf, size_t cap, const char *prefix, uint32_t index, uint32_t count);
+
+/* If path ends in -NNNNN-of-MMMMM.gguf, stores the prefix length, the 0-based
+ * index (NNNNN - 1) and the count MMMMM and returns 1; else returns 0. */
+int ggufmap_split_parse(const char *path, size_t *prefix_len, uint32_t *index, uint32_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ggufmap's build, tests and demo need, and nothing
+# else. Idempotent: a package already installed is not touched, and apt is not
+# called at all when nothing is missing. Run as root (or through sudo).
+set -euo pipefail
+
+packages=(
+  build-essential  # gcc, make: the C11 toolchain
+  cmake            # the build (>= 3.25; bookworm ships 3.25.1)
+  pkg-config       # finds PCRE2 and libcrypto, and tests our .pc file
+  libpcre2-dev     # ECMAScript-compatible regexes for -ot patterns (std::regex_search)
+  libssl-dev       # libcrypto's SHA-256 for hashing tensor data
+  nodejs npm       # installs the pinned prebuilt llama.cpp that tests use as oracle
+  git              # unpacks the llama.cpp source bundle for the oracle's headers
+  ca-certificates  # TLS to the npm registry
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+# npm may come from elsewhere (nodesource, nvm); accept any working npm.
+if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+  filtered=()
+  for p in "${missing[@]}"; do [[ $p == nodejs || $p == npm ]] || filtered+=("$p"); done
+  missing=("${filtered[@]+"${filtered[@]}"}")
+fi
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "deps.sh: need root to install: ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,67 @@
+/*
+ * internal.h - helpers shared by the library's modules; not installed.
+ */
+#ifndef GGUFMAP_INTERNAL_H
+#define GGUFMAP_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ggufmap/error.h"
+
+#if defined(__GNUC__)
+#define GM_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define GM_PRINTF(a, b)
+#endif
+
+/* Fills err (if not NULL) with status and a formatted message; returns status. */
+int gm_fail(ggufmap_error *err, int status, const char *fmt, ...) GM_PRINTF(3, 4);
+
+/* Like gm_fail for GGUFMAP_EIO/ENOSPC/EEXIST: appends strerror(sys_errno). */
+int gm_fail_errno(ggufmap_error *err, int sys_errno, const char *fmt, ...) GM_PRINTF(3, 4);
+
+/* Little-endian loads from possibly unaligned bytes of a mapping. */
+static inline uint16_t gm_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t gm_le32(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline uint64_t gm_le64(const uint8_t *p) { return (uint64_t)gm_le32(p) | ((uint64_t)gm_le32(p + 4) << 32); }
+
+/* Round x up to a multiple of the power of two n, wrapping like GGML_PAD on overflow. */
+static inline uint64_t gm_pad(uint64_t x, uint64_t n) { return (x + n - 1) & ~(n - 1); }
+
+/* FNV-1a over bytes: the hash behind duplicate detection and name lookup. */
+static inline uint64_t gm_hash_bytes(const void *data, size_t len) {
+    const uint8_t *p = data;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open-addressing hash table of (bytes, length) -> index.                   */
+/* The key bytes are not copied: they must outlive the table (they live in   */
+/* the file mapping).  Used for O(1) duplicate checks and lookups by name.   */
+/* ------------------------------------------------------------------------ */
+typedef struct gm_hashtab {
+    struct gm_slot { const char *key; size_t len; int64_t value; } *slots;
+    size_t capacity; /* power of two, or 0 */
+    size_t count;
+} gm_hashtab;
+
+/* Sizes the table for n entries. Returns 0 or GGUFMAP_ENOMEM. */
+int gm_hashtab_init(gm_hashtab *t, size_t n);
+void gm_hashtab_free(gm_hashtab *t);
+/* Inserts key -> value unless present. Returns the existing value (>= 0) if
+ * the key is present, -1 when inserted, -2 when out of room (never happens if
+ * init was given the final count). */
+int64_t gm_hashtab_insert(gm_hashtab *t, const char *key, size_t len, int64_t value);
+/* The value for key, or -1. */
+int64_t gm_hashtab_find(const gm_hashtab *t, const char *key, size_t len);
+
+#endif

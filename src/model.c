@@ -1,0 +1,246 @@
+/*
+ * model.c - the shards of a split model, opened and cross-checked as one.
+ *
+ * A model holds its sources (one per shard), a flat array of pointers to
+ * their tensor infos in shard-then-file order, and one hash table from name to
+ * that array's index, which is also how names duplicated across shards are
+ * caught (O(1) per tensor).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ggufmap/model.h"
+#include "internal.h"
+
+void gm_source_set_shard(ggufmap_source *src, uint32_t shard);
+
+struct ggufmap_model {
+    uint32_t n_shards;
+    ggufmap_source **shards;
+    int64_t n_tensors;
+    const ggufmap_tensor **tensors;
+    gm_hashtab names;
+};
+
+int ggufmap_split_path(char *buf, size_t cap, const char *prefix, uint32_t index, uint32_t count) {
+    return snprintf(buf, cap, "%s-%05u-of-%05u.gguf", prefix, index + 1, count);
+}
+
+static int five_digits(const char *s, uint32_t *v) {
+    *v = 0;
+    for (int i = 0; i < 5; i++) {
+        if (s[i] < '0' || s[i] > '9') return 0;
+        *v = *v * 10 + (uint32_t)(s[i] - '0');
+    }
+    return 1;
+}
+
+int ggufmap_split_parse(const char *path, size_t *prefix_len, uint32_t *index, uint32_t *count) {
+    static const char tail[] = "-NNNNN-of-NNNNN.gguf";
+    size_t n = strlen(path), t = sizeof tail - 1;
+    if (n < t) return 0;
+    const char *s = path + n - t;
+    uint32_t no, of;
+    if (s[0] != '-' || !five_digits(s + 1, &no) || memcmp(s + 6, "-of-", 4) != 0 || !five_digits(s + 10, &of) ||
+        strcmp(s + 15, ".gguf") != 0 || no == 0)
+        return 0;
+    *prefix_len = n - t;
+    *index = no - 1;
+    *count = of;
+    return 1;
+}
+
+/* Reads a u16 key that must have exactly that type (llama.cpp's get_key). */
+static int get_u16(const ggufmap_source *src, const char *key, int required, uint16_t *out, int *found,
+                   ggufmap_error *err) {
+    int64_t i = ggufmap_source_find_kv(src, key);
+    *found = i >= 0;
+    if (i < 0) {
+        if (required)
+            return gm_fail(err, GGUFMAP_EFORMAT, "%s: key '%s' is missing (a split shard must carry it)",
+                           ggufmap_source_path(src), key);
+        return GGUFMAP_OK;
+    }
+    const ggufmap_kv *kv = ggufmap_source_kv(src, i);
+    if (kv->type != GGUFMAP_VALUE_UINT16)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key '%s' has type %s, llama.cpp requires u16",
+                       ggufmap_source_path(src), (unsigned long long)kv->offset, key,
+                       ggufmap_value_type_name(kv->type));
+    *out = gm_le16(kv->value);
+    return GGUFMAP_OK;
+}
+
+static int add_shard(ggufmap_model *m, const char *path, unsigned flags, ggufmap_error *err) {
+    ggufmap_source *src;
+    int rc = ggufmap_source_open(path, flags, &src, err);
+    if (rc) return rc;
+    gm_source_set_shard(src, m->n_shards);
+    m->shards[m->n_shards++] = src;
+    return GGUFMAP_OK;
+}
+
+/* Indexes every tensor of every shard, refusing names seen in an earlier shard. */
+static int index_tensors(ggufmap_model *m, ggufmap_error *err) {
+    int64_t total = 0;
+    for (uint32_t s = 0; s < m->n_shards; s++) total += ggufmap_source_n_tensors(m->shards[s]);
+    m->tensors = calloc(total ? (size_t)total : 1, sizeof *m->tensors);
+    if (!m->tensors || gm_hashtab_init(&m->names, (size_t)total))
+        return gm_fail(err, GGUFMAP_ENOMEM, "out of memory for %lld tensors", (long long)total);
+    for (uint32_t s = 0; s < m->n_shards; s++) {
+        const ggufmap_source *src = m->shards[s];
+        for (int64_t i = 0; i < ggufmap_source_n_tensors(src); i++) {
+            const ggufmap_tensor *t = ggufmap_source_tensor(src, i);
+            int64_t dup = gm_hashtab_insert(&m->names, t->name, t->name_len, m->n_tensors);
+            if (dup >= 0)
+                return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%.*s' is duplicated: also in %s",
+                               ggufmap_source_path(src), (unsigned long long)t->info_offset, (int)t->name_len,
+                               t->name, ggufmap_source_path(m->shards[m->tensors[dup]->shard]));
+            m->tensors[m->n_tensors++] = t;
+        }
+    }
+    return GGUFMAP_OK;
+}
+
+static int open_splits(ggufmap_model *m, const char *first_path, uint16_t n_split, unsigned flags,
+                       ggufmap_error *err) {
+    const ggufmap_source *first = m->shards[0];
+    uint16_t no = 0;
+    int found, rc;
+    if ((rc = get_u16(first, "split.no", 1, &no, &found, err))) return rc;
+    if (no != 0)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: split.no is %u: the first shard must have split.no 0", first_path,
+                       no);
+    size_t plen;
+    uint32_t idx, count;
+    if (!ggufmap_split_parse(first_path, &plen, &idx, &count) || idx != 0 || count != n_split)
+        return gm_fail(err, GGUFMAP_EFORMAT,
+                       "%s: split.count is %u but the file name does not end in -00001-of-%05u.gguf", first_path,
+                       n_split, n_split);
+    char *prefix = strndup(first_path, plen);
+    size_t cap = plen + 32;
+    char *path = malloc(cap);
+    if (!prefix || !path) {
+        free(prefix);
+        free(path);
+        return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    }
+    for (uint32_t k = 1; k < n_split && !rc; k++) {
+        ggufmap_split_path(path, cap, prefix, k, n_split);
+        if ((rc = add_shard(m, path, flags, err))) break;
+        const ggufmap_source *src = m->shards[k];
+        if ((rc = get_u16(src, "split.no", 1, &no, &found, err))) break;
+        if (no != k)
+            rc = gm_fail(err, GGUFMAP_EFORMAT, "%s: split.no is %u, expected %u", path, no, k);
+    }
+    free(prefix);
+    free(path);
+    if (rc) return rc;
+    if ((rc = index_tensors(m, err))) return rc;
+    int64_t i = ggufmap_source_find_kv(first, "split.tensors.count");
+    if (i < 0)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: key 'split.tensors.count' is missing", first_path);
+    const ggufmap_kv *kv = ggufmap_source_kv(first, i);
+    if (kv->type != GGUFMAP_VALUE_INT32)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key 'split.tensors.count' has type %s, llama.cpp requires i32",
+                       first_path, (unsigned long long)kv->offset, ggufmap_value_type_name(kv->type));
+    int32_t expected = (int32_t)gm_le32(kv->value);
+    if (expected != m->n_tensors)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: split.tensors.count is %d but the %u shards hold %lld tensors",
+                       first_path, expected, n_split, (long long)m->n_tensors);
+    return GGUFMAP_OK;
+}
+
+int ggufmap_model_open(const char *path, unsigned flags, ggufmap_model **out, ggufmap_error *err) {
+    *out = NULL;
+    ggufmap_error_clear(err);
+    ggufmap_model *m = calloc(1, sizeof *m);
+    if (!m) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    int rc;
+    char *first_path = NULL;
+    size_t plen;
+    uint32_t idx, count;
+    int named_as_shard = ggufmap_split_parse(path, &plen, &idx, &count);
+    if (named_as_shard && idx != 0) {
+        /* Any shard leads to the first: PREFIX-00001-of-COUNT.gguf. */
+        char *prefix = strndup(path, plen);
+        size_t cap = plen + 32;
+        first_path = malloc(cap);
+        if (prefix && first_path) ggufmap_split_path(first_path, cap, prefix, 0, count);
+        free(prefix);
+    } else {
+        first_path = strdup(path);
+    }
+    if (!first_path) {
+        rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+        goto fail;
+    }
+    /* At most 65535 shards (split.count is a u16). */
+    m->shards = calloc(65536, sizeof *m->shards);
+    if (!m->shards) {
+        rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((rc = add_shard(m, first_path, flags, err))) goto fail;
+    uint16_t n_split = 0;
+    int found;
+    if ((rc = get_u16(m->shards[0], "split.count", 0, &n_split, &found, err))) goto fail;
+    if (n_split > 1) {
+        rc = open_splits(m, first_path, n_split, flags, err);
+    } else {
+        if (named_as_shard && idx != 0) {
+            rc = gm_fail(err, GGUFMAP_EFORMAT, "%s: named as shard %u of %u, but %s has no split.count above 1",
+                         path, idx + 1, count, first_path);
+            goto fail;
+        }
+        rc = index_tensors(m, err);
+    }
+    if (rc) goto fail;
+    free(first_path);
+    *out = m;
+    return GGUFMAP_OK;
+fail:
+    free(first_path);
+    ggufmap_model_close(m);
+    return rc;
+}
+
+void ggufmap_model_close(ggufmap_model *m) {
+    if (!m) return;
+    for (uint32_t s = 0; s < m->n_shards; s++) ggufmap_source_close(m->shards[s]);
+    free(m->shards);
+    free(m->tensors);
+    gm_hashtab_free(&m->names);
+    free(m);
+}
+
+uint32_t ggufmap_model_n_shards(const ggufmap_model *m) { return m->n_shards; }
+
+const ggufmap_source *ggufmap_model_shard(const ggufmap_model *m, uint32_t i) {
+    return i < m->n_shards ? m->shards[i] : NULL;
+}
+
+int64_t ggufmap_model_n_tensors(const ggufmap_model *m) { return m->n_tensors; }
+
+const ggufmap_tensor *ggufmap_model_tensor(const ggufmap_model *m, int64_t i) {
+    return i >= 0 && i < m->n_tensors ? m->tensors[i] : NULL;
+}
+
+int64_t ggufmap_model_find_tensor(const ggufmap_model *m, const char *name) {
+    return gm_hashtab_find(&m->names, name, strlen(name));
+}
+
+const ggufmap_kv *ggufmap_model_find_kv(const ggufmap_model *m, const char *key) {
+    return ggufmap_source_kv(m->shards[0], ggufmap_source_find_kv(m->shards[0], key));
+}
+
+uint64_t ggufmap_model_file_bytes(const ggufmap_model *m) {
+    uint64_t sum = 0;
+    for (uint32_t s = 0; s < m->n_shards; s++) sum += ggufmap_source_file_size(m->shards[s]);
+    return sum;
+}
+
+uint64_t ggufmap_model_tensor_bytes(const ggufmap_model *m) {
+    uint64_t sum = 0;
+    for (int64_t i = 0; i < m->n_tensors; i++) sum += m->tensors[i]->size;
+    return sum;
+}

@@ -1,0 +1,606 @@
+/*
+ * source.c - the GGUF reader: one file, mapped read-only, checked as llama.cpp
+ * v0.5.0 checks it.
+ *
+ * Data structure.  A source owns a read-only MAP_PRIVATE mapping of the whole
+ * file, an array of ggufmap_kv and an array of ggufmap_tensor whose string
+ * fields point into that mapping, and two hash tables (key -> index, tensor
+ * name -> index).  Nothing is copied out of the file except fixed-size numbers.
+ *
+ * Workload.  Opening is one forward pass over the header: every field is
+ * bounds-checked against the bytes left before it is read (the cursor below),
+ * so hostile bytes end in an error, never an out-of-bounds read.  Counts are
+ * checked against the bytes left before anything is allocated for them, so a
+ * count of 2^62 costs nothing.  Data bytes are never touched: a 100 GiB
+ * sparse replica opens as fast as a 1 MiB fixture.
+ *
+ * Fidelity.  The order of checks and their arithmetic (including ggml's
+ * wrap-around in element counts and GGML_PAD) follow ggml/src/gguf.cpp
+ * (gguf_init_from_reader) and llama-model-loader.h (llama_tensor_weight), so
+ * that every file gets the same verdict as in llama.cpp; tests/oracle holds
+ * the corpus that checks it against the real library.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ggufmap/source.h"
+#include "internal.h"
+
+struct ggufmap_source {
+    char *path;
+    int fd;
+    const uint8_t *map; /* NULL when the file is empty */
+    uint64_t size;
+    uint32_t version;
+    uint32_t alignment;
+    uint64_t data_offset;
+    uint64_t data_size;
+    int64_t n_kv;
+    ggufmap_kv *kvs;
+    int64_t n_tensors;
+    ggufmap_tensor *tensors;
+    gm_hashtab kv_index;
+    gm_hashtab tensor_index;
+};
+
+/* ------------------------------------------------------------------------ */
+/* The cursor: every read is checked against the bytes left.                */
+/* ------------------------------------------------------------------------ */
+
+typedef struct gm_cursor {
+    const uint8_t *base;
+    uint64_t pos;
+    uint64_t size;
+} gm_cursor;
+
+static uint64_t left(const gm_cursor *c) { return c->size - c->pos; }
+
+static bool take(gm_cursor *c, uint64_t n, const uint8_t **p) {
+    if (n > left(c)) return false;
+    *p = c->base + c->pos;
+    c->pos += n;
+    return true;
+}
+
+static bool read_u32(gm_cursor *c, uint32_t *v) {
+    const uint8_t *p;
+    if (!take(c, 4, &p)) return false;
+    *v = gm_le32(p);
+    return true;
+}
+
+static bool read_u64(gm_cursor *c, uint64_t *v) {
+    const uint8_t *p;
+    if (!take(c, 8, &p)) return false;
+    *v = gm_le64(p);
+    return true;
+}
+
+/* Writes a printable, quoted, shortened form of bytes into out. */
+static const char *quote(char *out, size_t cap, const char *s, uint64_t len) {
+    size_t o = 0;
+    uint64_t shown = len > 80 ? 80 : len;
+    for (uint64_t i = 0; i < shown && o + 5 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch < 0x7f && ch != '\'') {
+            out[o++] = (char)ch;
+        } else {
+            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", ch);
+        }
+    }
+    if (shown < len && o + 4 < cap) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o < cap ? o : cap - 1] = '\0';
+    return out;
+}
+
+/* Reads a GGUF string as ggml does: length <= 1 GiB and <= the bytes left. */
+static int read_string(gm_cursor *c, const char **s, uint64_t *len, const char *path, const char *what,
+                       ggufmap_error *err) {
+    uint64_t at = c->pos, n;
+    const uint8_t *p;
+    if (!read_u64(c, &n))
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: %s: file ends inside the string length", path,
+                       (unsigned long long)at, what);
+    if (n > GGUFMAP_MAX_STRING)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: %s: string length %llu exceeds the maximum %llu",
+                       path, (unsigned long long)at, what, (unsigned long long)n,
+                       (unsigned long long)GGUFMAP_MAX_STRING);
+    if (!take(c, n, &p))
+        return gm_fail(err, GGUFMAP_EFORMAT,
+                       "%s: offset %llu: %s: string length %llu exceeds the %llu bytes left in the file", path,
+                       (unsigned long long)at, what, (unsigned long long)n, (unsigned long long)left(c));
+    *s = (const char *)p;
+    *len = n;
+    return GGUFMAP_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Key-value pairs                                                           */
+/* ------------------------------------------------------------------------ */
+
+static int parse_kv(ggufmap_source *src, gm_cursor *c, int64_t i, ggufmap_error *err) {
+    ggufmap_kv *kv = &src->kvs[i];
+    char q[400];
+    char what[96];
+    snprintf(what, sizeof what, "key %lld", (long long)i);
+    kv->offset = c->pos;
+    int rc = read_string(c, &kv->key, &kv->key_len, src->path, what, err);
+    if (rc) return rc;
+    if (kv->key_len == 0)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key %lld is empty", src->path,
+                       (unsigned long long)kv->offset, (long long)i);
+    int64_t dup = gm_hashtab_insert(&src->kv_index, kv->key, (size_t)kv->key_len, i);
+    if (dup >= 0)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key '%s': duplicate of key %lld", src->path,
+                       (unsigned long long)kv->offset, quote(q, sizeof q, kv->key, kv->key_len), (long long)dup);
+
+    uint64_t type_at = c->pos;
+    uint32_t t;
+    if (!read_u32(c, &t))
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key '%s': file ends inside the value type", src->path,
+                       (unsigned long long)type_at, quote(q, sizeof q, kv->key, kv->key_len));
+    kv->type = (int32_t)t;
+    kv->elem_type = kv->type;
+    kv->count = 1;
+    bool is_array = kv->type == GGUFMAP_VALUE_ARRAY;
+    if (is_array) {
+        uint32_t et;
+        if (!read_u32(c, &et) || !read_u64(c, &kv->count))
+            return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key '%s': file ends inside the array header",
+                           src->path, (unsigned long long)type_at, quote(q, sizeof q, kv->key, kv->key_len));
+        kv->elem_type = (int32_t)et;
+    }
+    int32_t et = kv->elem_type;
+    if (et < 0 || et >= GGUFMAP_VALUE_TYPE_COUNT || et == GGUFMAP_VALUE_ARRAY)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key '%s' has invalid GGUF type %d%s", src->path,
+                       (unsigned long long)type_at, quote(q, sizeof q, kv->key, kv->key_len), et,
+                       et == GGUFMAP_VALUE_ARRAY ? " (nested arrays are not supported)" : "");
+
+    uint64_t value_at = c->pos;
+    if (is_array) {
+        uint64_t per = et == GGUFMAP_VALUE_STRING ? 8 : ggufmap_value_type_size(et);
+        if (kv->count > GGUFMAP_MAX_ARRAY)
+            return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key '%s': array of %llu elements exceeds the maximum %llu",
+                           src->path, (unsigned long long)value_at, quote(q, sizeof q, kv->key, kv->key_len),
+                           (unsigned long long)kv->count, (unsigned long long)GGUFMAP_MAX_ARRAY);
+        if (kv->count * per > left(c))
+            return gm_fail(err, GGUFMAP_EFORMAT,
+                           "%s: offset %llu: key '%s': array of %llu %s elements needs more than the %llu bytes left",
+                           src->path, (unsigned long long)value_at, quote(q, sizeof q, kv->key, kv->key_len),
+                           (unsigned long long)kv->count, ggufmap_value_type_name(et), (unsigned long long)left(c));
+    }
+    kv->value = c->base + c->pos;
+    if (et == GGUFMAP_VALUE_STRING) {
+        for (uint64_t k = 0; k < kv->count; k++) {
+            const char *s;
+            uint64_t len;
+            snprintf(what, sizeof what, "key '%.40s'%s", quote(q, sizeof q, kv->key, kv->key_len),
+                     is_array ? " element" : " value");
+            rc = read_string(c, &s, &len, src->path, what, err);
+            if (rc) return rc;
+        }
+    } else {
+        const uint8_t *p;
+        uint64_t bytes = kv->count * ggufmap_value_type_size(et);
+        if (!take(c, bytes, &p))
+            return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key '%s': file ends inside the value", src->path,
+                           (unsigned long long)value_at, quote(q, sizeof q, kv->key, kv->key_len));
+    }
+    kv->value_size = c->pos - value_at;
+    return GGUFMAP_OK;
+}
+
+/* general.alignment: a u32 power of two when present, else 32. */
+static int check_alignment(ggufmap_source *src, ggufmap_error *err) {
+    src->alignment = GGUFMAP_DEFAULT_ALIGNMENT;
+    int64_t i = ggufmap_source_find_kv(src, "general.alignment");
+    if (i < 0) return GGUFMAP_OK;
+    const ggufmap_kv *kv = &src->kvs[i];
+    if (kv->type != GGUFMAP_VALUE_UINT32)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key 'general.alignment' must be of type u32 but is %s",
+                       src->path, (unsigned long long)kv->offset, ggufmap_value_type_name(kv->type));
+    uint32_t a = gm_le32(kv->value);
+    if (a == 0 || (a & (a - 1)) != 0)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key 'general.alignment': %u is not a power of 2",
+                       src->path, (unsigned long long)kv->offset, a);
+    src->alignment = a;
+    return GGUFMAP_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tensor infos                                                              */
+/* ------------------------------------------------------------------------ */
+
+static int parse_tensor_info(ggufmap_source *src, gm_cursor *c, int64_t i, unsigned flags, ggufmap_error *err) {
+    ggufmap_tensor *t = &src->tensors[i];
+    char q[400];
+    char what[64];
+    const char *raw;
+    uint64_t raw_len;
+    t->index = i;
+    t->info_offset = c->pos;
+    snprintf(what, sizeof what, "tensor %lld name", (long long)i);
+    int rc = read_string(c, &raw, &raw_len, src->path, what, err);
+    if (rc) return rc;
+    if (raw_len >= GGUFMAP_MAX_NAME)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor %lld '%s': name is %llu bytes, at most %d allowed",
+                       src->path, (unsigned long long)t->info_offset, (long long)i, quote(q, sizeof q, raw, raw_len),
+                       (unsigned long long)raw_len, GGUFMAP_MAX_NAME - 1);
+    /* ggml keeps the name as a C string: anything after a NUL is dropped. */
+    t->name = raw;
+    t->name_len = (uint32_t)strnlen(raw, (size_t)raw_len);
+    const char *nm = quote(q, sizeof q, t->name, t->name_len);
+    int64_t dup = gm_hashtab_insert(&src->tensor_index, t->name, t->name_len, i);
+    if (dup >= 0)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%s': duplicate name of tensor %lld", src->path,
+                       (unsigned long long)t->info_offset, nm, (long long)dup);
+
+    uint64_t at = c->pos;
+    if (!read_u32(c, &t->n_dims))
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%s': file ends inside n_dims", src->path,
+                       (unsigned long long)at, nm);
+    if (t->n_dims > GGUFMAP_MAX_DIMS)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%s': %u dimensions, at most %d allowed",
+                       src->path, (unsigned long long)at, nm, t->n_dims, GGUFMAP_MAX_DIMS);
+    for (uint32_t j = 0; j < GGUFMAP_MAX_DIMS; j++) {
+        t->ne[j] = 1;
+        if (j < t->n_dims) {
+            uint64_t v;
+            at = c->pos;
+            if (!read_u64(c, &v))
+                return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%s': file ends inside dimension %u",
+                               src->path, (unsigned long long)at, nm, j);
+            t->ne[j] = (int64_t)v;
+            if (t->ne[j] < 0)
+                return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%s': dimension %u is %lld (negative)",
+                               src->path, (unsigned long long)at, nm, j, (long long)t->ne[j]);
+        }
+    }
+    /* ggml_nelements and the overflow test, with ggml's int64 wrap-around. */
+    const uint64_t n0 = (uint64_t)t->ne[0], n1 = (uint64_t)t->ne[1], n2 = (uint64_t)t->ne[2], n3 = (uint64_t)t->ne[3];
+    const int64_t nelements = (int64_t)(n0 * n1 * n2 * n3);
+    if (nelements > 0 &&
+        ((INT64_MAX / t->ne[1] <= t->ne[0]) || (INT64_MAX / t->ne[2] <= (int64_t)(n0 * n1)) ||
+         (INT64_MAX / t->ne[3] <= (int64_t)(n0 * n1 * n2))))
+        return gm_fail(err, GGUFMAP_EFORMAT,
+                       "%s: offset %llu: tensor '%s': shape (%lld, %lld, %lld, %lld) has too many elements", src->path,
+                       (unsigned long long)t->info_offset, nm, (long long)t->ne[0], (long long)t->ne[1],
+                       (long long)t->ne[2], (long long)t->ne[3]);
+
+    at = c->pos;
+    uint32_t type;
+    if (!read_u32(c, &type))
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%s': file ends inside the type", src->path,
+                       (unsigned long long)at, nm);
+    t->type = (int32_t)type;
+    const ggufmap_type_info *ti = ggufmap_type(t->type);
+    bool known = ti && ti->block_size != 0;
+    if (!known && !(flags & GGUFMAP_OPEN_LENIENT)) {
+        if (!ti)
+            return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%s': unknown ggml type %d (valid: 0 to %d)",
+                           src->path, (unsigned long long)at, nm, t->type, GGUFMAP_TYPE_COUNT - 1);
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%s': ggml type %d was removed from ggml",
+                       src->path, (unsigned long long)at, nm, t->type);
+    }
+    if (known) {
+        if (t->ne[0] % (int64_t)ti->block_size != 0)
+            return gm_fail(err, GGUFMAP_EFORMAT,
+                           "%s: offset %llu: tensor '%s': %lld elements per row, not a multiple of the %s block size %u",
+                           src->path, (unsigned long long)at, nm, (long long)t->ne[0], ti->name, ti->block_size);
+        if ((uint64_t)(nelements / (int64_t)ti->block_size) > SIZE_MAX / ti->type_size)
+            return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%s': size in bytes overflows", src->path,
+                           (unsigned long long)at, nm);
+        /* ggml_nbytes, wrapping as size_t does (a wrapped size fails the bounds check below). */
+        uint64_t nb1 = ti->type_size * (n0 / ti->block_size), nb2 = nb1 * n1, nb3 = nb2 * n2;
+        if (t->ne[0] <= 0 || t->ne[1] <= 0 || t->ne[2] <= 0 || t->ne[3] <= 0)
+            t->size = 0;
+        else
+            t->size = n0 * ti->type_size / ti->block_size + (n1 - 1) * nb1 + (n2 - 1) * nb2 + (n3 - 1) * nb3;
+    } else {
+        t->size_estimated = true;
+    }
+    at = c->pos;
+    if (!read_u64(c, &t->rel_offset))
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%s': file ends inside the data offset",
+                       src->path, (unsigned long long)at, nm);
+    return GGUFMAP_OK;
+}
+
+/* The data section: its start, the packing rule, and the file bounds. */
+static int check_data(ggufmap_source *src, uint64_t end_of_infos, unsigned flags, ggufmap_error *err) {
+    char q[400];
+    src->data_offset = end_of_infos;
+    if (src->n_tensors > 0) {
+        uint64_t start = gm_pad(end_of_infos, src->alignment);
+        if (start < end_of_infos || start > src->size)
+            return gm_fail(err, GGUFMAP_EFORMAT,
+                           "%s: offset %llu: the data section would start at %llu, past the end of the file (%llu bytes)",
+                           src->path, (unsigned long long)end_of_infos, (unsigned long long)start,
+                           (unsigned long long)src->size);
+        src->data_offset = start;
+    }
+    uint64_t expected = 0;
+    for (int64_t i = 0; i < src->n_tensors; i++) {
+        ggufmap_tensor *t = &src->tensors[i];
+        const char *nm = quote(q, sizeof q, t->name, t->name_len);
+        if (t->rel_offset != expected)
+            return gm_fail(err, GGUFMAP_EFORMAT,
+                           "%s: offset %llu: tensor '%s': data offset %llu, expected %llu (data must be packed in info order)",
+                           src->path, (unsigned long long)t->info_offset, nm, (unsigned long long)t->rel_offset,
+                           (unsigned long long)expected);
+        if (t->size_estimated) {
+            /* Lenient: size this tensor from where the next one starts. */
+            uint64_t next = i + 1 < src->n_tensors ? src->tensors[i + 1].rel_offset : src->size - src->data_offset;
+            t->size = next >= t->rel_offset ? next - t->rel_offset : 0;
+            expected = next;
+        } else {
+            uint64_t padded = gm_pad(t->size, src->alignment);
+            if (UINT64_MAX - expected < padded)
+                return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%s': data section size overflows",
+                               src->path, (unsigned long long)t->info_offset, nm);
+            expected += padded;
+        }
+        t->offset = src->data_offset + t->rel_offset;
+        if (!(flags & GGUFMAP_OPEN_HEADER_ONLY) &&
+            (t->offset < src->data_offset || t->offset + t->size < t->offset || t->offset + t->size > src->size))
+            return gm_fail(err, GGUFMAP_EFORMAT,
+                           "%s: offset %llu: tensor '%s': data [%llu, %llu) is not within the file (%llu bytes)",
+                           src->path, (unsigned long long)t->info_offset, nm, (unsigned long long)t->offset,
+                           (unsigned long long)(t->offset + t->size), (unsigned long long)src->size);
+    }
+    src->data_size = expected;
+    return GGUFMAP_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open / close                                                              */
+/* ------------------------------------------------------------------------ */
+
+static int parse(ggufmap_source *src, unsigned flags, ggufmap_error *err) {
+    gm_cursor c = {src->map, 0, src->size};
+    const uint8_t *p;
+    if (!take(&c, 4, &p))
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 0: file is %llu bytes, too short for the GGUF magic",
+                       src->path, (unsigned long long)src->size);
+    if (memcmp(p, "GGUF", 4) != 0) {
+        char q[64];
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 0: invalid magic '%s', expected 'GGUF'", src->path,
+                       quote(q, sizeof q, (const char *)p, 4));
+    }
+    if (!read_u32(&c, &src->version))
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 4: file ends inside the version", src->path);
+    if (src->version == 0)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 4: bad GGUF version 0", src->path);
+    if ((src->version & 0xFFFFu) == 0)
+        return gm_fail(err, GGUFMAP_EFORMAT,
+                       "%s: offset 4: version %u is extremely large: a big-endian file? (only little-endian is read)",
+                       src->path, src->version);
+    if (src->version == 1)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 4: GGUF version 1 is no longer supported", src->path);
+    if (src->version > 3)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 4: GGUF version %u is newer than the supported 3", src->path,
+                       src->version);
+    uint64_t nt, nk;
+    if (!read_u64(&c, &nt))
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 8: file ends inside the tensor count", src->path);
+    if (!read_u64(&c, &nk))
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 16: file ends inside the key-value count", src->path);
+    if ((int64_t)nt < 0)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 8: tensor count %lld is negative", src->path, (long long)nt);
+    if ((int64_t)nk < 0)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 16: key-value count %lld is negative", src->path,
+                       (long long)nk);
+    /* A pair takes at least 14 bytes and a tensor info 24: a count the file
+     * cannot hold fails here, before anything is allocated for it (ggml fails
+     * the same files later, when it runs out of bytes). */
+    if (nk > left(&c) / 14)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 16: %llu key-value pairs cannot fit in the %llu bytes left",
+                       src->path, (unsigned long long)nk, (unsigned long long)left(&c));
+    if (nt > (left(&c) - nk * 14) / 24)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 8: %llu tensor infos cannot fit in the %llu bytes left",
+                       src->path, (unsigned long long)nt, (unsigned long long)left(&c));
+    src->n_kv = (int64_t)nk;
+    src->n_tensors = (int64_t)nt;
+    src->kvs = calloc(nk ? nk : 1, sizeof *src->kvs);
+    src->tensors = calloc(nt ? nt : 1, sizeof *src->tensors);
+    if (!src->kvs || !src->tensors || gm_hashtab_init(&src->kv_index, (size_t)nk) ||
+        gm_hashtab_init(&src->tensor_index, (size_t)nt))
+        return gm_fail(err, GGUFMAP_ENOMEM, "%s: out of memory for %llu keys and %llu tensors", src->path,
+                       (unsigned long long)nk, (unsigned long long)nt);
+    int rc;
+    for (int64_t i = 0; i < src->n_kv; i++)
+        if ((rc = parse_kv(src, &c, i, err))) return rc;
+    if ((rc = check_alignment(src, err))) return rc;
+    for (int64_t i = 0; i < src->n_tensors; i++)
+        if ((rc = parse_tensor_info(src, &c, i, flags, err))) return rc;
+    return check_data(src, c.pos, flags, err);
+}
+
+int ggufmap_source_open(const char *path, unsigned flags, ggufmap_source **out, ggufmap_error *err) {
+    *out = NULL;
+    ggufmap_error_clear(err);
+    ggufmap_source *src = calloc(1, sizeof *src);
+    if (!src || !(src->path = strdup(path))) {
+        free(src);
+        return gm_fail(err, GGUFMAP_ENOMEM, "%s: out of memory", path);
+    }
+    src->fd = -1;
+    int rc = GGUFMAP_OK;
+    src->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (src->fd < 0) {
+        rc = gm_fail_errno(err, errno, "%s: cannot open", path);
+        goto fail;
+    }
+    struct stat st;
+    if (fstat(src->fd, &st) != 0) {
+        rc = gm_fail_errno(err, errno, "%s: cannot stat", path);
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = gm_fail(err, GGUFMAP_EIO, "%s: not a regular file", path);
+        goto fail;
+    }
+    src->size = (uint64_t)st.st_size;
+    if (src->size > 0) {
+        void *m = mmap(NULL, (size_t)src->size, PROT_READ, MAP_PRIVATE, src->fd, 0);
+        if (m == MAP_FAILED) {
+            rc = gm_fail_errno(err, errno, "%s: cannot map %llu bytes", path, (unsigned long long)src->size);
+            goto fail;
+        }
+        src->map = m;
+    }
+    if ((rc = parse(src, flags, err))) goto fail;
+    *out = src;
+    return GGUFMAP_OK;
+fail:
+    ggufmap_source_close(src);
+    return rc;
+}
+
+void ggufmap_source_close(ggufmap_source *src) {
+    if (!src) return;
+    if (src->map) munmap((void *)(uintptr_t)src->map, (size_t)src->size);
+    if (src->fd >= 0) close(src->fd);
+    gm_hashtab_free(&src->kv_index);
+    gm_hashtab_free(&src->tensor_index);
+    free(src->kvs);
+    free(src->tensors);
+    free(src->path);
+    free(src);
+}
+
+/* Sets the shard index of every tensor; used by the model module only. */
+void gm_source_set_shard(ggufmap_source *src, uint32_t shard);
+void gm_source_set_shard(ggufmap_source *src, uint32_t shard) {
+    for (int64_t i = 0; i < src->n_tensors; i++) src->tensors[i].shard = shard;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Accessors                                                                 */
+/* ------------------------------------------------------------------------ */
+
+const char *ggufmap_source_path(const ggufmap_source *src) { return src->path; }
+uint64_t ggufmap_source_file_size(const ggufmap_source *src) { return src->size; }
+uint32_t ggufmap_source_version(const ggufmap_source *src) { return src->version; }
+uint32_t ggufmap_source_alignment(const ggufmap_source *src) { return src->alignment; }
+uint64_t ggufmap_source_data_offset(const ggufmap_source *src) { return src->data_offset; }
+uint64_t ggufmap_source_data_size(const ggufmap_source *src) { return src->data_size; }
+const uint8_t *ggufmap_source_bytes(const ggufmap_source *src) { return src->map; }
+int ggufmap_source_fd(const ggufmap_source *src) { return src->fd; }
+int64_t ggufmap_source_n_kv(const ggufmap_source *src) { return src->n_kv; }
+int64_t ggufmap_source_n_tensors(const ggufmap_source *src) { return src->n_tensors; }
+
+const ggufmap_kv *ggufmap_source_kv(const ggufmap_source *src, int64_t i) {
+    return i >= 0 && i < src->n_kv ? &src->kvs[i] : NULL;
+}
+
+int64_t ggufmap_source_find_kv(const ggufmap_source *src, const char *key) {
+    return gm_hashtab_find(&src->kv_index, key, strlen(key));
+}
+
+const ggufmap_tensor *ggufmap_source_tensor(const ggufmap_source *src, int64_t i) {
+    return i >= 0 && i < src->n_tensors ? &src->tensors[i] : NULL;
+}
+
+int64_t ggufmap_source_find_tensor(const ggufmap_source *src, const char *name) {
+    return gm_hashtab_find(&src->tensor_index, name, strlen(name));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Values                                                                    */
+/* ------------------------------------------------------------------------ */
+
+bool ggufmap_kv_key_is(const ggufmap_kv *kv, const char *key) {
+    size_t n = strlen(key);
+    return kv->key_len == n && memcmp(kv->key, key, n) == 0;
+}
+
+static int scalar_int(int32_t type, const uint8_t *p, int64_t *out) {
+    switch (type) {
+    case GGUFMAP_VALUE_UINT8: *out = p[0]; return GGUFMAP_OK;
+    case GGUFMAP_VALUE_INT8: *out = (int8_t)p[0]; return GGUFMAP_OK;
+    case GGUFMAP_VALUE_BOOL: *out = p[0] != 0; return GGUFMAP_OK;
+    case GGUFMAP_VALUE_UINT16: *out = gm_le16(p); return GGUFMAP_OK;
+    case GGUFMAP_VALUE_INT16: *out = (int16_t)gm_le16(p); return GGUFMAP_OK;
+    case GGUFMAP_VALUE_UINT32: *out = gm_le32(p); return GGUFMAP_OK;
+    case GGUFMAP_VALUE_INT32: *out = (int32_t)gm_le32(p); return GGUFMAP_OK;
+    case GGUFMAP_VALUE_INT64: *out = (int64_t)gm_le64(p); return GGUFMAP_OK;
+    case GGUFMAP_VALUE_UINT64: {
+        uint64_t v = gm_le64(p);
+        if (v > INT64_MAX) return GGUFMAP_EINVAL;
+        *out = (int64_t)v;
+        return GGUFMAP_OK;
+    }
+    default: return GGUFMAP_EINVAL;
+    }
+}
+
+static int scalar_float(int32_t type, const uint8_t *p, double *out) {
+    if (type == GGUFMAP_VALUE_FLOAT32) {
+        uint32_t bits = gm_le32(p);
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        *out = f;
+        return GGUFMAP_OK;
+    }
+    if (type == GGUFMAP_VALUE_FLOAT64) {
+        uint64_t bits = gm_le64(p);
+        memcpy(out, &bits, sizeof *out);
+        return GGUFMAP_OK;
+    }
+    int64_t v;
+    if (scalar_int(type, p, &v)) {
+        if (type != GGUFMAP_VALUE_UINT64) return GGUFMAP_EINVAL;
+        *out = (double)gm_le64(p);
+        return GGUFMAP_OK;
+    }
+    *out = (double)v;
+    return GGUFMAP_OK;
+}
+
+int ggufmap_kv_int(const ggufmap_kv *kv, int64_t *out) {
+    if (kv->type == GGUFMAP_VALUE_ARRAY) return GGUFMAP_EINVAL;
+    return scalar_int(kv->type, kv->value, out);
+}
+
+int ggufmap_kv_float(const ggufmap_kv *kv, double *out) {
+    if (kv->type == GGUFMAP_VALUE_ARRAY) return GGUFMAP_EINVAL;
+    return scalar_float(kv->type, kv->value, out);
+}
+
+int ggufmap_kv_string(const ggufmap_kv *kv, const char **str, uint64_t *len) {
+    if (kv->type != GGUFMAP_VALUE_STRING) return GGUFMAP_EINVAL;
+    *len = gm_le64(kv->value);
+    *str = (const char *)kv->value + 8;
+    return GGUFMAP_OK;
+}
+
+int ggufmap_kv_array_int(const ggufmap_kv *kv, uint64_t i, int64_t *out) {
+    uint32_t w = ggufmap_value_type_size(kv->elem_type);
+    if (kv->type != GGUFMAP_VALUE_ARRAY || w == 0 || i >= kv->count) return GGUFMAP_EINVAL;
+    return scalar_int(kv->elem_type, kv->value + i * w, out);
+}
+
+int ggufmap_kv_array_float(const ggufmap_kv *kv, uint64_t i, double *out) {
+    uint32_t w = ggufmap_value_type_size(kv->elem_type);
+    if (kv->type != GGUFMAP_VALUE_ARRAY || w == 0 || i >= kv->count) return GGUFMAP_EINVAL;
+    return scalar_float(kv->elem_type, kv->value + i * w, out);
+}
+
+int ggufmap_kv_array_next_string(const ggufmap_kv *kv, uint64_t *cursor, const char **str, uint64_t *len) {
+    if (kv->type != GGUFMAP_VALUE_ARRAY || kv->elem_type != GGUFMAP_VALUE_STRING) return GGUFMAP_EINVAL;
+    /* The parser checked every element, so a cursor inside value_size is safe. */
+    if (*cursor + 8 > kv->value_size) return GGUFMAP_ENOTFOUND;
+    *len = gm_le64(kv->value + *cursor);
+    *str = (const char *)kv->value + *cursor + 8;
+    *cursor += 8 + *len;
+    return GGUFMAP_OK;
+}

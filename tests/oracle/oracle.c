@@ -1,0 +1,675 @@
+/*
+ * ggufmap-oracle: load a GGUF model through the real, prebuilt llama.cpp
+ * (libllama v0.5.0 from @node-llama-cpp/linux-x64@3.22.1) and report, in
+ * exact bytes, every weight buffer llama.cpp creates.
+ *
+ * How: the executable is linked with -rdynamic and defines three ggml
+ * functions that libllama imports through its PLT:
+ *   ggml_backend_dev_buffer_from_host_ptr     -> MAPPED lines
+ *   ggml_backend_alloc_ctx_tensors_from_buft  -> ALLOC / ATENSOR lines
+ *   ggml_backend_tensor_alloc                 -> TENSOR lines (mapped tensors)
+ * Each wrapper forwards to the real function (dlsym(RTLD_NEXT)).
+ *
+ * Second mode: --gguf-check FILE runs ggml's own gguf_init_from_file and
+ * prints its verdict.
+ *
+ * Output format: see README.md in this directory.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ggml.h"
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "gguf.h"
+#include "llama.h"
+
+/* ------------------------------------------------------------------ */
+/* global state                                                        */
+/* ------------------------------------------------------------------ */
+
+static bool g_trace;    /* -t */
+static bool g_verbose;  /* -v */
+static bool g_active;   /* hooks report only while the model loads */
+
+#define MAX_SHARDS 1024
+static char *g_shard_real[MAX_SHARDS]; /* realpath of each shard, may be NULL */
+static int   g_n_shards;
+
+/* one record per buffer we reported */
+struct buf_rec {
+    ggml_backend_buffer_t buf;
+    int      id;        /* ordinal among MAPPED/ALLOC lines */
+    bool     mapped;
+    int      file;      /* shard index, -1 unknown */
+    uint64_t first;     /* file offset of the buffer base (mapped only) */
+    uintptr_t base;     /* host pointer given to buffer_from_host_ptr */
+};
+static struct buf_rec *g_bufs;
+static size_t g_n_bufs, g_cap_bufs;
+
+/* text printed by the SIGABRT handler if we die inside the real call */
+static char g_pending[512];
+static volatile sig_atomic_t g_pending_set;
+
+static void die_oom(void)
+{
+    fputs("ggufmap-oracle: out of memory\n", stderr);
+    _exit(2);
+}
+
+static struct buf_rec *add_buf(ggml_backend_buffer_t buf)
+{
+    if (g_n_bufs == g_cap_bufs) {
+        size_t cap = g_cap_bufs ? g_cap_bufs * 2 : 16;
+        struct buf_rec *n = realloc(g_bufs, cap * sizeof *n);
+        if (!n)
+            die_oom();
+        g_bufs = n;
+        g_cap_bufs = cap;
+    }
+    struct buf_rec *r = &g_bufs[g_n_bufs];
+    memset(r, 0, sizeof *r);
+    r->buf = buf;
+    r->id = (int)g_n_bufs;
+    r->file = -1;
+    g_n_bufs++;
+    return r;
+}
+
+static struct buf_rec *find_mapped_buf(ggml_backend_buffer_t buf)
+{
+    for (size_t i = 0; i < g_n_bufs; i++)
+        if (g_bufs[i].buf == buf && g_bufs[i].mapped)
+            return &g_bufs[i];
+    return NULL;
+}
+
+/* async-signal-safe write of a whole string */
+static void write_all(int fd, const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w <= 0) {
+            if (w < 0 && errno == EINTR)
+                continue;
+            return;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+/* ggml_abort hands us its message instead of printing a backtrace */
+static void abort_cb(const char *msg)
+{
+    /* "DIR/file.cpp:LINE: text" -> "file.cpp:LINE: text" */
+    const char *colon = strstr(msg, ": ");
+    const char *start = msg;
+    for (const char *p = msg; colon && p < colon; p++)
+        if (*p == '/')
+            start = p + 1;
+    if (g_verbose)
+        fprintf(stderr, "%s\n", msg);
+    if (g_pending_set) {
+        write_all(STDOUT_FILENO, g_pending);
+        g_pending_set = 0;
+    }
+    char line[2200];
+    snprintf(line, sizeof line, "ABORT %s\n", start);
+    line[strcspn(line, "\n")] = '\n';
+    line[strcspn(line, "\n") + 1] = '\0';
+    write_all(STDOUT_FILENO, line);
+}
+
+static void on_fatal_signal(int sig)
+{
+    /* stdout is line buffered: every complete line is already out */
+    if (g_pending_set)
+        write_all(STDOUT_FILENO, g_pending);
+    if (sig == SIGABRT) {
+        write_all(STDOUT_FILENO, "RESULT abort\n");
+        _exit(134);
+    }
+    write_all(STDOUT_FILENO, "RESULT crash\n");
+    _exit(128 + sig);
+}
+
+/* ------------------------------------------------------------------ */
+/* shards and /proc/self/maps                                          */
+/* ------------------------------------------------------------------ */
+
+/* If path ends in "-NNNNN-of-MMMMM.gguf", return the prefix length and
+ * set *no (1-based) and *count; otherwise return 0. */
+static size_t split_suffix(const char *path, int *no, int *count)
+{
+    static const char tail[] = "-00000-of-00000.gguf";
+    size_t len = strlen(path), tl = sizeof tail - 1;
+    if (len <= tl)
+        return 0;
+    const char *s = path + len - tl;
+    for (size_t i = 0; i < tl; i++) {
+        if (tail[i] == '0') {
+            if (s[i] < '0' || s[i] > '9')
+                return 0;
+        } else if (s[i] != tail[i]) {
+            return 0;
+        }
+    }
+    *no = atoi(s + 1);
+    *count = atoi(s + 10);
+    return len - tl;
+}
+
+static void init_shards(const char *model_path)
+{
+    g_n_shards = 1;
+    g_shard_real[0] = realpath(model_path, NULL);
+    int no = 0, count = 0;
+    size_t plen = split_suffix(model_path, &no, &count);
+    if (plen == 0 || count < 2 || count > MAX_SHARDS)
+        return;
+    g_n_shards = count;
+    for (int i = 1; i < count; i++) {
+        size_t sz = plen + 32;
+        char *p = malloc(sz);
+        if (!p)
+            die_oom();
+        snprintf(p, sz, "%.*s-%05d-of-%05d.gguf", (int)plen, model_path, i + 1, count);
+        g_shard_real[i] = realpath(p, NULL);
+        free(p);
+    }
+}
+
+static int shard_index_of(const char *real)
+{
+    for (int i = 0; i < g_n_shards; i++)
+        if (g_shard_real[i] && strcmp(g_shard_real[i], real) == 0)
+            return i;
+    /* fall back to the split naming convention of the mapped file */
+    int no = 0, count = 0;
+    if (split_suffix(real, &no, &count) && no >= 1)
+        return no - 1;
+    return -1;
+}
+
+/* Translate a host pointer into (shard index, file offset) via
+ * /proc/self/maps. Returns false if ptr is not in a file mapping. */
+static bool ptr_to_file(uintptr_t ptr, int *file, uint64_t *off)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return false;
+    char line[PATH_MAX + 256];
+    bool found = false;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi, pgoff;
+        int pos = 0;
+        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &pgoff, &pos) < 3 || pos == 0)
+            continue;
+        if (ptr < lo || ptr >= hi)
+            continue;
+        char *path = line + pos;
+        path[strcspn(path, "\n")] = '\0';
+        if (path[0] != '/')
+            break; /* anonymous or special mapping */
+        char *del = strstr(path, " (deleted)");
+        if (del)
+            *del = '\0';
+        *off = (uint64_t)(ptr - lo) + (uint64_t)pgoff;
+        *file = shard_index_of(path);
+        found = true;
+        break;
+    }
+    fclose(f);
+    return found;
+}
+
+/* ------------------------------------------------------------------ */
+/* interposed ggml functions                                           */
+/* ------------------------------------------------------------------ */
+
+static void *real_sym(const char *name)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p) {
+        fprintf(stderr, "ggufmap-oracle: dlsym(RTLD_NEXT, %s) failed: %s\n", name, dlerror());
+        _exit(2);
+    }
+    return p;
+}
+
+typedef ggml_backend_buffer_t (*from_host_ptr_fn)(ggml_backend_dev_t, void *, size_t, size_t);
+typedef ggml_backend_buffer_t (*alloc_ctx_fn)(struct ggml_context *, ggml_backend_buffer_type_t);
+typedef enum ggml_status (*tensor_alloc_fn)(ggml_backend_buffer_t, struct ggml_tensor *, void *);
+
+ggml_backend_buffer_t ggml_backend_dev_buffer_from_host_ptr(ggml_backend_dev_t device, void *ptr,
+                                                            size_t size, size_t max_tensor_size)
+{
+    static from_host_ptr_fn real;
+    if (!real)
+        real = (from_host_ptr_fn)real_sym("ggml_backend_dev_buffer_from_host_ptr");
+    if (!g_active)
+        return real(device, ptr, size, max_tensor_size);
+
+    int file = -1;
+    uint64_t first = 0;
+    bool known = ptr_to_file((uintptr_t)ptr, &file, &first);
+    if (!known) {
+        file = -1;
+        first = 0;
+    }
+    snprintf(g_pending, sizeof g_pending,
+             "PENDING dev=%s file=%d first=%" PRIu64 " last=%" PRIu64 " size=%zu max_tensor=%zu\n",
+             ggml_backend_dev_name(device), file, first, first + (uint64_t)size, size, max_tensor_size);
+    g_pending_set = 1;
+    ggml_backend_buffer_t buf = real(device, ptr, size, max_tensor_size);
+    g_pending_set = 0;
+
+    if (!buf) {
+        printf("MAPFAIL dev=%s file=%d first=%" PRIu64 " last=%" PRIu64 " size=%zu\n",
+               ggml_backend_dev_name(device), file, first, first + (uint64_t)size, size);
+        return NULL;
+    }
+    struct buf_rec *r = add_buf(buf);
+    r->mapped = true;
+    r->file = file;
+    r->first = first;
+    r->base = (uintptr_t)ptr;
+    printf("MAPPED buft=%s file=%d first=%" PRIu64 " last=%" PRIu64 " size=%zu max_tensor=%zu\n",
+           ggml_backend_buffer_name(buf), file, first, first + (uint64_t)size,
+           ggml_backend_buffer_get_size(buf), max_tensor_size);
+    return buf;
+}
+
+ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_context *ctx,
+                                                               ggml_backend_buffer_type_t buft)
+{
+    static alloc_ctx_fn real;
+    if (!real)
+        real = (alloc_ctx_fn)real_sym("ggml_backend_alloc_ctx_tensors_from_buft");
+    if (!g_active)
+        return real(ctx, buft);
+
+    snprintf(g_pending, sizeof g_pending, "PENDING_ALLOC buft=%s\n", ggml_backend_buft_name(buft));
+    g_pending_set = 1;
+    ggml_backend_buffer_t buf = real(ctx, buft);
+    g_pending_set = 0;
+
+    size_t n = 0;
+    for (struct ggml_tensor *t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
+        n++;
+    if (!buf) {
+        printf("ALLOCFAIL buft=%s n_tensors=%zu\n", ggml_backend_buft_name(buft), n);
+        return NULL;
+    }
+    struct buf_rec *r = add_buf(buf);
+    printf("ALLOC buft=%s size=%zu n_tensors=%zu\n", ggml_backend_buffer_name(buf),
+           ggml_backend_buffer_get_size(buf), n);
+    if (g_trace) {
+        for (struct ggml_tensor *t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
+            printf("ATENSOR buf=%d name=%s nbytes=%zu\n", r->id, ggml_get_name(t), ggml_nbytes(t));
+    }
+    return buf;
+}
+
+enum ggml_status ggml_backend_tensor_alloc(ggml_backend_buffer_t buffer, struct ggml_tensor *tensor,
+                                           void *addr)
+{
+    static tensor_alloc_fn real;
+    if (!real)
+        real = (tensor_alloc_fn)real_sym("ggml_backend_tensor_alloc");
+    enum ggml_status st = real(buffer, tensor, addr);
+    if (g_active && g_trace) {
+        const struct buf_rec *r = find_mapped_buf(buffer);
+        if (r) {
+            uint64_t off = r->first + (uint64_t)((uintptr_t)addr - r->base);
+            printf("TENSOR buf=%d name=%s off=%" PRIu64 " nbytes=%zu\n", r->id, ggml_get_name(tensor), off,
+                   ggml_nbytes(tensor));
+        }
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* logging                                                             */
+/* ------------------------------------------------------------------ */
+
+static char  g_logline[8192];
+static size_t g_loglen;
+static enum ggml_log_level g_loglevel = GGML_LOG_LEVEL_INFO;
+
+static void flush_log_line(void)
+{
+    g_logline[g_loglen] = '\0';
+    if (strstr(g_logline, "model buffer size"))
+        printf("LOG %s\n", g_logline);
+    else if (g_loglevel == GGML_LOG_LEVEL_ERROR && g_loglen > 0)
+        printf("ERR %s\n", g_logline);
+    g_loglen = 0;
+}
+
+static void log_cb(enum ggml_log_level level, const char *text, void *ud)
+{
+    (void)ud;
+    if (g_verbose)
+        fputs(text, stderr);
+    if (level != GGML_LOG_LEVEL_CONT) {
+        if (g_loglen > 0)
+            flush_log_line();
+        g_loglevel = level;
+    }
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n') {
+            flush_log_line();
+        } else if (g_loglen + 1 < sizeof g_logline) {
+            g_logline[g_loglen++] = *p;
+        }
+    }
+}
+
+static void quiet_log_cb(enum ggml_log_level level, const char *text, void *ud)
+{
+    (void)level;
+    (void)ud;
+    if (g_verbose)
+        fputs(text, stderr);
+}
+
+/* ------------------------------------------------------------------ */
+/* buffer types by name                                                */
+/* ------------------------------------------------------------------ */
+
+typedef void (*buft_visit_fn)(ggml_backend_buffer_type_t buft, ggml_backend_dev_t dev, const char *kind,
+                              void *ud);
+
+static void visit_bufts(buft_visit_fn fn, void *ud)
+{
+    for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+        ggml_backend_dev_t dev = ggml_backend_dev_get(i);
+        ggml_backend_buffer_type_t def = ggml_backend_dev_buffer_type(dev);
+        if (def)
+            fn(def, dev, "default", ud);
+        ggml_backend_buffer_type_t host = ggml_backend_dev_host_buffer_type(dev);
+        if (host)
+            fn(host, dev, "host", ud);
+        ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+        if (!reg)
+            continue;
+        ggml_backend_dev_get_extra_bufts_t get_extra = (ggml_backend_dev_get_extra_bufts_t)
+            ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts");
+        if (!get_extra)
+            continue;
+        for (ggml_backend_buffer_type_t *e = get_extra(dev); e && *e; e++)
+            fn(*e, dev, "extra", ud);
+    }
+}
+
+struct find_ud {
+    const char *name;
+    ggml_backend_buffer_type_t found;
+};
+
+static void find_visit(ggml_backend_buffer_type_t buft, ggml_backend_dev_t dev, const char *kind, void *ud)
+{
+    (void)dev;
+    (void)kind;
+    struct find_ud *f = ud;
+    if (!f->found && strcmp(ggml_backend_buft_name(buft), f->name) == 0)
+        f->found = buft;
+}
+
+static void list_visit(ggml_backend_buffer_type_t buft, ggml_backend_dev_t dev, const char *kind, void *ud)
+{
+    FILE *out = ud;
+    fprintf(out, "BUFT name=%s dev=%s kind=%s\n", ggml_backend_buft_name(buft), ggml_backend_dev_name(dev),
+            kind);
+}
+
+/* ------------------------------------------------------------------ */
+/* main                                                                */
+/* ------------------------------------------------------------------ */
+
+static void usage(FILE *out)
+{
+    fputs("usage: ggufmap-oracle [options] MODEL.gguf   (first shard of a split model)\n"
+          "       ggufmap-oracle [-v] --gguf-check FILE.gguf\n"
+          "       ggufmap-oracle --list-bufts\n"
+          "options:\n"
+          "  -t                 also print TENSOR / ATENSOR lines\n"
+          "  -v                 pass llama.cpp / ggml log through to stderr\n"
+          "  --no-mmap          load_mode = NONE (default: MMAP)\n"
+          "  --load-mode M      load_mode by name (auto|none|mmap|mlock|mmap_mlock|direct_io)\n"
+          "  --no-repack        use_extra_bufts = false (no CPU_REPACK)\n"
+          "  --no-host          no_host = true\n"
+          "  --ot REGEX=BUFT    tensor_buft_overrides entry (repeatable; BUFT as --list-bufts)\n"
+          "  --lazy-mode M      on|off|auto (default: llama.cpp default, auto)\n"
+          "  --ngl N            n_gpu_layers (default 0)\n",
+          out);
+}
+
+static int gguf_check(const char *path)
+{
+    ggml_log_set(quiet_log_cb, NULL);
+    struct gguf_init_params ip = { .no_alloc = true, .ctx = NULL };
+    struct gguf_context *g = gguf_init_from_file(path, ip);
+    if (!g) {
+        printf("GGUF fail\n");
+        return 1;
+    }
+    printf("GGUF ok n_tensors=%" PRId64 " n_kv=%" PRId64 " data_offset=%zu\n", gguf_get_n_tensors(g),
+           gguf_get_n_kv(g), gguf_get_data_offset(g));
+    gguf_free(g);
+    return 0;
+}
+
+static const char *backend_dir(void)
+{
+    const char *env = getenv("GGUFMAP_ORACLE_BACKEND_DIR");
+    if (env && *env)
+        return env;
+    static char dir[PATH_MAX];
+    Dl_info info;
+    if (dladdr((void *)&llama_backend_init, &info) && info.dli_fname) {
+        snprintf(dir, sizeof dir, "%s", info.dli_fname);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            *slash = '\0';
+            return dir;
+        }
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    const char *model = NULL;
+    const char *check_file = NULL;
+    bool list_bufts = false;
+    bool no_repack = false, no_host = false;
+    enum llama_load_mode load_mode = LLAMA_LOAD_MODE_MMAP;
+    int lazy_mode = -1;
+    int ngl = 0;
+    char **ot_spec = calloc((size_t)argc + 1, sizeof *ot_spec);
+    int n_ot = 0;
+    if (!ot_spec)
+        die_oom();
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const bool has_next = i + 1 < argc;
+        if (strcmp(a, "-t") == 0) {
+            g_trace = true;
+        } else if (strcmp(a, "-v") == 0) {
+            g_verbose = true;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--no-mmap") == 0) {
+            load_mode = LLAMA_LOAD_MODE_NONE;
+        } else if (strcmp(a, "--load-mode") == 0 && has_next) {
+            const char *m = argv[++i];
+            if (strcmp(m, "auto") == 0) load_mode = LLAMA_LOAD_MODE_AUTO;
+            else if (strcmp(m, "none") == 0) load_mode = LLAMA_LOAD_MODE_NONE;
+            else if (strcmp(m, "mmap") == 0) load_mode = LLAMA_LOAD_MODE_MMAP;
+            else if (strcmp(m, "mlock") == 0) load_mode = LLAMA_LOAD_MODE_MLOCK;
+            else if (strcmp(m, "mmap_mlock") == 0) load_mode = LLAMA_LOAD_MODE_MMAP_MLOCK;
+            else if (strcmp(m, "direct_io") == 0) load_mode = LLAMA_LOAD_MODE_DIRECT_IO;
+            else {
+                fprintf(stderr, "ggufmap-oracle: unknown load mode '%s'\n", m);
+                return 2;
+            }
+        } else if (strcmp(a, "--no-repack") == 0) {
+            no_repack = true;
+        } else if (strcmp(a, "--no-host") == 0) {
+            no_host = true;
+        } else if (strcmp(a, "--ot") == 0 && has_next) {
+            ot_spec[n_ot++] = argv[++i];
+        } else if (strcmp(a, "--lazy-mode") == 0 && has_next) {
+            const char *m = argv[++i];
+            if (strcmp(m, "on") == 0) lazy_mode = LLAMA_LAZY_MODE_ON;
+            else if (strcmp(m, "off") == 0) lazy_mode = LLAMA_LAZY_MODE_OFF;
+            else if (strcmp(m, "auto") == 0) lazy_mode = LLAMA_LAZY_MODE_AUTO;
+            else {
+                fprintf(stderr, "ggufmap-oracle: --lazy-mode takes on|off|auto, not '%s'\n", m);
+                return 2;
+            }
+        } else if (strcmp(a, "--ngl") == 0 && has_next) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < INT32_MIN || v > INT32_MAX) {
+                fprintf(stderr, "ggufmap-oracle: bad --ngl value\n");
+                return 2;
+            }
+            ngl = (int)v;
+        } else if (strcmp(a, "--gguf-check") == 0 && has_next) {
+            check_file = argv[++i];
+        } else if (strcmp(a, "--list-bufts") == 0) {
+            list_bufts = true;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "ggufmap-oracle: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        } else if (!model) {
+            model = a;
+        } else {
+            fprintf(stderr, "ggufmap-oracle: more than one model path given\n");
+            return 2;
+        }
+    }
+
+    /* never let ggml try to attach a debugger on abort */
+    if (!g_verbose)
+        setenv("GGML_NO_BACKTRACE", "1", 1);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGABRT, &sa, NULL);
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+    sigaction(SIGFPE, &sa, NULL);
+    ggml_set_abort_callback(abort_cb);
+
+    if (check_file)
+        return gguf_check(check_file);
+
+    if (!model && !list_bufts) {
+        usage(stderr);
+        return 2;
+    }
+
+    llama_log_set(log_cb, NULL);
+    llama_backend_init();
+    const char *dir = backend_dir();
+    if (!dir) {
+        fprintf(stderr, "ggufmap-oracle: cannot locate the ggml backend directory\n");
+        return 2;
+    }
+    ggml_backend_load_all_from_path(dir);
+    if (!ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU)) {
+        fprintf(stderr, "ggufmap-oracle: no CPU backend could be loaded from %s\n", dir);
+        printf("RESULT fail\n");
+        return 1;
+    }
+
+    if (list_bufts) {
+        visit_bufts(list_visit, stdout);
+        return 0;
+    }
+
+    /* tensor_buft_overrides, NULL-terminated */
+    struct llama_model_tensor_buft_override *ot = calloc((size_t)n_ot + 1, sizeof *ot);
+    if (!ot)
+        die_oom();
+    for (int i = 0; i < n_ot; i++) {
+        char *eq = strrchr(ot_spec[i], '=');
+        if (!eq || eq == ot_spec[i] || eq[1] == '\0') {
+            fprintf(stderr, "ggufmap-oracle: --ot expects REGEX=BUFT, got '%s'\n", ot_spec[i]);
+            return 2;
+        }
+        *eq = '\0';
+        struct find_ud f = { eq + 1, NULL };
+        visit_bufts(find_visit, &f);
+        if (!f.found) {
+            fprintf(stderr, "ggufmap-oracle: unknown buffer type '%s'; available:\n", eq + 1);
+            visit_bufts(list_visit, stderr);
+            return 2;
+        }
+        ot[i].pattern = ot_spec[i];
+        ot[i].buft = f.found;
+    }
+
+    struct llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = ngl;
+    mp.load_mode = load_mode;
+    if (lazy_mode >= 0)
+        mp.lazy_mode = (enum llama_lazy_mode)lazy_mode;
+    mp.use_extra_bufts = !no_repack;
+    mp.no_host = no_host;
+    mp.vocab_only = false;
+    mp.no_alloc = false;
+    mp.check_tensors = false;
+    mp.tensor_buft_overrides = n_ot > 0 ? ot : NULL;
+
+    init_shards(model);
+
+    g_active = true;
+    struct llama_model *m = llama_model_load_from_file(model, mp);
+    g_active = false;
+    if (g_loglen > 0)
+        flush_log_line();
+
+    if (!m) {
+        printf("RESULT fail\n");
+        return 1;
+    }
+    printf("MODEL size=%" PRIu64 " n_params=%" PRIu64 "\n", llama_model_size(m), llama_model_n_params(m));
+    llama_model_free(m);
+    llama_backend_free();
+    printf("RESULT ok\n");
+    free(ot);
+    free(ot_spec);
+    for (int i = 0; i < g_n_shards; i++)
+        free(g_shard_real[i]);
+    free(g_bufs);
+    return 0;
+}

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Build the llama.cpp oracle for ggufmap.
+#
+# usage: tests/oracle/setup.sh DIR
+#
+# Into DIR (created if needed) this
+#   1. installs the prebuilt llama.cpp v0.5.0 shared libraries from the npm
+#      package @node-llama-cpp/linux-x64@3.22.1 (npm i -E --prefix DIR/npm),
+#   2. extracts the matching headers (include/, ggml/include/,
+#      ggml/src/ggml-backend-impl.h) from the llama.cpp source bundle inside
+#      node-llama-cpp@3.22.1 (checks release v0.5.0 and the pinned commit),
+#   3. compiles DIR/bin/ggufmap-oracle and DIR/bin/ggml-read-bench with gcc.
+# Each step leaves a stamp file and is skipped when already done.
+# On success the only output is the oracle's path on stdout.
+# On failure: a message on stderr naming the failed step, exit status != 0.
+# Network: only the npm registry, and only for steps 1 and 2.
+set -euo pipefail
+
+NLC_VERSION=3.22.1
+LLAMA_RELEASE=v0.5.0
+LLAMA_COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
+BIN_PKG="@node-llama-cpp/linux-x64"
+SRC_PKG="node-llama-cpp"
+
+die() { printf 'oracle setup: %s\n' "$*" >&2; exit 1; }
+
+if [ $# -ne 1 ] || [ -z "$1" ]; then die "usage: setup.sh DIR"; fi
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(cd "$SCRIPT_DIR/../.." && pwd)
+ORACLE_SRC="$SCRIPT_DIR/oracle.c"
+BENCH_SRC="$REPO_DIR/bench/ggml_reader/ggml_read_bench.c"
+
+mkdir -p "$1" || die "cannot create directory '$1'"
+DIR=$(cd "$1" && pwd)
+LOG="$DIR/setup.log"
+: >"$LOG" || die "cannot write $LOG"
+
+# --- prerequisites ----------------------------------------------------------
+need() {
+    command -v "$1" >/dev/null 2>&1 || die "$1 not found in PATH ($2)"
+}
+need node "install nodejs and npm (Debian: apt-get install nodejs npm)"
+need npm  "install npm (Debian: apt-get install npm)"
+need gcc  "install gcc"
+need git  "install git (needed to read the llama.cpp source bundle)"
+need tar  "install tar"
+[ -f "$ORACLE_SRC" ] || die "missing $ORACLE_SRC"
+[ -f "$BENCH_SRC" ] || die "missing $BENCH_SRC"
+case "$(uname -s)-$(uname -m)" in
+    Linux-x86_64) ;;
+    *) die "unsupported platform $(uname -s)-$(uname -m): the prebuilt package is linux-x64 only" ;;
+esac
+
+# Explain an npm failure from its log.
+npm_fail() {
+    local what=$1
+    if grep -Eq 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH|network|socket hang up|self.signed|CERT' "$LOG"; then
+        die "$what failed: npm registry unreachable (see $LOG)"
+    elif grep -Eq 'E404|404 Not Found|ETARGET|notarget' "$LOG"; then
+        die "$what failed: package version not found on the npm registry (see $LOG)"
+    elif grep -Eq 'EBADPLATFORM|EBADENGINE' "$LOG"; then
+        die "$what failed: npm refused the package on this platform (see $LOG)"
+    else
+        die "$what failed (see $LOG): $(tail -n 3 "$LOG" | tr '\n' ' ')"
+    fi
+}
+
+NPM_FLAGS=(--no-audit --no-fund --loglevel=error --ignore-scripts)
+
+# --- 1. prebuilt libraries ----------------------------------------------------
+BINS="$DIR/npm/node_modules/$BIN_PKG/bins/linux-x64"
+STAMP_NPM="$DIR/.stamp-npm-$NLC_VERSION"
+if [ ! -f "$STAMP_NPM" ] || [ ! -f "$BINS/libllama.$LLAMA_RELEASE.so" ]; then
+    rm -f "$STAMP_NPM"
+    mkdir -p "$DIR/npm"
+    [ -f "$DIR/npm/package.json" ] || printf '{"name":"ggufmap-oracle-deps","private":true}\n' >"$DIR/npm/package.json"
+    if ! npm install -E --prefix "$DIR/npm" "${NPM_FLAGS[@]}" "$BIN_PKG@$NLC_VERSION" >>"$LOG" 2>&1; then
+        npm_fail "npm install $BIN_PKG@$NLC_VERSION"
+    fi
+    for f in "libllama.$LLAMA_RELEASE.so" "libggml.$LLAMA_RELEASE.so" libggml-base.so _nlcBuildMetadata.json; do
+        [ -f "$BINS/$f" ] || die "$BIN_PKG@$NLC_VERSION installed but $BINS/$f is missing"
+    done
+    grep -q "\"release\":\"$LLAMA_RELEASE\"" "$BINS/_nlcBuildMetadata.json" ||
+        die "$BINS/_nlcBuildMetadata.json does not name llama.cpp release $LLAMA_RELEASE"
+    ls "$BINS"/libggml-cpu-*.so >/dev/null 2>&1 || die "no CPU backend (libggml-cpu-*.so) in $BINS"
+    touch "$STAMP_NPM"
+fi
+
+# --- 2. matching headers ------------------------------------------------------
+HDR="$DIR/hdr"
+STAMP_HDR="$DIR/.stamp-headers-$NLC_VERSION"
+if [ ! -f "$STAMP_HDR" ] || [ ! -f "$HDR/include/llama.h" ]; then
+    rm -f "$STAMP_HDR"
+    TMP="$DIR/tmp-headers"
+    rm -rf "$TMP" "$HDR"
+    mkdir -p "$TMP"
+    if ! (cd "$TMP" && npm pack "${NPM_FLAGS[@]}" "$SRC_PKG@$NLC_VERSION") >>"$LOG" 2>&1; then
+        npm_fail "npm pack $SRC_PKG@$NLC_VERSION"
+    fi
+    TGZ="$TMP/$SRC_PKG-$NLC_VERSION.tgz"
+    [ -f "$TGZ" ] || die "npm pack did not produce $TGZ"
+    tar -xzf "$TGZ" -C "$TMP" package/llama/gitRelease.bundle package/llama/binariesGithubRelease.json >>"$LOG" 2>&1 ||
+        die "$TGZ lacks package/llama/gitRelease.bundle or binariesGithubRelease.json"
+    rm -f "$TGZ"
+    grep -Eq "\"release\"[[:space:]]*:[[:space:]]*\"$LLAMA_RELEASE\"" "$TMP/package/llama/binariesGithubRelease.json" ||
+        die "$SRC_PKG@$NLC_VERSION: binariesGithubRelease.json does not say $LLAMA_RELEASE"
+    GIT=(git -c init.defaultBranch=main -c advice.detachedHead=false)
+    "${GIT[@]}" init -q "$TMP/src" >>"$LOG" 2>&1 || die "git init failed"
+    "${GIT[@]}" -C "$TMP/src" fetch -q "$TMP/package/llama/gitRelease.bundle" HEAD >>"$LOG" 2>&1 ||
+        die "git fetch from the llama.cpp source bundle failed (see $LOG)"
+    head=$(git -C "$TMP/src" rev-parse FETCH_HEAD)
+    [ "$head" = "$LLAMA_COMMIT" ] || die "llama.cpp bundle is at $head, expected $LLAMA_COMMIT"
+    mkdir -p "$TMP/hdr"
+    git -C "$TMP/src" archive FETCH_HEAD include ggml/include ggml/src/ggml-backend-impl.h |
+        tar -x -C "$TMP/hdr" || die "extracting headers from the llama.cpp bundle failed"
+    for h in include/llama.h ggml/include/gguf.h ggml/src/ggml-backend-impl.h; do
+        [ -f "$TMP/hdr/$h" ] || die "$h missing after extracting the llama.cpp bundle"
+    done
+    printf '%s %s (node-llama-cpp %s)\n' "$LLAMA_RELEASE" "$LLAMA_COMMIT" "$NLC_VERSION" >"$TMP/hdr/VERSION"
+    mv "$TMP/hdr" "$HDR"
+    rm -rf "$TMP"
+    touch "$STAMP_HDR"
+fi
+
+# --- 3. compile ---------------------------------------------------------------
+mkdir -p "$DIR/bin"
+CFLAGS=(-std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
+        -isystem "$HDR/include" -isystem "$HDR/ggml/include")
+# shellcheck disable=SC2054 # the commas belong to the linker flag
+LINK_BASE=(-L"$BINS" "-Wl,-rpath,$BINS")
+ORACLE="$DIR/bin/ggufmap-oracle"
+BENCH="$DIR/bin/ggml-read-bench"
+build_key=$( { cat "$ORACLE_SRC" "$BENCH_SRC"; printf '%s\n' "${CFLAGS[*]}" "$BINS" "$NLC_VERSION"; gcc -dumpfullversion; } |
+             sha256sum | cut -d' ' -f1)
+STAMP_BUILD="$DIR/.stamp-build"
+if [ ! -x "$ORACLE" ] || [ ! -x "$BENCH" ] || [ "$(cat "$STAMP_BUILD" 2>/dev/null || true)" != "$build_key" ]; then
+    rm -f "$STAMP_BUILD"
+    gcc "${CFLAGS[@]}" -o "$ORACLE.tmp" "$ORACLE_SRC" "${LINK_BASE[@]}" -rdynamic \
+        -l:"libllama.$LLAMA_RELEASE.so" -l:"libggml.$LLAMA_RELEASE.so" -l:libggml-base.so -ldl >>"$LOG" 2>&1 ||
+        die "compiling $ORACLE_SRC failed: $(tail -n 5 "$LOG" | tr '\n' ' ')"
+    gcc "${CFLAGS[@]}" -o "$BENCH.tmp" "$BENCH_SRC" "${LINK_BASE[@]}" -l:libggml-base.so >>"$LOG" 2>&1 ||
+        die "compiling $BENCH_SRC failed: $(tail -n 5 "$LOG" | tr '\n' ' ')"
+    mv "$ORACLE.tmp" "$ORACLE"
+    mv "$BENCH.tmp" "$BENCH"
+    # the interposition must actually be in effect: the oracle has to export the hooks
+    exported=$(nm -D --defined-only "$ORACLE" 2>>"$LOG") || die "nm failed on $ORACLE (binutils missing?)"
+    for sym in ggml_backend_dev_buffer_from_host_ptr ggml_backend_alloc_ctx_tensors_from_buft ggml_backend_tensor_alloc; do
+        grep -qw "$sym" <<<"$exported" || die "built oracle does not export $sym (need -rdynamic)"
+    done
+    "$ORACLE" --list-bufts >>"$LOG" 2>&1 || die "built oracle cannot load the llama.cpp CPU backend (see $LOG)"
+    printf '%s\n' "$build_key" >"$STAMP_BUILD"
+fi
+
+printf '%s\n' "$ORACLE"

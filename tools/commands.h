@@ -1,0 +1,9 @@
+/*
+ * commands.h - one entry point per subcommand; argv[0] is the command name.
+ */
+#ifndef GGUFMAP_TOOLS_COMMANDS_H
+#define GGUFMAP_TOOLS_COMMANDS_H
+
+int cmd_inspect(int argc, char **argv);
+
+#endif
