@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Runs every benchmark in bench/ against BUILD_DIR (default build).
+set -euo pipefail
+build=${1:-build}
+cd "$(dirname "$0")/.."
+bash bench/inspect_vs_ggml.sh "$build"
