@@ -8,6 +8,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 ORACLE_DIR ?= $(abspath $(BUILD))/oracle
 CMAKE_ARGS ?=
+MAKEFLAGS  += --no-print-directory
 
 .PHONY: all deps build build-asan demo test test-fast test-asan install bench clean
 

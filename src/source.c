@@ -101,22 +101,43 @@ static const char *quote(char *out, size_t cap, const char *s, uint64_t len) {
     return out;
 }
 
+/* What a string belongs to, formatted into a message only when it fails:
+ * "key 3", "key 'NAME' value" or "tensor 7 name". */
+typedef struct string_owner {
+    const char *kind;  /* "key", "tensor" */
+    int64_t index;
+    const char *key;   /* for values: the key they belong to */
+    uint64_t key_len;
+    const char *part;  /* "", " value", " element", " name" */
+} string_owner;
+
+static const char *owner_text(char *out, size_t cap, const string_owner *o) {
+    char q[400];
+    if (o->key)
+        snprintf(out, cap, "%s '%s'%s", o->kind, quote(q, sizeof q, o->key, o->key_len), o->part);
+    else
+        snprintf(out, cap, "%s %lld%s", o->kind, (long long)o->index, o->part);
+    return out;
+}
+
 /* Reads a GGUF string as ggml does: length <= 1 GiB and <= the bytes left. */
-static int read_string(gm_cursor *c, const char **s, uint64_t *len, const char *path, const char *what,
+static int read_string(gm_cursor *c, const char **s, uint64_t *len, const char *path, const string_owner *owner,
                        ggufmap_error *err) {
     uint64_t at = c->pos, n;
     const uint8_t *p;
+    char what[512];
     if (!read_u64(c, &n))
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: %s: file ends inside the string length", path,
-                       (unsigned long long)at, what);
+                       (unsigned long long)at, owner_text(what, sizeof what, owner));
     if (n > GGUFMAP_MAX_STRING)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: %s: string length %llu exceeds the maximum %llu",
-                       path, (unsigned long long)at, what, (unsigned long long)n,
+                       path, (unsigned long long)at, owner_text(what, sizeof what, owner), (unsigned long long)n,
                        (unsigned long long)GGUFMAP_MAX_STRING);
     if (!take(c, n, &p))
         return gm_fail(err, GGUFMAP_EFORMAT,
                        "%s: offset %llu: %s: string length %llu exceeds the %llu bytes left in the file", path,
-                       (unsigned long long)at, what, (unsigned long long)n, (unsigned long long)left(c));
+                       (unsigned long long)at, owner_text(what, sizeof what, owner), (unsigned long long)n,
+                       (unsigned long long)left(c));
     *s = (const char *)p;
     *len = n;
     return GGUFMAP_OK;
@@ -129,10 +150,9 @@ static int read_string(gm_cursor *c, const char **s, uint64_t *len, const char *
 static int parse_kv(ggufmap_source *src, gm_cursor *c, int64_t i, ggufmap_error *err) {
     ggufmap_kv *kv = &src->kvs[i];
     char q[400];
-    char what[96];
-    snprintf(what, sizeof what, "key %lld", (long long)i);
+    string_owner owner = {"key", i, NULL, 0, ""};
     kv->offset = c->pos;
-    int rc = read_string(c, &kv->key, &kv->key_len, src->path, what, err);
+    int rc = read_string(c, &kv->key, &kv->key_len, src->path, &owner, err);
     if (rc) return rc;
     if (kv->key_len == 0)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key %lld is empty", src->path,
@@ -182,9 +202,8 @@ static int parse_kv(ggufmap_source *src, gm_cursor *c, int64_t i, ggufmap_error 
         for (uint64_t k = 0; k < kv->count; k++) {
             const char *s;
             uint64_t len;
-            snprintf(what, sizeof what, "key '%.40s'%s", quote(q, sizeof q, kv->key, kv->key_len),
-                     is_array ? " element" : " value");
-            rc = read_string(c, &s, &len, src->path, what, err);
+            string_owner value_owner = {"key", i, kv->key, kv->key_len, is_array ? " element" : " value"};
+            rc = read_string(c, &s, &len, src->path, &value_owner, err);
             if (rc) return rc;
         }
     } else {
@@ -222,13 +241,12 @@ static int check_alignment(ggufmap_source *src, ggufmap_error *err) {
 static int parse_tensor_info(ggufmap_source *src, gm_cursor *c, int64_t i, unsigned flags, ggufmap_error *err) {
     ggufmap_tensor *t = &src->tensors[i];
     char q[400];
-    char what[64];
     const char *raw;
     uint64_t raw_len;
     t->index = i;
     t->info_offset = c->pos;
-    snprintf(what, sizeof what, "tensor %lld name", (long long)i);
-    int rc = read_string(c, &raw, &raw_len, src->path, what, err);
+    string_owner owner = {"tensor", i, NULL, 0, " name"};
+    int rc = read_string(c, &raw, &raw_len, src->path, &owner, err);
     if (rc) return rc;
     if (raw_len >= GGUFMAP_MAX_NAME)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor %lld '%s': name is %llu bytes, at most %d allowed",

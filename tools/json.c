@@ -62,8 +62,11 @@ static void put_escaped(json *j, const char *s, size_t len) {
             fprintf(j->out, "\\u%04x", c);
             i++;
         } else if (c < 0x80) {
-            fputc((int)c, j->out);
-            i++;
+            size_t run = 1; /* a run of plain ASCII goes out in one write */
+            while (i + run < len && p[i + run] >= 0x20 && p[i + run] < 0x80 && p[i + run] != '"' && p[i + run] != '\\')
+                run++;
+            fwrite(p + i, 1, run, j->out);
+            i += run;
         } else {
             /* Copy a well-formed UTF-8 sequence, else write U+FFFD for one byte. */
             size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
