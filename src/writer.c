@@ -110,11 +110,6 @@ static const char *key_at(const ggufmap_writer *w, int64_t i, size_t *len) {
     return w->keys[i];
 }
 
-static const char *name_at(const ggufmap_writer *w, int64_t i, size_t *len) {
-    *len = strlen(w->tensors[i].name);
-    return w->tensors[i].name;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Building                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -293,24 +288,27 @@ int ggufmap_writer_add_tensor(ggufmap_writer *w, const char *name, uint32_t n_di
     if (w->n_tensors == w->cap_tensors) {
         int64_t cap = w->cap_tensors ? 2 * w->cap_tensors : 64;
         wtensor *p = realloc(w->tensors, (size_t)cap * sizeof *p);
-        if (!p) {
+        gm_hashtab index;
+        if (!p || gm_hashtab_init(&index, (size_t)cap)) {
+            if (p) w->tensors = p;
             w->failed = 1;
             return GGUFMAP_ENOMEM;
         }
+        /* The index points at the names inside the records, which just moved. */
         w->tensors = p;
         w->cap_tensors = cap;
+        for (int64_t i = 0; i < w->n_tensors; i++)
+            gm_hashtab_insert(&index, w->tensors[i].name, strlen(w->tensors[i].name), i);
+        gm_hashtab_free(&w->name_index);
+        w->name_index = index;
     }
+    if (gm_hashtab_find(&w->name_index, name, len) >= 0) return GGUFMAP_EINVAL;
     if (w->n_tensors > 0) {
         const wtensor *prev = &w->tensors[w->n_tensors - 1];
         t.rel_offset = prev->rel_offset + gm_pad(prev->size, w->alignment);
     }
     w->tensors[w->n_tensors] = t;
-    int r = table_add(&w->name_index, w->tensors[w->n_tensors].name, len, w->n_tensors, name_at, w);
-    if (r != 0) {
-        if (r > 0) return GGUFMAP_EINVAL;
-        w->failed = 1;
-        return GGUFMAP_ENOMEM;
-    }
+    gm_hashtab_insert(&w->name_index, w->tensors[w->n_tensors].name, len, w->n_tensors);
     w->n_tensors++;
     return GGUFMAP_OK;
 }

@@ -241,6 +241,29 @@ static void test_sparse(void) {
     ggufmap_writer_free(w);
 }
 
+/* Many tensors: the name index survives the records' reallocation. */
+static void test_many_tensors(void) {
+    ggufmap_writer *w = ggufmap_writer_new();
+    ggufmap_data z = {.kind = GGUFMAP_DATA_ZEROS};
+    int64_t ne[1] = {8};
+    char name[64];
+    int ok = 1;
+    for (int i = 0; i < 1000; i++) {
+        snprintf(name, sizeof name, "blk.%d.weight", i);
+        ok &= ggufmap_writer_add_tensor(w, name, 1, ne, 0, &z) == GGUFMAP_OK;
+    }
+    CHECK(ok);
+    int dup_refused = 1;
+    for (int i = 0; i < 1000; i += 37) {
+        snprintf(name, sizeof name, "blk.%d.weight", i);
+        dup_refused &= ggufmap_writer_add_tensor(w, name, 1, ne, 0, &z) == GGUFMAP_EINVAL;
+    }
+    CHECK(dup_refused);
+    CHECK(ggufmap_writer_n_tensors(w) == 1000);
+    CHECK(ggufmap_writer_tensor_offset(w, 999) - ggufmap_writer_tensor_offset(w, 0) == 999 * 32);
+    ggufmap_writer_free(w);
+}
+
 int main(int argc, char **argv) {
     scratch_init(argc > 1 ? argv[1] : "tmp-test_writer");
     test_every_value_type();
@@ -250,5 +273,6 @@ int main(int argc, char **argv) {
     test_tensors(1, 3);
     test_safety();
     test_sparse();
+    test_many_tensors();
     return check_summary();
 }
