@@ -22,6 +22,11 @@ int gm_fail(ggufmap_error *err, int status, const char *fmt, ...) GM_PRINTF(3, 4
 /* Like gm_fail for GGUFMAP_EIO/ENOSPC/EEXIST: appends strerror(sys_errno). */
 int gm_fail_errno(ggufmap_error *err, int sys_errno, const char *fmt, ...) GM_PRINTF(3, 4);
 
+/* "1.50 GiB", "512 B" into buf; returns buf. */
+const char *gm_fmt_bytes(char *buf, size_t cap, uint64_t bytes);
+/* "47674.92 MiB", as llama.cpp prints buffer sizes; returns buf. */
+const char *gm_fmt_mib(char *buf, size_t cap, uint64_t bytes);
+
 /* Little-endian loads from possibly unaligned bytes of a mapping. */
 static inline uint16_t gm_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static inline uint32_t gm_le32(const uint8_t *p) {

@@ -5,5 +5,6 @@
 #define GGUFMAP_TOOLS_COMMANDS_H
 
 int cmd_inspect(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 #endif

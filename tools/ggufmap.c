@@ -17,6 +17,7 @@ static const struct command {
     const char *summary;
 } commands[] = {
     {"inspect", cmd_inspect, "list a model's shards, metadata and tensors (text or JSON)"},
+    {"plan", cmd_plan, "predict llama.cpp's buffers for a placement and plan tight mappings"},
 };
 
 static void print_help(FILE *out) {

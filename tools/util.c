@@ -1,55 +1,15 @@
 /*
- * util.c - size formatting and parsing, usage errors.
+ * util.c - usage errors and safe output files for the subcommands.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <strings.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util.h"
-
-const char *fmt_bytes(char *buf, size_t cap, uint64_t bytes) {
-    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024.0 && u < 5) {
-        v /= 1024.0;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
-    else
-        snprintf(buf, cap, "%.2f %s", v, units[u]);
-    return buf;
-}
-
-const char *fmt_mib(char *buf, size_t cap, uint64_t bytes) {
-    snprintf(buf, cap, "%.2f MiB", (double)bytes / 1024.0 / 1024.0);
-    return buf;
-}
-
-int parse_size(const char *s, uint64_t *out) {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v < 0) return -1;
-    double mul = 1;
-    if (*end) {
-        static const struct { const char *suffix; double mul; } suffixes[] = {
-            {"", 1},     {"B", 1},       {"K", 1024.0},  {"KiB", 1024.0}, {"KB", 1e3},
-            {"M", 1048576.0}, {"MiB", 1048576.0}, {"MB", 1e6}, {"G", 1073741824.0}, {"GiB", 1073741824.0},
-            {"GB", 1e9}, {"T", 1099511627776.0}, {"TiB", 1099511627776.0}, {"TB", 1e12},
-        };
-        size_t i;
-        for (i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++)
-            if (strcasecmp(end, suffixes[i].suffix) == 0) break;
-        if (i == sizeof suffixes / sizeof suffixes[0]) return -1;
-        mul = suffixes[i].mul;
-    }
-    double bytes = v * mul;
-    if (bytes >= 18446744073709551615.0) return -1;
-    *out = (uint64_t)bytes;
-    return 0;
-}
 
 int usage_error(const char *sub, const char *fmt, ...) {
     va_list ap;
@@ -59,4 +19,44 @@ int usage_error(const char *sub, const char *fmt, ...) {
     va_end(ap);
     fprintf(stderr, "\nTry 'ggufmap %s --help'.\n", sub);
     return EXIT_USAGE;
+}
+
+int write_output(const char *path, void (*emit)(FILE *f, void *ctx), void *ctx, char *msg, size_t cap) {
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        snprintf(msg, cap, "%s: exists; refusing to overwrite it", path);
+        return -1;
+    }
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    if (!tmp) {
+        snprintf(msg, cap, "%s: out of memory", path);
+        return -1;
+    }
+    snprintf(tmp, n, "%s.tmp-XXXXXX", path);
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    int rc = -1;
+    if (!f) {
+        snprintf(msg, cap, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        if (fd >= 0) unlink(tmp);
+        free(tmp);
+        return -1;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    emit(f, ctx);
+    if (fflush(f) != 0 || ferror(f) || fsync(fd) != 0) {
+        snprintf(msg, cap, "%s: write failed: %s", path, strerror(errno));
+    } else if (link(tmp, path) != 0) { /* link refuses an existing path: never overwrites */
+        snprintf(msg, cap, "%s: cannot create: %s", path, strerror(errno));
+    } else {
+        rc = 0;
+    }
+    fclose(f);
+    unlink(tmp);
+    free(tmp);
+    return rc;
 }

@@ -6,17 +6,17 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Exit statuses of every subcommand. */
 enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_BAD_INPUT = 2 };
 
-/* "1.50 GiB", "512 B": a human size into buf. Returns buf. */
-const char *fmt_bytes(char *buf, size_t cap, uint64_t bytes);
-/* "47674.92 MiB": bytes as llama.cpp prints buffer sizes. Returns buf. */
-const char *fmt_mib(char *buf, size_t cap, uint64_t bytes);
-/* Parses "96G", "512M", "1.5GiB", "4096": bytes. Returns 0 or -1. */
-int parse_size(const char *s, uint64_t *out);
 /* Prints "ggufmap SUB: MSG" on stderr and a hint to --help; returns EXIT_USAGE. */
 int usage_error(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Writes a new file at path through emit(): to a temporary name beside it,
+ * fsynced, then linked into place, so an existing path is never overwritten
+ * and a failure leaves nothing.  Returns 0, or -1 with a message in msg. */
+int write_output(const char *path, void (*emit)(FILE *f, void *ctx), void *ctx, char *msg, size_t cap);
 
 #endif

@@ -17,6 +17,9 @@
 #include "ggufmap/source.h"
 #include "ggufmap/model.h"
 #include "ggufmap/writer.h"
+#include "ggufmap/placement.h"
+#include "ggufmap/plan.h"
+#include "ggufmap/report.h"
 
 #define GGUFMAP_VERSION_STRING "0.1.0"
 

@@ -53,6 +53,10 @@ uint32_t ggufmap_value_type_size(int32_t value_type);
 /* "u8", "i32", "f32", "bool", "str", "arr", ... ; "?" when out of range. */
 const char *ggufmap_value_type_name(int32_t value_type);
 
+/* Parses a size: "4096", "96G" or "96GiB" (binary), "64MB" (decimal),
+ * "1.5G".  Returns 0, or -1 for anything else. */
+int ggufmap_parse_size(const char *text, uint64_t *bytes);
+
 #ifdef __cplusplus
 }
 #endif

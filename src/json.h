@@ -1,12 +1,12 @@
 /*
- * json.h - a small streaming JSON writer for the CLI's --json outputs.
+ * json.h - a small streaming JSON writer for the reports (internal).
  *
  * Calls nest like the document: json_begin_object / json_key / values /
  * json_end_object.  Commas and indentation are handled here; strings are
  * escaped, invalid UTF-8 becomes U+FFFD, non-finite numbers become null.
  */
-#ifndef GGUFMAP_TOOLS_JSON_H
-#define GGUFMAP_TOOLS_JSON_H
+#ifndef GGUFMAP_JSON_H
+#define GGUFMAP_JSON_H
 
 #include <stdbool.h>
 #include <stdint.h>

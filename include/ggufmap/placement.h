@@ -1,0 +1,143 @@
+/*
+ * ggufmap/placement.h - which buffer type llama.cpp v0.5.0 gives each weight.
+ *
+ * From a model's tensor table and the options a user passes to llama.cpp
+ * (device, -ngl, -ot, --cpu-moe, --n-cpu-moe, --no-repack, --lazy-mode,
+ * --no-mmap, --no-host) this module reproduces llama.cpp's decision for every
+ * tensor it creates (docs/placement-rules.md has the rules with source
+ * lines):
+ *
+ *   1. the tensor's class (input, output, layer N) and the op llama.cpp tests
+ *      it with, from its name and the architecture;
+ *   2. lazily read tables (per_layer_token_embd of gemma4/qwen4exp) go to a
+ *      CPU context of their own when --lazy-mode says so, before anything else;
+ *   3. the buffer-type list of its layer: the CPU list (host buffer type of a
+ *      CUDA device, CPU_REPACK, CPU) or a GPU's default type followed by it;
+ *      layer il is on the GPU iff il >= n_layer + 1 - ngl (the output layer
+ *      is "layer n_layer", the input layer always stays on the CPU);
+ *   4. -ot overrides, first match wins (PCRE2 standing in for std::regex);
+ *   5. otherwise the first type that supports the tensor (CPU_REPACK only
+ *      takes 2-D/3-D matrix weights of the types the CPU repacks);
+ *   6. a CUDA host type becomes CPU under mmap.
+ *
+ * Tensors are then grouped into llama.cpp's contexts, keyed by (buffer type,
+ * lazy), in llama.cpp's order; duplicated tensors (a tied output reusing
+ * token_embd, rope_freqs in every layer) are added to each context that needs
+ * them, as llama.cpp does.  A context is "mapped" when llama.cpp will wrap the
+ * file mapping (CPU, or Metal with mmap) and "allocated" otherwise.
+ */
+#ifndef GGUFMAP_PLACEMENT_H
+#define GGUFMAP_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ggufmap/error.h"
+#include "ggufmap/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ggufmap_device {
+    GGUFMAP_DEVICE_CPU = 0,   /* no GPU */
+    GGUFMAP_DEVICE_METAL = 1, /* one Apple GPU, MTL0: maps host pointers (MTL0_Mapped) */
+    GGUFMAP_DEVICE_CUDA = 2   /* one NVIDIA GPU, CUDA0: weights copied; host type CUDA_Host */
+} ggufmap_device;
+
+/* Which CPU_REPACK rules apply (ggml_repack_get_optimal_repack_type). */
+typedef enum ggufmap_cpu {
+    GGUFMAP_CPU_HOST = 0,      /* detect this machine's (x86 only; else generic) */
+    GGUFMAP_CPU_X86 = 1,       /* AVX2 + AVX-512F (ggml's skylakex..zen4 variants) */
+    GGUFMAP_CPU_X86_AVX2 = 2,  /* AVX2 without AVX-512 (haswell, alderlake) */
+    GGUFMAP_CPU_ARM64 = 3,     /* NEON + dotprod + i8mm, no SVE: Apple M2 and later */
+    GGUFMAP_CPU_GENERIC = 4    /* no repacking */
+} ggufmap_cpu;
+
+typedef enum ggufmap_lazy {
+    GGUFMAP_LAZY_AUTO = 0, /* lazy when the table exceeds 4 GiB (llama.cpp's default) */
+    GGUFMAP_LAZY_ON = 1,
+    GGUFMAP_LAZY_OFF = 2
+} ggufmap_lazy;
+
+typedef struct ggufmap_override {
+    const char *pattern; /* ECMAScript-style regex, searched unanchored in the tensor name */
+    const char *buft;    /* a device's default buffer type: "CPU", "MTL0", "CUDA0" */
+} ggufmap_override;
+
+typedef struct ggufmap_placement_opts {
+    ggufmap_device device;
+    int n_gpu_layers;                    /* -ngl; negative means all (llama.cpp: n_layer + 1) */
+    const ggufmap_override *overrides;   /* in command-line order; --cpu-moe etc. expanded */
+    uint32_t n_overrides;
+    bool no_repack;                      /* -nr: no CPU_REPACK */
+    bool no_mmap;                        /* --no-mmap (load mode none) */
+    bool no_host;                        /* --no-host: no CUDA_Host in the CPU list */
+    ggufmap_cpu cpu;
+    ggufmap_lazy lazy;
+} ggufmap_placement_opts;
+
+/* Fills opts with llama.cpp's defaults: CPU device, ngl -1, repack, mmap, host CPU, lazy auto. */
+void ggufmap_placement_opts_init(ggufmap_placement_opts *opts);
+
+/* The override patterns llama.cpp's --cpu-moe adds (one) and --n-cpu-moe N
+ * adds (N); written into buf as NUL-separated strings.  Returns the number
+ * of patterns, or -1 when buf is too small. */
+int ggufmap_cpu_moe_patterns(int n_layers, char *buf, size_t cap);
+
+typedef enum ggufmap_tensor_class {
+    GGUFMAP_CLASS_INPUT = 0,
+    GGUFMAP_CLASS_OUTPUT = 1,
+    GGUFMAP_CLASS_LAYER = 2
+} ggufmap_tensor_class;
+
+/* One tensor as llama.cpp creates it (a file tensor may be created twice). */
+typedef struct ggufmap_instance {
+    int64_t tensor;              /* index in ggufmap_model_tensor() */
+    uint32_t context;            /* index in ggufmap_placement_context() */
+    ggufmap_tensor_class cls;
+    int32_t layer;               /* il for CLASS_LAYER, n_layer for OUTPUT, -1 for INPUT */
+    bool duplicate;              /* a second copy (tied output, rope_freqs) */
+} ggufmap_instance;
+
+typedef struct ggufmap_context {
+    char buft[32];               /* "CPU", "CPU_REPACK", "MTL0", "CUDA0", "CUDA_Host" */
+    bool lazy;
+    bool mapped;                 /* wraps the file mapping (one buffer per file) */
+    char buffer_name[40];        /* what llama.cpp prints: "CPU_Mapped", "MTL0_Mapped", "CPU_REPACK" */
+    uint64_t max_tensor;         /* largest tensor (ggml_get_max_tensor_size) */
+    uint64_t alloc_size;         /* for allocated contexts: the buffer size llama.cpp allocates */
+    uint32_t alignment;          /* buffer type alignment */
+    int64_t n_instances;
+} ggufmap_context;
+
+typedef struct ggufmap_placement ggufmap_placement;
+
+/* Places every tensor of model.  On success *out owns the result (and
+ * borrows model, which must outlive it).  Errors: an invalid regex or an
+ * unknown buffer type in an override (EINVAL, message names it). */
+int ggufmap_place(const ggufmap_model *model, const ggufmap_placement_opts *opts, ggufmap_placement **out,
+                  ggufmap_error *err);
+void ggufmap_placement_free(ggufmap_placement *p);
+
+const ggufmap_model *ggufmap_placement_model(const ggufmap_placement *p);
+/* Contexts in llama.cpp's order (the order of its buffers and log lines). */
+uint32_t ggufmap_placement_n_contexts(const ggufmap_placement *p);
+const ggufmap_context *ggufmap_placement_context(const ggufmap_placement *p, uint32_t i);
+/* Instances in creation order. */
+int64_t ggufmap_placement_n_instances(const ggufmap_placement *p);
+const ggufmap_instance *ggufmap_placement_instance(const ggufmap_placement *p, int64_t i);
+/* Layers as llama.cpp counts them (<arch>.block_count) and which run on the GPU. */
+int32_t ggufmap_placement_n_layers(const ggufmap_placement *p);
+bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer);
+/* A warning for the user (unknown architecture, guessed layer count), or "". */
+const char *ggufmap_placement_warning(const ggufmap_placement *p);
+/* The effective CPU kind (GGUFMAP_CPU_HOST resolved). */
+ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p);
+const char *ggufmap_cpu_name(ggufmap_cpu cpu);
+const char *ggufmap_device_name(ggufmap_device device);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,58 @@
+/*
+ * ggufmap/report.h - what a model holds, and what a plan maps, for people and
+ * for scripts: text, JSON, a terminal picture and SVG.
+ *
+ * Stable JSON schemas (fields are only ever added): "ggufmap.inspect/1" and
+ * "ggufmap.plan/1", both documented in README.md.
+ */
+#ifndef GGUFMAP_REPORT_H
+#define GGUFMAP_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ggufmap/model.h"
+#include "ggufmap/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    GGUFMAP_REPORT_JSON = 1u << 0,       /* JSON instead of text */
+    GGUFMAP_REPORT_FULL = 1u << 1,       /* inspect: long arrays in full */
+    GGUFMAP_REPORT_METADATA = 1u << 2,   /* inspect: key-value pairs in the text */
+    GGUFMAP_REPORT_NO_TENSORS = 1u << 3, /* inspect: no per-tensor rows */
+    GGUFMAP_REPORT_COLOR = 1u << 4,      /* plan: ANSI colours in the picture */
+    GGUFMAP_REPORT_NO_PICTURE = 1u << 5, /* plan: leave the picture out of the text */
+    GGUFMAP_REPORT_BUFFER_LINES = 1u << 6 /* plan: only the oracle-format buffer lines */
+};
+
+/* `ggufmap inspect`: the summary and tensor table of a model, or its JSON. */
+void ggufmap_report_inspect(FILE *out, const ggufmap_model *model, unsigned flags);
+
+typedef struct ggufmap_report_opts {
+    unsigned flags;
+    uint64_t limit;       /* working-set limit for a verdict; 0 = none */
+    uint32_t width;       /* picture width in cells (default 96) */
+    uint32_t top_foreign; /* foreign tensors listed per buffer (default 5) */
+} ggufmap_report_opts;
+
+void ggufmap_report_opts_init(ggufmap_report_opts *opts);
+
+/* `ggufmap plan`: llama.cpp's buffer lines, then per buffer its own bytes,
+ * span, inflation, largest foreign tensors and the planner's ranges, the
+ * totals, the verdict under a limit, and a picture of every shard.  With
+ * GGUFMAP_REPORT_JSON the "ggufmap.plan/1" document; with
+ * GGUFMAP_REPORT_BUFFER_LINES one line per buffer in the format of
+ * tests/oracle's driver (MAPPED buft=... / ALLOC buft=...). */
+void ggufmap_report_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *opts);
+
+/* The picture as an SVG document. */
+void ggufmap_report_svg(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

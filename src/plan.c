@@ -1,0 +1,434 @@
+/*
+ * plan.c - llama.cpp's buffers for a placement, and the planners.
+ *
+ * Data structure.  A plan is an array of buffers in llama.cpp's order, plus
+ * two pools (foreign tensors, ranges) that the buffers point into.  Building
+ * it is one pass over the instances (to know which contexts hold each
+ * tensor), then, per mapped buffer, one walk over the tensors of its file
+ * that lie inside its span (tensors of a file are stored in offset order).
+ *
+ * The planners work on "runs": maximal stretches of a buffer's own tensors
+ * with nothing but alignment padding between them.  A foreign tensor ends a
+ * run.  Each planner decides which gaps between runs to bridge.
+ *
+ * The tight planner and why it is optimal.  Let the runs be r_0 .. r_{k-1} in
+ * file order and P the page size.  A range [f, l) costs res(f, l) =
+ * ceil_P(l) - floor_P(f) bytes (P = 1: exactly l - f) plus COST.  If runs
+ * i..j are mapped as one range, its bytes telescope:
+ *     ceil(l_j) - floor(f_i) = sum_{m=i..j} res(r_m) + sum_{m=i..j-1} d_m,
+ *     where d_m = floor(f_{m+1}) - ceil(l_m)   (negative when r_m and
+ *                                              r_{m+1} share a page).
+ * So for any set B of bridged gaps the total cost is
+ *     F(B) = sum_m res(r_m) + COST * k + sum_{m in B} (d_m - COST),
+ * a constant plus a sum of independent weights w_m = d_m - COST, and the
+ * range count is k - |B|.  Minimising F subject to k - |B| <= MAX means
+ * choosing at least k - MAX gaps with the least total weight: take every
+ * gap with w_m <= 0 (each lowers F, ties taken to save a buffer) and, if
+ * fewer than k - MAX were taken, the smallest remaining weights.  Exchange
+ * argument: an optimal B* that misses a gap g with w_g <= 0 can add it
+ * without raising F; one that takes a gap h with w_h > 0 while a gap g with
+ * w_g < w_h is free (and |B*| > k - MAX or g swappable) can swap h for g or
+ * drop h, lowering F.  Hence the greedy set is optimal.  tests/unit/
+ * test_plan.c checks it against brute force over every subset.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#include "ggufmap/plan.h"
+#include "internal.h"
+
+#define MIB (1024ull * 1024)
+
+struct ggufmap_plan {
+    const ggufmap_placement *placement;
+    ggufmap_plan_opts opts;
+    ggufmap_buffer *buffers;
+    uint32_t n_buffers;
+    ggufmap_foreign *foreign_pool;
+    ggufmap_range *range_pool;
+    uint32_t *mask;  /* per model tensor: the contexts holding it */
+    int32_t *owner;  /* per model tensor: the context of its first instance */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Planner parameters                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* A size that ends at n bytes into s. */
+static int parse_bytes(const char *s, size_t n, uint64_t *out) {
+    char buf[64];
+    if (n == 0 || n >= sizeof buf) return -1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    return ggufmap_parse_size(buf, out);
+}
+
+int ggufmap_planner_parse(const char *text, ggufmap_planner *out) {
+    const char *colon = strchr(text, ':');
+    size_t n = colon ? (size_t)(colon - text) : strlen(text);
+    ggufmap_planner p = {GGUFMAP_PLANNER_SPAN, 0, 0, 0};
+    if (n == 4 && strncmp(text, "span", 4) == 0) p.kind = GGUFMAP_PLANNER_SPAN;
+    else if (n == 8 && strncmp(text, "coalesce", 8) == 0) p = (ggufmap_planner){GGUFMAP_PLANNER_COALESCE, 64 * MIB, 0, 0};
+    else if (n == 4 && strncmp(text, "runs", 4) == 0) p = (ggufmap_planner){GGUFMAP_PLANNER_RUNS, 32 * MIB, 0, 64};
+    else if (n == 5 && strncmp(text, "tight", 5) == 0) p = (ggufmap_planner){GGUFMAP_PLANNER_TIGHT, 0, 0, 64};
+    else return GGUFMAP_EINVAL;
+    const char *a = colon ? colon + 1 : NULL;
+    if (a) {
+        if (p.kind == GGUFMAP_PLANNER_SPAN) return GGUFMAP_EINVAL;
+        const char *b = strchr(a, ':');
+        size_t an = b ? (size_t)(b - a) : strlen(a);
+        uint64_t v;
+        if (parse_bytes(a, an, &v)) return GGUFMAP_EINVAL;
+        if (p.kind == GGUFMAP_PLANNER_TIGHT) p.cost = v; else p.gap = v;
+        if (b) {
+            if (p.kind == GGUFMAP_PLANNER_COALESCE) return GGUFMAP_EINVAL;
+            char *end;
+            unsigned long m = strtoul(b + 1, &end, 10);
+            if (end == b + 1 || *end || m == 0 || m > 1000000) return GGUFMAP_EINVAL;
+            p.max_ranges = (uint32_t)m;
+        }
+    }
+    *out = p;
+    return GGUFMAP_OK;
+}
+
+const char *ggufmap_planner_format(const ggufmap_planner *p, char *buf, size_t cap) {
+    switch (p->kind) {
+    case GGUFMAP_PLANNER_COALESCE: snprintf(buf, cap, "coalesce:%llu", (unsigned long long)p->gap); break;
+    case GGUFMAP_PLANNER_RUNS:
+        snprintf(buf, cap, "runs:%llu:%u", (unsigned long long)p->gap, p->max_ranges);
+        break;
+    case GGUFMAP_PLANNER_TIGHT:
+        snprintf(buf, cap, "tight:%llu:%u", (unsigned long long)p->cost, p->max_ranges);
+        break;
+    default: snprintf(buf, cap, "span"); break;
+    }
+    return buf;
+}
+
+void ggufmap_plan_opts_init(ggufmap_plan_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->planner.kind = GGUFMAP_PLANNER_SPAN;
+    o->page = 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Page arithmetic and Metal views                                           */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t floor_page(uint64_t x, uint64_t page) { return x - x % page; }
+static uint64_t ceil_page(uint64_t x, uint64_t page) { return x % page ? x + page - x % page : x; }
+
+uint64_t ggufmap_ranges_resident(const ggufmap_range *r, uint32_t n, uint64_t page) {
+    uint64_t sum = 0;
+    if (page == 0) page = 1;
+    for (uint32_t i = 0; i < n; i++) sum += ceil_page(r[i].last, page) - floor_page(r[i].first, page);
+    return sum;
+}
+
+/* ggml_metal_buffer_map (ggml-metal-device.m:2171-2264), the arithmetic only. */
+uint32_t ggufmap_metal_views(uint64_t first, uint64_t last, uint64_t page, uint64_t max_buffer, uint64_t max_tensor,
+                             uint64_t *bytes) {
+    if (page == 0) page = 1;
+    uint64_t size = last - first + first % page; /* pointer aligned down, size grown */
+    uint64_t size_aligned = ceil_page(size, page);
+    if (max_buffer == 0 || size_aligned <= max_buffer) {
+        *bytes = size_aligned;
+        return 1;
+    }
+    uint64_t overlap = ((max_tensor + page - 1) / page + 1) * page;
+    if (overlap >= max_buffer) { /* a tensor larger than a view: Metal would fail; count one view */
+        *bytes = size_aligned;
+        return 1;
+    }
+    uint64_t step = max_buffer - overlap, sum = 0;
+    uint32_t n = 0;
+    for (uint64_t i = 0; i < size; i += step) {
+        sum += i + max_buffer <= size ? max_buffer : size_aligned - i;
+        n++;
+    }
+    *bytes = sum;
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Planners                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Merges runs across every gap for which bridge[i] is set (gap i lies
+ * between run i and run i + 1); returns the number of ranges. */
+static uint32_t merge(const ggufmap_range *runs, uint32_t n, const bool *bridge, ggufmap_range *out) {
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (m > 0 && bridge[i - 1])
+            out[m - 1].last = runs[i].last;
+        else
+            out[m++] = runs[i];
+    }
+    return m;
+}
+
+typedef struct gap_weight {
+    int64_t weight;
+    uint32_t index;
+} gap_weight;
+
+static int by_weight(const void *a, const void *b) {
+    const gap_weight *x = a, *y = b;
+    if (x->weight != y->weight) return x->weight < y->weight ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+uint32_t ggufmap_plan_ranges(const ggufmap_planner *pl, uint64_t page, const ggufmap_range *runs, uint32_t n,
+                             ggufmap_range *out) {
+    if (n == 0) return 0;
+    if (page == 0) page = 1;
+    if (pl->kind == GGUFMAP_PLANNER_SPAN) {
+        out[0].first = runs[0].first;
+        out[0].last = runs[n - 1].last;
+        return 1;
+    }
+    bool *bridge = calloc(n, sizeof *bridge);
+    if (!bridge) { /* out of memory: the span is always a valid plan */
+        out[0].first = runs[0].first;
+        out[0].last = runs[n - 1].last;
+        return 1;
+    }
+    uint32_t m;
+    if (pl->kind == GGUFMAP_PLANNER_COALESCE || pl->kind == GGUFMAP_PLANNER_RUNS) {
+        for (uint32_t i = 0; i + 1 < n; i++) {
+            uint64_t gap = runs[i + 1].first - runs[i].last;
+            bridge[i] = pl->kind == GGUFMAP_PLANNER_COALESCE ? gap <= pl->gap : gap < pl->gap;
+        }
+        m = merge(runs, n, bridge, out);
+        if (pl->kind == GGUFMAP_PLANNER_RUNS && pl->max_ranges && m > pl->max_ranges) {
+            out[0].first = runs[0].first;
+            out[0].last = runs[n - 1].last;
+            m = 1;
+        }
+    } else {
+        /* tight: see the proof at the top of this file. */
+        gap_weight *w = malloc((n > 1 ? n - 1 : 1) * sizeof *w);
+        uint32_t taken = 0;
+        for (uint32_t i = 0; w && i + 1 < n; i++) {
+            int64_t d = (int64_t)floor_page(runs[i + 1].first, page) - (int64_t)ceil_page(runs[i].last, page);
+            w[i].weight = d - (int64_t)pl->cost;
+            w[i].index = i;
+            if (w[i].weight <= 0) {
+                bridge[i] = true;
+                taken++;
+            }
+        }
+        uint32_t max = pl->max_ranges ? pl->max_ranges : n;
+        if (w && n - taken > max) {
+            qsort(w, n - 1, sizeof *w, by_weight);
+            for (uint32_t k = 0; k + 1 < n && n - taken > max; k++)
+                if (!bridge[w[k].index]) {
+                    bridge[w[k].index] = true;
+                    taken++;
+                }
+        }
+        if (!w) memset(bridge, 1, n * sizeof *bridge);
+        free(w);
+        m = merge(runs, n, bridge, out);
+    }
+    free(bridge);
+    return m;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Building the buffers                                                      */
+/* ------------------------------------------------------------------------ */
+
+static int by_foreign_size(const void *a, const void *b) {
+    const ggufmap_foreign *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
+}
+
+/* Index of the first tensor of shard s (model order is shard, then offset). */
+static int64_t shard_start(const ggufmap_model *m, uint32_t s) {
+    int64_t lo = 0, hi = ggufmap_model_n_tensors(m);
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (ggufmap_model_tensor(m, mid)->shard < s) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+int ggufmap_plan_build(const ggufmap_placement *pl, const ggufmap_plan_opts *opts, ggufmap_plan **out,
+                       ggufmap_error *err) {
+    *out = NULL;
+    ggufmap_error_clear(err);
+    const ggufmap_model *m = ggufmap_placement_model(pl);
+    int64_t nt = ggufmap_model_n_tensors(m);
+    uint32_t nc = ggufmap_placement_n_contexts(pl), ns = ggufmap_model_n_shards(m);
+    ggufmap_plan *p = calloc(1, sizeof *p);
+    /* Per tensor: a bit per context holding it, and its owner (first instance). */
+    uint32_t *mask = calloc(nt ? (size_t)nt : 1, sizeof *mask);
+    int32_t *owner = malloc((nt ? (size_t)nt : 1) * sizeof *owner);
+    /* Per (context, shard): first, last, count, own bytes of the mapped ones. */
+    size_t cells = (size_t)nc * ns;
+    ggufmap_buffer *cell = calloc(cells ? cells : 1, sizeof *cell);
+    int rc = GGUFMAP_OK;
+    if (!p || !mask || !owner || !cell) {
+        rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+        goto done;
+    }
+    p->placement = pl;
+    p->opts = *opts;
+    if (p->opts.page == 0) p->opts.page = 1;
+    for (int64_t i = 0; i < nt; i++) owner[i] = -1;
+    for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
+        const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
+        const ggufmap_tensor *t = ggufmap_model_tensor(m, in->tensor);
+        bool first_here = !(mask[in->tensor] & (1u << in->context));
+        mask[in->tensor] |= 1u << in->context;
+        if (owner[in->tensor] < 0) owner[in->tensor] = (int32_t)in->context;
+        ggufmap_buffer *c = &cell[(size_t)in->context * ns + t->shard];
+        if (c->n_tensors == 0 || t->offset < c->first) c->first = t->offset;
+        if (t->offset + t->size > c->last) c->last = t->offset + t->size;
+        c->n_tensors++;
+        if (first_here) c->own_bytes += t->size;
+    }
+    /* Count buffers, then fill them. */
+    uint32_t nb = 0;
+    for (uint32_t c = 0; c < nc; c++) {
+        const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
+        if (!ctx->mapped) { nb += ctx->n_instances > 0; continue; }
+        for (uint32_t s = 0; s < ns; s++) nb += cell[(size_t)c * ns + s].n_tensors > 0;
+    }
+    p->buffers = calloc(nb ? nb : 1, sizeof *p->buffers);
+    /* Pools: a tensor is foreign at most once per buffer; ranges <= runs <= tensors + 1 per buffer. */
+    p->foreign_pool = malloc(((size_t)nt * nb + 1) * sizeof *p->foreign_pool);
+    p->range_pool = malloc(((size_t)(nt + 1) * nb + 1) * sizeof *p->range_pool);
+    ggufmap_range *runs = malloc(((size_t)nt + 1) * sizeof *runs);
+    if (!p->buffers || !p->foreign_pool || !p->range_pool || !runs) {
+        free(runs);
+        rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory for %u buffers of %lld tensors", nb, (long long)nt);
+        goto done;
+    }
+    size_t used_foreign = 0, used_ranges = 0;
+    for (uint32_t c = 0; c < nc; c++) {
+        const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
+        if (!ctx->mapped) {
+            if (ctx->n_instances == 0) continue;
+            ggufmap_buffer *b = &p->buffers[p->n_buffers++];
+            snprintf(b->name, sizeof b->name, "%s", ctx->buffer_name);
+            b->context = c;
+            b->size = ctx->alloc_size;
+            b->max_tensor = ctx->max_tensor;
+            b->n_tensors = ctx->n_instances;
+            for (uint32_t s = 0; s < ns; s++) b->own_bytes += cell[(size_t)c * ns + s].own_bytes;
+            continue;
+        }
+        for (uint32_t s = 0; s < ns; s++) {
+            const ggufmap_buffer *src = &cell[(size_t)c * ns + s];
+            if (src->n_tensors == 0) continue;
+            ggufmap_buffer *b = &p->buffers[p->n_buffers++];
+            *b = *src;
+            snprintf(b->name, sizeof b->name, "%s", ctx->buffer_name);
+            b->context = c;
+            b->mapped = true;
+            b->shard = s;
+            b->size = b->last - b->first;
+            b->max_tensor = ctx->max_tensor;
+            /* Walk the shard's tensors inside [first, last): foreign ones, and runs of own ones. */
+            ggufmap_foreign *fg = p->foreign_pool + used_foreign;
+            uint32_t n_runs = 0;
+            bool run_open = false;
+            for (int64_t i = shard_start(m, s); i < nt; i++) {
+                const ggufmap_tensor *t = ggufmap_model_tensor(m, i);
+                if (t->shard != s || t->offset >= b->last) break;
+                if (t->offset + t->size <= b->first) continue;
+                if (mask[i] & (1u << c)) {
+                    if (run_open) runs[n_runs - 1].last = t->offset + t->size;
+                    else runs[n_runs++] = (ggufmap_range){t->offset, t->offset + t->size};
+                    run_open = true;
+                } else if (t->size > 0) {
+                    fg[b->n_foreign].tensor = i;
+                    fg[b->n_foreign].bytes = t->size;
+                    fg[b->n_foreign].owner = owner[i];
+                    b->foreign_bytes += t->size;
+                    b->n_foreign++;
+                    run_open = false;
+                }
+            }
+            qsort(fg, b->n_foreign, sizeof *fg, by_foreign_size);
+            b->foreign = fg;
+            used_foreign += b->n_foreign;
+            ggufmap_range *rg = p->range_pool + used_ranges;
+            b->n_ranges = ggufmap_plan_ranges(&p->opts.planner, p->opts.page, runs, n_runs, rg);
+            b->ranges = rg;
+            used_ranges += b->n_ranges;
+            for (uint32_t k = 0; k < b->n_ranges; k++) {
+                uint64_t vb;
+                b->ranges_bytes += rg[k].last - rg[k].first;
+                b->ranges_views += ggufmap_metal_views(rg[k].first, rg[k].last, p->opts.page, p->opts.max_buffer,
+                                                       b->max_tensor, &vb);
+                b->ranges_resident += vb;
+            }
+            b->span_views = ggufmap_metal_views(b->first, b->last, p->opts.page, p->opts.max_buffer, b->max_tensor,
+                                                &b->span_resident);
+        }
+    }
+    free(runs);
+done:
+    if (p && !rc) {
+        p->mask = mask;
+        p->owner = owner;
+    } else {
+        free(mask);
+        free(owner);
+    }
+    free(cell);
+    if (rc) {
+        ggufmap_plan_free(p);
+        return rc;
+    }
+    *out = p;
+    return GGUFMAP_OK;
+}
+
+void ggufmap_plan_free(ggufmap_plan *p) {
+    if (!p) return;
+    free(p->buffers);
+    free(p->foreign_pool);
+    free(p->range_pool);
+    free(p->mask);
+    free(p->owner);
+    free(p);
+}
+
+uint32_t ggufmap_plan_tensor_contexts(const ggufmap_plan *p, int64_t i) {
+    return i >= 0 && i < ggufmap_model_n_tensors(ggufmap_placement_model(p->placement)) ? p->mask[i] : 0;
+}
+
+int32_t ggufmap_plan_tensor_owner(const ggufmap_plan *p, int64_t i) {
+    return i >= 0 && i < ggufmap_model_n_tensors(ggufmap_placement_model(p->placement)) ? p->owner[i] : -1;
+}
+
+void ggufmap_plan_working_set(const ggufmap_plan *p, uint64_t *llama_bytes, uint64_t *planned_bytes) {
+    const ggufmap_placement *pl = p->placement;
+    bool gpu_only = false;
+    for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++) {
+        const char *b = ggufmap_placement_context(pl, c)->buft;
+        gpu_only |= strcmp(b, "MTL0") == 0 || strcmp(b, "CUDA0") == 0;
+    }
+    *llama_bytes = *planned_bytes = 0;
+    for (uint32_t i = 0; i < p->n_buffers; i++) {
+        const ggufmap_buffer *b = &p->buffers[i];
+        const char *buft = ggufmap_placement_context(pl, b->context)->buft;
+        if (gpu_only && strcmp(buft, "MTL0") != 0 && strcmp(buft, "CUDA0") != 0) continue;
+        *llama_bytes += b->mapped ? b->span_resident : b->size;
+        *planned_bytes += b->mapped ? b->ranges_resident : b->size;
+    }
+}
+
+uint32_t ggufmap_plan_n_buffers(const ggufmap_plan *p) { return p->n_buffers; }
+const ggufmap_buffer *ggufmap_plan_buffer(const ggufmap_plan *p, uint32_t i) {
+    return i < p->n_buffers ? &p->buffers[i] : NULL;
+}
+const ggufmap_placement *ggufmap_plan_placement(const ggufmap_plan *p) { return p->placement; }
+const ggufmap_plan_opts *ggufmap_plan_options(const ggufmap_plan *p) { return &p->opts; }
