@@ -7,6 +7,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 ORACLE_DIR ?= $(abspath $(BUILD))/oracle
+ORACLE_ARM64_DIR ?= $(abspath $(BUILD))/oracle-arm64
 CMAKE_ARGS ?=
 MAKEFLAGS  += --no-print-directory
 
@@ -18,12 +19,12 @@ deps:
 	@bash scripts/deps.sh
 
 build: deps
-	@cmake -S . -B $(BUILD) -DGGUFMAP_WERROR=ON -DGGUFMAP_ORACLE_DIR=$(ORACLE_DIR) $(CMAKE_ARGS) >/dev/null
+	@cmake -S . -B $(BUILD) -DGGUFMAP_WERROR=ON -DGGUFMAP_ORACLE_DIR=$(ORACLE_DIR) -DGGUFMAP_ORACLE_ARM64_DIR=$(ORACLE_ARM64_DIR) $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
 build-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGGUFMAP_WERROR=ON -DGGUFMAP_SANITIZE=ON \
-	       -DGGUFMAP_ORACLE_DIR=$(ORACLE_DIR) $(CMAKE_ARGS) >/dev/null
+	       -DGGUFMAP_ORACLE_DIR=$(ORACLE_DIR) -DGGUFMAP_ORACLE_ARM64_DIR=$(ORACLE_ARM64_DIR) $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 
 demo: build

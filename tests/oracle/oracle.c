@@ -13,6 +13,10 @@
  * Second mode: --gguf-check FILE runs ggml's own gguf_init_from_file and
  * prints its verdict.
  *
+ * --fake-gpu metal|cuda registers a fake GPU device (fake_gpu.c) before the
+ * model loads, so that GPU placement and MTL0_Mapped / CUDA0 buffers can be
+ * observed without a GPU.
+ *
  * Output format: see README.md in this directory.
  */
 #ifndef _GNU_SOURCE
@@ -30,6 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "ggml.h"
@@ -38,6 +44,8 @@
 #include "gguf.h"
 #include "llama.h"
 
+#include "fake_gpu.h"
+
 /* ------------------------------------------------------------------ */
 /* global state                                                        */
 /* ------------------------------------------------------------------ */
@@ -45,6 +53,7 @@
 static bool g_trace;    /* -t */
 static bool g_verbose;  /* -v */
 static bool g_active;   /* hooks report only while the model loads */
+static bool g_no_populate; /* --no-populate */
 
 #define MAX_SHARDS 1024
 static char *g_shard_real[MAX_SHARDS]; /* realpath of each shard, may be NULL */
@@ -346,6 +355,23 @@ enum ggml_status ggml_backend_tensor_alloc(ggml_backend_buffer_t buffer, struct 
     return st;
 }
 
+/* --no-populate: llama_mmap maps every shard without lazy tensors with
+ * MAP_POPULATE (prefetch). On a sparse replica of a 100 GiB model that fills
+ * the page cache with zero pages for tens of seconds. Dropping the flag
+ * changes no buffer: it only makes the pages fault in on first touch, and the
+ * oracle touches none. */
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+
+void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
+{
+    static mmap_fn real;
+    if (!real)
+        real = (mmap_fn)real_sym("mmap");
+    if (g_no_populate && fd >= 0)
+        flags &= ~MAP_POPULATE;
+    return real(addr, length, prot, flags, fd, offset);
+}
+
 /* ------------------------------------------------------------------ */
 /* logging                                                             */
 /* ------------------------------------------------------------------ */
@@ -457,10 +483,102 @@ static void usage(FILE *out)
           "  --load-mode M      load_mode by name (auto|none|mmap|mlock|mmap_mlock|direct_io)\n"
           "  --no-repack        use_extra_bufts = false (no CPU_REPACK)\n"
           "  --no-host          no_host = true\n"
-          "  --ot REGEX=BUFT    tensor_buft_overrides entry (repeatable; BUFT as --list-bufts)\n"
+          "  --ot R=B[,R=B...]  tensor_buft_overrides entries, like llama's -ot (repeatable;\n"
+          "                     B as --list-bufts)\n"
+          "  --cpu-moe          append llama's --cpu-moe override (all expert FFN weights -> CPU)\n"
+          "  --n-cpu-moe N      append llama's --n-cpu-moe overrides (experts of blk.0..N-1 -> CPU)\n"
+          "  --n-cpu-ffn N      append llama's --n-cpu-ffn overrides (dense FFN of blk.0..N-1 -> CPU)\n"
           "  --lazy-mode M      on|off|auto (default: llama.cpp default, auto)\n"
-          "  --ngl N            n_gpu_layers (default 0)\n",
+          "  --ngl N|all        n_gpu_layers (default 0; all = -1: every layer incl. output)\n"
+          "  --no-populate      strip MAP_POPULATE from llama.cpp's mmap (same buffers, no\n"
+          "                     prefetch; for big sparse replicas)\n"
+          "  --fake-gpu K       register a fake GPU: metal (MTL0, mapped weights) or cuda\n"
+          "                     (CUDA0 + CUDA_Host); default none\n",
           out);
+}
+
+/* ------------------------------------------------------------------ */
+/* tensor buffer-type overrides, in command-line order                 */
+/* ------------------------------------------------------------------ */
+
+/* common/common.h of the pinned tree (v0.5.0) */
+#define LLM_FFN_EXPS_REGEX  "\\.ffn_(up|down|gate|gate_up)_(ch|)exps"
+#define LLM_FFN_DENSE_REGEX "\\.ffn_(up|down|gate)\\."
+
+struct ot_entry {
+    char *pattern;
+    char *buft_name; /* NULL: ggml_backend_cpu_buffer_type(), as common's MoE flags */
+};
+static struct ot_entry *g_ot;
+static size_t g_n_ot, g_cap_ot;
+
+static void ot_push(char *pattern, char *buft_name)
+{
+    if (g_n_ot == g_cap_ot) {
+        size_t cap = g_cap_ot ? g_cap_ot * 2 : 16;
+        struct ot_entry *n = realloc(g_ot, cap * sizeof *n);
+        if (!n)
+            die_oom();
+        g_ot = n;
+        g_cap_ot = cap;
+    }
+    g_ot[g_n_ot].pattern = pattern;
+    g_ot[g_n_ot].buft_name = buft_name;
+    g_n_ot++;
+}
+
+static char *xstrndup(const char *s, size_t n)
+{
+    char *p = strndup(s, n);
+    if (!p)
+        die_oom();
+    return p;
+}
+
+/* common/arg.cpp parse_tensor_buffer_overrides: split the value at every ','
+ * and each item at its first '=' (pattern may be empty, buft may not). */
+static bool ot_parse(const char *value)
+{
+    const char *item = value;
+    for (;;) {
+        size_t len = strcspn(item, ",");
+        const char *eq = memchr(item, '=', len);
+        if (!eq || eq + 1 == item + len) {
+            fprintf(stderr, "ggufmap-oracle: --ot expects REGEX=BUFT[,REGEX=BUFT...], got '%.*s' in '%s'\n",
+                    (int)len, item, value);
+            return false;
+        }
+        ot_push(xstrndup(item, (size_t)(eq - item)), xstrndup(eq + 1, (size_t)(item + len - eq - 1)));
+        if (item[len] == '\0')
+            return true;
+        item += len + 1;
+    }
+}
+
+/* common/common.h llm_add_n_cpu_ffn_overrides: "blk\\.<i>" + regex -> CPU, i = 0..n-1 */
+static void ot_add_n_cpu(long n, const char *ffn_regex)
+{
+    for (long i = 0; i < n; i++) {
+        size_t sz = strlen(ffn_regex) + 32;
+        char *p = malloc(sz);
+        if (!p)
+            die_oom();
+        snprintf(p, sz, "blk\\.%ld%s", i, ffn_regex);
+        ot_push(p, NULL);
+    }
+}
+
+static bool parse_count(const char *opt, const char *s, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end || errno || v < 0 || v > 100000) {
+        fprintf(stderr, "ggufmap-oracle: %s takes a count >= 0, not '%s'\n", opt, s);
+        return false;
+    }
+    *out = v;
+    return true;
 }
 
 static int gguf_check(const char *path)
@@ -507,10 +625,7 @@ int main(int argc, char **argv)
     enum llama_load_mode load_mode = LLAMA_LOAD_MODE_MMAP;
     int lazy_mode = -1;
     int ngl = 0;
-    char **ot_spec = calloc((size_t)argc + 1, sizeof *ot_spec);
-    int n_ot = 0;
-    if (!ot_spec)
-        die_oom();
+    enum fake_gpu_kind fake_gpu = FAKE_GPU_NONE;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -540,8 +655,27 @@ int main(int argc, char **argv)
             no_repack = true;
         } else if (strcmp(a, "--no-host") == 0) {
             no_host = true;
+        } else if (strcmp(a, "--no-populate") == 0) {
+            g_no_populate = true;
         } else if (strcmp(a, "--ot") == 0 && has_next) {
-            ot_spec[n_ot++] = argv[++i];
+            if (!ot_parse(argv[++i]))
+                return 2;
+        } else if (strcmp(a, "--cpu-moe") == 0) {
+            ot_push(xstrndup(LLM_FFN_EXPS_REGEX, strlen(LLM_FFN_EXPS_REGEX)), NULL);
+        } else if ((strcmp(a, "--n-cpu-moe") == 0 || strcmp(a, "--n-cpu-ffn") == 0) && has_next) {
+            long n;
+            if (!parse_count(a, argv[++i], &n))
+                return 2;
+            ot_add_n_cpu(n, strcmp(a, "--n-cpu-moe") == 0 ? LLM_FFN_EXPS_REGEX : LLM_FFN_DENSE_REGEX);
+        } else if (strcmp(a, "--fake-gpu") == 0 && has_next) {
+            const char *k = argv[++i];
+            if (strcmp(k, "metal") == 0) fake_gpu = FAKE_GPU_METAL;
+            else if (strcmp(k, "cuda") == 0) fake_gpu = FAKE_GPU_CUDA;
+            else if (strcmp(k, "none") == 0) fake_gpu = FAKE_GPU_NONE;
+            else {
+                fprintf(stderr, "ggufmap-oracle: --fake-gpu takes metal|cuda|none, not '%s'\n", k);
+                return 2;
+            }
         } else if (strcmp(a, "--lazy-mode") == 0 && has_next) {
             const char *m = argv[++i];
             if (strcmp(m, "on") == 0) lazy_mode = LLAMA_LAZY_MODE_ON;
@@ -552,13 +686,19 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else if (strcmp(a, "--ngl") == 0 && has_next) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < INT32_MIN || v > INT32_MAX) {
-                fprintf(stderr, "ggufmap-oracle: bad --ngl value\n");
-                return 2;
+            const char *v = argv[++i];
+            if (strcmp(v, "all") == 0) {
+                ngl = -1; /* llama_model_params: negative = all layers, output included */
+            } else {
+                char *end;
+                errno = 0;
+                long n = strtol(v, &end, 10);
+                if (*v == '\0' || *end || errno || n < INT32_MIN || n > INT32_MAX) {
+                    fprintf(stderr, "ggufmap-oracle: --ngl takes a number or 'all', not '%s'\n", v);
+                    return 2;
+                }
+                ngl = (int)n;
             }
-            ngl = (int)v;
         } else if (strcmp(a, "--gguf-check") == 0 && has_next) {
             check_file = argv[++i];
         } else if (strcmp(a, "--list-bufts") == 0) {
@@ -611,32 +751,40 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    /* after the CPU backend (llama.cpp needs it), before the model and the buft lookups */
+    if (!fake_gpu_register(fake_gpu)) {
+        printf("RESULT fail\n");
+        return 1;
+    }
+
     if (list_bufts) {
         visit_bufts(list_visit, stdout);
         return 0;
     }
 
     /* tensor_buft_overrides, NULL-terminated */
-    struct llama_model_tensor_buft_override *ot = calloc((size_t)n_ot + 1, sizeof *ot);
+    struct llama_model_tensor_buft_override *ot = calloc(g_n_ot + 1, sizeof *ot);
     if (!ot)
         die_oom();
-    for (int i = 0; i < n_ot; i++) {
-        char *eq = strrchr(ot_spec[i], '=');
-        if (!eq || eq == ot_spec[i] || eq[1] == '\0') {
-            fprintf(stderr, "ggufmap-oracle: --ot expects REGEX=BUFT, got '%s'\n", ot_spec[i]);
-            return 2;
+    for (size_t i = 0; i < g_n_ot; i++) {
+        ot[i].pattern = g_ot[i].pattern;
+        if (!g_ot[i].buft_name) {
+            ot[i].buft = ggml_backend_cpu_buffer_type();
+            continue;
         }
-        *eq = '\0';
-        struct find_ud f = { eq + 1, NULL };
+        struct find_ud f = { g_ot[i].buft_name, NULL };
         visit_bufts(find_visit, &f);
         if (!f.found) {
-            fprintf(stderr, "ggufmap-oracle: unknown buffer type '%s'; available:\n", eq + 1);
+            fprintf(stderr, "ggufmap-oracle: unknown buffer type '%s'; available:\n", g_ot[i].buft_name);
             visit_bufts(list_visit, stderr);
             return 2;
         }
-        ot[i].pattern = ot_spec[i];
         ot[i].buft = f.found;
     }
+    if (g_verbose)
+        for (size_t i = 0; i < g_n_ot; i++)
+            fprintf(stderr, "ggufmap-oracle: override %zu: '%s' -> %s\n", i, ot[i].pattern,
+                    ggml_backend_buft_name(ot[i].buft));
 
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = ngl;
@@ -648,7 +796,7 @@ int main(int argc, char **argv)
     mp.vocab_only = false;
     mp.no_alloc = false;
     mp.check_tensors = false;
-    mp.tensor_buft_overrides = n_ot > 0 ? ot : NULL;
+    mp.tensor_buft_overrides = g_n_ot > 0 ? ot : NULL;
 
     init_shards(model);
 
@@ -667,7 +815,11 @@ int main(int argc, char **argv)
     llama_backend_free();
     printf("RESULT ok\n");
     free(ot);
-    free(ot_spec);
+    for (size_t i = 0; i < g_n_ot; i++) {
+        free(g_ot[i].pattern);
+        free(g_ot[i].buft_name);
+    }
+    free(g_ot);
     for (int i = 0; i < g_n_shards; i++)
         free(g_shard_real[i]);
     free(g_bufs);

@@ -9,7 +9,8 @@
 #   2. extracts the matching headers (include/, ggml/include/,
 #      ggml/src/ggml-backend-impl.h) from the llama.cpp source bundle inside
 #      node-llama-cpp@3.22.1 (checks release v0.5.0 and the pinned commit),
-#   3. compiles DIR/bin/ggufmap-oracle and DIR/bin/ggml-read-bench with gcc.
+#   3. compiles DIR/bin/ggufmap-oracle (oracle.c + fake_gpu.c) and
+#      DIR/bin/ggml-read-bench with gcc.
 # Each step leaves a stamp file and is skipped when already done.
 # On success the only output is the oracle's path on stdout.
 # On failure: a message on stderr naming the failed step, exit status != 0.
@@ -29,6 +30,8 @@ if [ $# -ne 1 ] || [ -z "$1" ]; then die "usage: setup.sh DIR"; fi
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(cd "$SCRIPT_DIR/../.." && pwd)
 ORACLE_SRC="$SCRIPT_DIR/oracle.c"
+FAKE_GPU_SRC="$SCRIPT_DIR/fake_gpu.c"
+FAKE_GPU_HDR="$SCRIPT_DIR/fake_gpu.h"
 BENCH_SRC="$REPO_DIR/bench/ggml_reader/ggml_read_bench.c"
 
 mkdir -p "$1" || die "cannot create directory '$1'"
@@ -46,6 +49,8 @@ need gcc  "install gcc"
 need git  "install git (needed to read the llama.cpp source bundle)"
 need tar  "install tar"
 [ -f "$ORACLE_SRC" ] || die "missing $ORACLE_SRC"
+[ -f "$FAKE_GPU_SRC" ] || die "missing $FAKE_GPU_SRC"
+[ -f "$FAKE_GPU_HDR" ] || die "missing $FAKE_GPU_HDR"
 [ -f "$BENCH_SRC" ] || die "missing $BENCH_SRC"
 case "$(uname -s)-$(uname -m)" in
     Linux-x86_64) ;;
@@ -127,16 +132,19 @@ fi
 mkdir -p "$DIR/bin"
 CFLAGS=(-std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
         -isystem "$HDR/include" -isystem "$HDR/ggml/include")
+# ggml-backend-impl.h (internal structs of the pinned tree) for the fake GPU
+FAKE_CFLAGS=(-isystem "$HDR/ggml/src" -I"$SCRIPT_DIR")
 # shellcheck disable=SC2054 # the commas belong to the linker flag
 LINK_BASE=(-L"$BINS" "-Wl,-rpath,$BINS")
 ORACLE="$DIR/bin/ggufmap-oracle"
 BENCH="$DIR/bin/ggml-read-bench"
-build_key=$( { cat "$ORACLE_SRC" "$BENCH_SRC"; printf '%s\n' "${CFLAGS[*]}" "$BINS" "$NLC_VERSION"; gcc -dumpfullversion; } |
+build_key=$( { cat "$ORACLE_SRC" "$FAKE_GPU_SRC" "$FAKE_GPU_HDR" "$BENCH_SRC" "$HDR/ggml/src/ggml-backend-impl.h";
+               printf '%s\n' "${CFLAGS[*]}" "${FAKE_CFLAGS[*]}" "$BINS" "$NLC_VERSION"; gcc -dumpfullversion; } |
              sha256sum | cut -d' ' -f1)
 STAMP_BUILD="$DIR/.stamp-build"
 if [ ! -x "$ORACLE" ] || [ ! -x "$BENCH" ] || [ "$(cat "$STAMP_BUILD" 2>/dev/null || true)" != "$build_key" ]; then
     rm -f "$STAMP_BUILD"
-    gcc "${CFLAGS[@]}" -o "$ORACLE.tmp" "$ORACLE_SRC" "${LINK_BASE[@]}" -rdynamic \
+    gcc "${CFLAGS[@]}" "${FAKE_CFLAGS[@]}" -o "$ORACLE.tmp" "$ORACLE_SRC" "$FAKE_GPU_SRC" "${LINK_BASE[@]}" -rdynamic \
         -l:"libllama.$LLAMA_RELEASE.so" -l:"libggml.$LLAMA_RELEASE.so" -l:libggml-base.so -ldl >>"$LOG" 2>&1 ||
         die "compiling $ORACLE_SRC failed: $(tail -n 5 "$LOG" | tr '\n' ' ')"
     gcc "${CFLAGS[@]}" -o "$BENCH.tmp" "$BENCH_SRC" "${LINK_BASE[@]}" -l:libggml-base.so >>"$LOG" 2>&1 ||
@@ -149,6 +157,9 @@ if [ ! -x "$ORACLE" ] || [ ! -x "$BENCH" ] || [ "$(cat "$STAMP_BUILD" 2>/dev/nul
         grep -qw "$sym" <<<"$exported" || die "built oracle does not export $sym (need -rdynamic)"
     done
     "$ORACLE" --list-bufts >>"$LOG" 2>&1 || die "built oracle cannot load the llama.cpp CPU backend (see $LOG)"
+    for k in metal cuda; do
+        "$ORACLE" --fake-gpu "$k" --list-bufts >>"$LOG" 2>&1 || die "built oracle cannot register its fake $k GPU (see $LOG)"
+    done
     printf '%s\n' "$build_key" >"$STAMP_BUILD"
 fi
 

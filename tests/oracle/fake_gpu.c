@@ -1,0 +1,476 @@
+/*
+ * A fake GPU device for ggufmap-oracle, registered at run time with
+ * ggml_backend_register(). It lets the prebuilt, CPU-only llama.cpp v0.5.0
+ * place layers on "a GPU" so that n_gpu_layers, GPU buffer-type overrides and
+ * GPU mapped buffers can be observed on a machine without one.
+ *
+ *   metal: device MTL0 (registry "Metal"), default buft MTL0, no host buft,
+ *          caps.buffer_from_host_ptr = 1: mmap'ed weights of GPU layers become
+ *          a MTL0_Mapped buffer that wraps the mapping (zero copy).
+ *   cuda:  device CUDA0 (registry "CUDA"), default buft CUDA0 (allocated,
+ *          alignment 128, CUDA's row padding of quantized tensors), host buft
+ *          CUDA_Host (is_host, allocated), caps.buffer_from_host_ptr = 0.
+ *
+ * No compute: init_backend is NULL, so a llama_context cannot be created.
+ * Tensor data lives in host memory (aligned_alloc or the mapping itself);
+ * set/get/memset/clear/cpy are plain memory operations.
+ *
+ * This file uses ggml's internal structs from ggml/src/ggml-backend-impl.h of
+ * exactly the pinned tree (v0.5.0, de3ff815). The static assertions below pin
+ * the slot lists: a header of another version shifts function pointers
+ * silently, ggml_backend_register() does not check api_version.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "fake_gpu.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml.h"
+#include "ggml-backend.h"
+#include "ggml-backend-impl.h"
+
+/* ------------------------------------------------------------------ */
+/* ABI pins for v0.5.0 (de3ff815ea7d559ee917f063901b8986f038abc6)      */
+/* ------------------------------------------------------------------ */
+
+typedef void (*any_fn)(void);
+#define SLOTS(n) ((n) * sizeof(any_fn))
+#define SLOT_AT(type, member, i) _Static_assert(offsetof(type, member) == SLOTS(i), #type "." #member " slot")
+
+_Static_assert(GGML_BACKEND_API_VERSION == 2, "ggml-backend-impl.h is not the v0.5.0 one");
+
+_Static_assert(sizeof(struct ggml_backend_buffer_type_i) == SLOTS(6), "ggml_backend_buffer_type_i: 6 slots");
+SLOT_AT(struct ggml_backend_buffer_type_i, get_name, 0);
+SLOT_AT(struct ggml_backend_buffer_type_i, alloc_buffer, 1);
+SLOT_AT(struct ggml_backend_buffer_type_i, get_alignment, 2);
+SLOT_AT(struct ggml_backend_buffer_type_i, get_max_size, 3);
+SLOT_AT(struct ggml_backend_buffer_type_i, get_alloc_size, 4);
+SLOT_AT(struct ggml_backend_buffer_type_i, is_host, 5);
+
+_Static_assert(sizeof(struct ggml_backend_buffer_i) == SLOTS(11), "ggml_backend_buffer_i: 11 slots");
+SLOT_AT(struct ggml_backend_buffer_i, free_buffer, 0);
+SLOT_AT(struct ggml_backend_buffer_i, get_base, 1);
+SLOT_AT(struct ggml_backend_buffer_i, init_tensor, 2);
+SLOT_AT(struct ggml_backend_buffer_i, memset_tensor, 3);
+SLOT_AT(struct ggml_backend_buffer_i, set_tensor, 4);
+SLOT_AT(struct ggml_backend_buffer_i, get_tensor, 5);
+SLOT_AT(struct ggml_backend_buffer_i, set_tensor_2d, 6);
+SLOT_AT(struct ggml_backend_buffer_i, get_tensor_2d, 7);
+SLOT_AT(struct ggml_backend_buffer_i, cpy_tensor, 8);
+SLOT_AT(struct ggml_backend_buffer_i, clear, 9);
+SLOT_AT(struct ggml_backend_buffer_i, reset, 10);
+
+_Static_assert(sizeof(struct ggml_backend_device_i) == SLOTS(15), "ggml_backend_device_i: 15 slots");
+SLOT_AT(struct ggml_backend_device_i, get_name, 0);
+SLOT_AT(struct ggml_backend_device_i, get_description, 1);
+SLOT_AT(struct ggml_backend_device_i, get_memory, 2);
+SLOT_AT(struct ggml_backend_device_i, get_type, 3);
+SLOT_AT(struct ggml_backend_device_i, get_props, 4);
+SLOT_AT(struct ggml_backend_device_i, init_backend, 5);
+SLOT_AT(struct ggml_backend_device_i, get_buffer_type, 6);
+SLOT_AT(struct ggml_backend_device_i, get_host_buffer_type, 7);
+SLOT_AT(struct ggml_backend_device_i, buffer_from_host_ptr, 8);
+SLOT_AT(struct ggml_backend_device_i, supports_op, 9);
+SLOT_AT(struct ggml_backend_device_i, supports_buft, 10);
+SLOT_AT(struct ggml_backend_device_i, offload_op, 11);
+SLOT_AT(struct ggml_backend_device_i, event_new, 12);
+SLOT_AT(struct ggml_backend_device_i, event_free, 13);
+SLOT_AT(struct ggml_backend_device_i, event_synchronize, 14);
+
+_Static_assert(sizeof(struct ggml_backend_reg_i) == SLOTS(4), "ggml_backend_reg_i: 4 slots");
+SLOT_AT(struct ggml_backend_reg_i, get_name, 0);
+SLOT_AT(struct ggml_backend_reg_i, get_device_count, 1);
+SLOT_AT(struct ggml_backend_reg_i, get_device, 2);
+SLOT_AT(struct ggml_backend_reg_i, get_proc_address, 3);
+
+_Static_assert(offsetof(struct ggml_backend_reg, iface) == sizeof(void *), "ggml_backend_reg layout");
+_Static_assert(offsetof(struct ggml_backend_device, reg) == sizeof(struct ggml_backend_device_i),
+               "ggml_backend_device layout");
+_Static_assert(offsetof(struct ggml_backend_buffer_type, device) == sizeof(struct ggml_backend_buffer_type_i),
+               "ggml_backend_buffer_type layout");
+
+/* caps: 5 bools in this order (mmap_support is new in this generation) */
+_Static_assert(sizeof(struct ggml_backend_dev_caps) == 5 * sizeof(bool), "ggml_backend_dev_caps: 5 bools");
+_Static_assert(offsetof(struct ggml_backend_dev_caps, async) == 0, "caps.async");
+_Static_assert(offsetof(struct ggml_backend_dev_caps, host_buffer) == 1, "caps.host_buffer");
+_Static_assert(offsetof(struct ggml_backend_dev_caps, buffer_from_host_ptr) == 2, "caps.buffer_from_host_ptr");
+_Static_assert(offsetof(struct ggml_backend_dev_caps, events) == 3, "caps.events");
+_Static_assert(offsetof(struct ggml_backend_dev_caps, mmap_support) == 4, "caps.mmap_support");
+
+/* ------------------------------------------------------------------ */
+/* the one device                                                      */
+/* ------------------------------------------------------------------ */
+
+#define FAKE_MEMORY ((size_t)1 << 40) /* 1 TiB free and total */
+
+/* context of each of our buffer types */
+struct fake_buft_ctx {
+    const char *name;
+    size_t alignment;
+    bool is_host;
+    bool cuda_row_padding; /* CUDA's get_alloc_size for quantized tensors */
+};
+
+struct fake_gpu {
+    enum fake_gpu_kind kind;
+    const char *reg_name;
+    const char *dev_name;
+    const char *description;
+    const char *device_id;
+    struct ggml_backend_dev_caps caps;
+    bool has_host_buft;
+    struct fake_buft_ctx def_ctx, mapped_ctx, host_ctx;
+    struct ggml_backend_buffer_type def_buft, mapped_buft, host_buft;
+    struct ggml_backend_device dev;
+    struct ggml_backend_reg reg;
+};
+
+static struct fake_gpu g_fake;
+
+static bool is_own_buft(ggml_backend_buffer_type_t buft)
+{
+    return buft == &g_fake.def_buft || buft == &g_fake.mapped_buft ||
+           (g_fake.has_host_buft && buft == &g_fake.host_buft);
+}
+
+/* ------------------------------------------------------------------ */
+/* buffers: host memory, plain memory operations                       */
+/* ------------------------------------------------------------------ */
+
+static void *buf_get_base(ggml_backend_buffer_t buffer)
+{
+    return buffer->context;
+}
+
+static void buf_free(ggml_backend_buffer_t buffer)
+{
+    free(buffer->context);
+}
+
+static void buf_memset_tensor(ggml_backend_buffer_t buffer, struct ggml_tensor *tensor, uint8_t value, size_t offset,
+                              size_t size)
+{
+    (void)buffer;
+    memset((char *)tensor->data + offset, value, size);
+}
+
+static void buf_set_tensor(ggml_backend_buffer_t buffer, struct ggml_tensor *tensor, const void *data, size_t offset,
+                           size_t size)
+{
+    (void)buffer;
+    memcpy((char *)tensor->data + offset, data, size);
+}
+
+static void buf_get_tensor(ggml_backend_buffer_t buffer, const struct ggml_tensor *tensor, void *data, size_t offset,
+                           size_t size)
+{
+    (void)buffer;
+    memcpy(data, (const char *)tensor->data + offset, size);
+}
+
+static bool buf_cpy_tensor(ggml_backend_buffer_t buffer, const struct ggml_tensor *src, struct ggml_tensor *dst)
+{
+    (void)buffer;
+    /* our data is host memory; so is that of host buffers */
+    if (src->buffer && (ggml_backend_buffer_is_host(src->buffer) || is_own_buft(src->buffer->buft))) {
+        memcpy(dst->data, src->data, ggml_nbytes(src));
+        return true;
+    }
+    return false;
+}
+
+static void buf_clear(ggml_backend_buffer_t buffer, uint8_t value)
+{
+    memset(buffer->context, value, buffer->size);
+}
+
+/* allocated buffers (MTL0, CUDA0, CUDA_Host): own the memory */
+static const struct ggml_backend_buffer_i alloc_buffer_iface = {
+    .free_buffer = buf_free,
+    .get_base = buf_get_base,
+    .init_tensor = NULL,
+    .memset_tensor = buf_memset_tensor,
+    .set_tensor = buf_set_tensor,
+    .get_tensor = buf_get_tensor,
+    .set_tensor_2d = NULL,
+    .get_tensor_2d = NULL,
+    .cpy_tensor = buf_cpy_tensor,
+    .clear = buf_clear,
+    .reset = NULL,
+};
+
+/* MTL0_Mapped: wraps the caller's pointer, owns nothing, no alignment assert */
+static const struct ggml_backend_buffer_i mapped_buffer_iface = {
+    .free_buffer = NULL,
+    .get_base = buf_get_base,
+    .init_tensor = NULL,
+    .memset_tensor = buf_memset_tensor,
+    .set_tensor = buf_set_tensor,
+    .get_tensor = buf_get_tensor,
+    .set_tensor_2d = NULL,
+    .get_tensor_2d = NULL,
+    .cpy_tensor = buf_cpy_tensor,
+    .clear = buf_clear,
+    .reset = NULL,
+};
+
+/* ------------------------------------------------------------------ */
+/* buffer types                                                        */
+/* ------------------------------------------------------------------ */
+
+static const char *buft_get_name(ggml_backend_buffer_type_t buft)
+{
+    return ((const struct fake_buft_ctx *)buft->context)->name;
+}
+
+static size_t buft_get_alignment(ggml_backend_buffer_type_t buft)
+{
+    return ((const struct fake_buft_ctx *)buft->context)->alignment;
+}
+
+static bool buft_is_host(ggml_backend_buffer_type_t buft)
+{
+    return ((const struct fake_buft_ctx *)buft->context)->is_host;
+}
+
+static ggml_backend_buffer_t buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size)
+{
+    size_t align = buft_get_alignment(buft);
+    size_t n = size ? size : 1;
+    n = (n + align - 1) / align * align; /* aligned_alloc: size must be a multiple */
+    void *p = aligned_alloc(align, n);
+    if (!p) {
+        fprintf(stderr, "ggufmap-oracle: fake %s: cannot allocate %zu bytes\n", buft_get_name(buft), size);
+        return NULL;
+    }
+    return ggml_backend_buffer_init(buft, alloc_buffer_iface, p, size);
+}
+
+/* ggml-cuda.cu ggml_backend_cuda_buffer_type_get_alloc_size (weights are never FLASH_ATTN_EXT):
+ * quantized rows are padded to a multiple of MATRIX_ROW_PADDING = 512 elements */
+static size_t buft_get_alloc_size(ggml_backend_buffer_type_t buft, const struct ggml_tensor *tensor)
+{
+    const struct fake_buft_ctx *c = buft->context;
+    size_t size = ggml_nbytes(tensor);
+    if (c->cuda_row_padding && ggml_is_quantized(tensor->type)) {
+        const int64_t pad = 512;
+        int64_t ne0 = tensor->ne[0];
+        if (ne0 % pad != 0)
+            size += ggml_row_size(tensor->type, pad - ne0 % pad);
+    }
+    return size;
+}
+
+static const struct ggml_backend_buffer_type_i buft_iface = {
+    .get_name = buft_get_name,
+    .alloc_buffer = buft_alloc_buffer,
+    .get_alignment = buft_get_alignment,
+    .get_max_size = NULL,
+    .get_alloc_size = buft_get_alloc_size,
+    .is_host = buft_is_host,
+};
+
+/* ------------------------------------------------------------------ */
+/* device                                                              */
+/* ------------------------------------------------------------------ */
+
+static const char *dev_get_name(ggml_backend_dev_t dev)
+{
+    (void)dev;
+    return g_fake.dev_name;
+}
+
+static const char *dev_get_description(ggml_backend_dev_t dev)
+{
+    (void)dev;
+    return g_fake.description;
+}
+
+static void dev_get_memory(ggml_backend_dev_t dev, size_t *free_mem, size_t *total)
+{
+    (void)dev;
+    *free_mem = FAKE_MEMORY;
+    *total = FAKE_MEMORY;
+}
+
+static enum ggml_backend_dev_type dev_get_type(ggml_backend_dev_t dev)
+{
+    (void)dev;
+    return GGML_BACKEND_DEVICE_TYPE_GPU;
+}
+
+static void dev_get_props(ggml_backend_dev_t dev, struct ggml_backend_dev_props *props)
+{
+    props->name = dev_get_name(dev);
+    props->description = dev_get_description(dev);
+    dev_get_memory(dev, &props->memory_free, &props->memory_total);
+    props->type = dev_get_type(dev);
+    props->device_id = g_fake.device_id;
+    props->caps = g_fake.caps;
+}
+
+static ggml_backend_buffer_type_t dev_get_buffer_type(ggml_backend_dev_t dev)
+{
+    (void)dev;
+    return &g_fake.def_buft;
+}
+
+static ggml_backend_buffer_type_t dev_get_host_buffer_type(ggml_backend_dev_t dev)
+{
+    (void)dev;
+    return &g_fake.host_buft;
+}
+
+static ggml_backend_buffer_t dev_buffer_from_host_ptr(ggml_backend_dev_t dev, void *ptr, size_t size,
+                                                      size_t max_tensor_size)
+{
+    (void)dev;
+    (void)max_tensor_size;
+    /* Metal page-aligns inside ggml_metal_buffer_map but reports the size it was given */
+    return ggml_backend_buffer_init(&g_fake.mapped_buft, mapped_buffer_iface, ptr, size);
+}
+
+static bool dev_supports_op(ggml_backend_dev_t dev, const struct ggml_tensor *op)
+{
+    (void)dev;
+    (void)op;
+    return true;
+}
+
+static bool dev_supports_buft(ggml_backend_dev_t dev, ggml_backend_buffer_type_t buft)
+{
+    (void)dev;
+    return is_own_buft(buft) || ggml_backend_buft_is_host(buft);
+}
+
+/* ------------------------------------------------------------------ */
+/* registry                                                            */
+/* ------------------------------------------------------------------ */
+
+static const char *reg_get_name(ggml_backend_reg_t reg)
+{
+    (void)reg;
+    return g_fake.reg_name;
+}
+
+static size_t reg_get_device_count(ggml_backend_reg_t reg)
+{
+    (void)reg;
+    return 1;
+}
+
+static ggml_backend_dev_t reg_get_device(ggml_backend_reg_t reg, size_t index)
+{
+    (void)reg;
+    return index == 0 ? &g_fake.dev : NULL;
+}
+
+static void *reg_get_proc_address(ggml_backend_reg_t reg, const char *name)
+{
+    (void)reg;
+    (void)name;
+    return NULL; /* no extra bufts, no split buft */
+}
+
+static void init_buft(struct ggml_backend_buffer_type *buft, struct fake_buft_ctx *ctx, const char *name,
+                      size_t alignment, bool is_host, bool cuda_row_padding)
+{
+    ctx->name = name;
+    ctx->alignment = alignment;
+    ctx->is_host = is_host;
+    ctx->cuda_row_padding = cuda_row_padding;
+    buft->iface = buft_iface;
+    buft->device = &g_fake.dev;
+    buft->context = ctx;
+}
+
+bool fake_gpu_register(enum fake_gpu_kind kind)
+{
+    if (kind == FAKE_GPU_NONE)
+        return true;
+    if (g_fake.kind != FAKE_GPU_NONE) {
+        fprintf(stderr, "ggufmap-oracle: fake GPU already registered\n");
+        return false;
+    }
+    memset(&g_fake, 0, sizeof g_fake);
+    g_fake.kind = kind;
+
+    struct ggml_backend_device_i dev_iface = {
+        .get_name = dev_get_name,
+        .get_description = dev_get_description,
+        .get_memory = dev_get_memory,
+        .get_type = dev_get_type,
+        .get_props = dev_get_props,
+        .init_backend = NULL,
+        .get_buffer_type = dev_get_buffer_type,
+        .get_host_buffer_type = NULL,
+        .buffer_from_host_ptr = NULL,
+        .supports_op = dev_supports_op,
+        .supports_buft = dev_supports_buft,
+        .offload_op = NULL,
+        .event_new = NULL,
+        .event_free = NULL,
+        .event_synchronize = NULL,
+    };
+
+    if (kind == FAKE_GPU_METAL) {
+        g_fake.reg_name = "Metal";
+        g_fake.dev_name = "MTL0";
+        g_fake.description = "fake Metal GPU (ggufmap-oracle)";
+        g_fake.device_id = "fake-metal:0";
+        g_fake.caps = (struct ggml_backend_dev_caps){
+            .async = false, .host_buffer = false, .buffer_from_host_ptr = true, .events = false, .mmap_support = true,
+        };
+        /* ggml-metal.cpp: shared and mapped bufts have alignment 32, is_host false */
+        init_buft(&g_fake.def_buft, &g_fake.def_ctx, "MTL0", 32, false, false);
+        init_buft(&g_fake.mapped_buft, &g_fake.mapped_ctx, "MTL0_Mapped", 32, false, false);
+        g_fake.has_host_buft = false;
+        dev_iface.buffer_from_host_ptr = dev_buffer_from_host_ptr;
+    } else if (kind == FAKE_GPU_CUDA) {
+        g_fake.reg_name = "CUDA";
+        g_fake.dev_name = "CUDA0";
+        g_fake.description = "fake CUDA GPU (ggufmap-oracle)";
+        g_fake.device_id = "0000:fa:00.0";
+        /* host_buffer = 1 as for real CUDA (it does not change the CPU buft list);
+         * async = events = 0, so llama.cpp never tries async uploads (they need all three) */
+        g_fake.caps = (struct ggml_backend_dev_caps){
+            .async = false, .host_buffer = true, .buffer_from_host_ptr = false, .events = false, .mmap_support = true,
+        };
+        /* ggml-cuda.cu: CUDA0 alignment 128 + row padding; CUDA_Host takes the CPU buft's alignment (32) */
+        init_buft(&g_fake.def_buft, &g_fake.def_ctx, "CUDA0", 128, false, true);
+        init_buft(&g_fake.host_buft, &g_fake.host_ctx, "CUDA_Host",
+                  ggml_backend_buft_get_alignment(ggml_backend_cpu_buffer_type()), true, false);
+        g_fake.has_host_buft = true;
+        dev_iface.get_host_buffer_type = dev_get_host_buffer_type;
+    } else {
+        fprintf(stderr, "ggufmap-oracle: unknown fake GPU kind %d\n", (int)kind);
+        return false;
+    }
+
+    g_fake.dev.iface = dev_iface;
+    g_fake.dev.reg = &g_fake.reg;
+    g_fake.dev.context = NULL;
+    g_fake.reg.api_version = GGML_BACKEND_API_VERSION;
+    g_fake.reg.iface = (struct ggml_backend_reg_i){
+        .get_name = reg_get_name,
+        .get_device_count = reg_get_device_count,
+        .get_device = reg_get_device,
+        .get_proc_address = reg_get_proc_address,
+    };
+    g_fake.reg.context = NULL;
+
+    size_t before = ggml_backend_dev_count();
+    ggml_backend_register(&g_fake.reg);
+    if (ggml_backend_dev_by_name(g_fake.dev_name) != &g_fake.dev || ggml_backend_dev_count() != before + 1) {
+        fprintf(stderr, "ggufmap-oracle: registering the fake %s device failed\n", g_fake.dev_name);
+        return false;
+    }
+    return true;
+}

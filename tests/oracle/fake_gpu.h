@@ -1,0 +1,20 @@
+/*
+ * Fake GPU device for ggufmap-oracle (see fake_gpu.c and README.md).
+ */
+#ifndef GGUFMAP_ORACLE_FAKE_GPU_H
+#define GGUFMAP_ORACLE_FAKE_GPU_H
+
+#include <stdbool.h>
+
+enum fake_gpu_kind {
+    FAKE_GPU_NONE = 0,
+    FAKE_GPU_METAL, /* device MTL0: buffer_from_host_ptr -> MTL0_Mapped, no host buft */
+    FAKE_GPU_CUDA,  /* device CUDA0: allocated CUDA0 buffers, host buft CUDA_Host */
+};
+
+/* Register the fake device's backend registry with ggml_backend_register().
+ * Call after the CPU backend is loaded and before the model loads.
+ * Returns false (with a message on stderr) if registration did not take. */
+bool fake_gpu_register(enum fake_gpu_kind kind);
+
+#endif
