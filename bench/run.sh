@@ -4,3 +4,4 @@ set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
 bash bench/inspect_vs_ggml.sh "$build"
+bash bench/plan_vs_inspect.sh "$build"

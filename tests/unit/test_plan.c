@@ -156,6 +156,20 @@ static void test_metal_views(void) {
     CHECK(n == 3);
     CHECK(bytes == 8 * M + 8 * M + (20 * M - 2 * step));
     CHECK(ggufmap_ranges_resident((ggufmap_range[]){{1, 2}, {16383, 16385}}, 2, P) == 3 * P);
+
+    /* Issue 24510's Metal log: a 30973.40 MiB span under maxBufferLength
+     * 9093.12 MiB became views of 9093.12 x 3 + 4639.97 MiB.  (The log's
+     * running total, 31919.72 MiB, is 0.39 MiB above the views' sum; it is
+     * not reproduced.)  The sizes are rounded to 0.01 MiB; a largest tensor
+     * of ~315 MiB (overlap 20180 pages) gives all four views within that. */
+    double mib = 1048576.0;
+    uint64_t span = (uint64_t)(30973.40 * mib), maxbuf = (uint64_t)(9093.12 * mib);
+    uint64_t max_tensor = 20178 * P + 1;
+    n = ggufmap_metal_views(0, span, P, maxbuf, max_tensor, &bytes);
+    double last = (double)(bytes - 3 * maxbuf) / mib, total = (double)bytes / mib;
+    CHECK_MSG(n == 4, "%u views", n);
+    CHECK_MSG(last > 4639.95 && last < 4639.99, "last view %.2f MiB", last);
+    CHECK_MSG(total > 31919.31 && total < 31919.35, "views %.2f MiB", total);
 }
 
 int main(void) {
