@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # make demo: the main job on an embedded example.  Builds the layout replica
 # of Qwen3.8-Flash-Next (4 shards, ~103.7 GiB apparent size, sparse: almost no
-# disk) in a temporary folder, then reads it the way llama.cpp does with
-# `ggufmap inspect`.  The folder is removed at the end.
+# disk) in a temporary folder, reads it the way llama.cpp does with
+# `ggufmap inspect`, then diagnoses it with `ggufmap plan` for a 128 GB Mac
+# (Metal, full offload, 96 GiB working-set limit): what llama.cpp maps, the
+# 26.8 GiB CPU table inside the GPU span, and what a tight loader maps.  The
+# folder is removed at the end.
 set -euo pipefail
 build=${1:-build}
 fixture="$build/tools/fixture/ggufmap-fixture"
@@ -21,3 +24,6 @@ echo
 echo "== ggufmap inspect $dir/Qwen3.8-Flash-Next-UD-Q4_K_XL-00002-of-00004.gguf"
 echo "   (any shard leads to the whole model)"
 "$ggufmap" inspect "$dir/Qwen3.8-Flash-Next-UD-Q4_K_XL-00002-of-00004.gguf"
+echo
+echo "== ggufmap plan --device metal -ngl all --limit 96G (a 128 GB Mac)"
+"$ggufmap" plan "$dir/Qwen3.8-Flash-Next-UD-Q4_K_XL-00001-of-00004.gguf" --device metal -ngl all --limit 96G

@@ -93,15 +93,23 @@ int ggufmap_planner_parse(const char *text, ggufmap_planner *out) {
     return GGUFMAP_OK;
 }
 
+/* "32M", "16K" or plain bytes: the shortest exact spelling. */
+static const char *size_text(uint64_t v, char *buf, size_t cap) {
+    if (v && v % MIB == 0)
+        snprintf(buf, cap, "%lluM", (unsigned long long)(v / MIB));
+    else if (v && v % 1024 == 0)
+        snprintf(buf, cap, "%lluK", (unsigned long long)(v / 1024));
+    else
+        snprintf(buf, cap, "%llu", (unsigned long long)v);
+    return buf;
+}
+
 const char *ggufmap_planner_format(const ggufmap_planner *p, char *buf, size_t cap) {
+    char v[32];
     switch (p->kind) {
-    case GGUFMAP_PLANNER_COALESCE: snprintf(buf, cap, "coalesce:%llu", (unsigned long long)p->gap); break;
-    case GGUFMAP_PLANNER_RUNS:
-        snprintf(buf, cap, "runs:%llu:%u", (unsigned long long)p->gap, p->max_ranges);
-        break;
-    case GGUFMAP_PLANNER_TIGHT:
-        snprintf(buf, cap, "tight:%llu:%u", (unsigned long long)p->cost, p->max_ranges);
-        break;
+    case GGUFMAP_PLANNER_COALESCE: snprintf(buf, cap, "coalesce:%s", size_text(p->gap, v, sizeof v)); break;
+    case GGUFMAP_PLANNER_RUNS: snprintf(buf, cap, "runs:%s:%u", size_text(p->gap, v, sizeof v), p->max_ranges); break;
+    case GGUFMAP_PLANNER_TIGHT: snprintf(buf, cap, "tight:%s:%u", size_text(p->cost, v, sizeof v), p->max_ranges); break;
     default: snprintf(buf, cap, "span"); break;
     }
     return buf;

@@ -276,10 +276,12 @@ static void text(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts 
         }
         fprintf(out, "  #%u %-12s shard %u [%llu, %llu)%s\n", i, bf->name, bf->shard, (unsigned long long)bf->first,
                 (unsigned long long)bf->last, ctx->lazy ? " lazy" : "");
-        fprintf(out, "      span %s, own %s in %lld tensors, inflation %.2fx\n", gm_fmt_mib(a, sizeof a, bf->size),
-                gm_fmt_mib(b, sizeof b, bf->own_bytes), (long long)bf->n_tensors, ratio(bf->size, bf->own_bytes));
+        fprintf(out, "      span %s, own %s in %lld tensor%s, inflation %.2fx\n", gm_fmt_mib(a, sizeof a, bf->size),
+                gm_fmt_mib(b, sizeof b, bf->own_bytes), (long long)bf->n_tensors, bf->n_tensors == 1 ? "" : "s",
+                ratio(bf->size, bf->own_bytes));
         if (bf->n_foreign) {
-            fprintf(out, "      foreign: %s in %u tensors", gm_fmt_mib(a, sizeof a, bf->foreign_bytes), bf->n_foreign);
+            fprintf(out, "      foreign: %s in %u tensor%s", gm_fmt_mib(a, sizeof a, bf->foreign_bytes), bf->n_foreign,
+                    bf->n_foreign == 1 ? "" : "s");
             uint32_t shown = bf->n_foreign < o->top_foreign ? bf->n_foreign : o->top_foreign;
             for (uint32_t k = 0; k < shown; k++) {
                 const ggufmap_foreign *f = &bf->foreign[k];

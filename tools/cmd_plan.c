@@ -54,6 +54,7 @@ static void help(FILE *out) {
             "  --svg FILE      the picture as SVG (FILE must not exist)\n"
             "  --color auto|always|never  colours in the picture (default auto: on a TTY)\n"
             "  --width N       picture width in cells (default 96)\n"
+            "  --no-picture    leave the picture out of the text\n"
             "  -h, --help      this text\n"
             "\n"
             "exit status: 0 done, 1 usage error, 2 the model cannot be read or the SVG\n"
@@ -140,6 +141,7 @@ int cmd_plan(int argc, char **argv) {
         {"json", no_argument, NULL, 'j'}, {"format", required_argument, NULL, 'f'},
         {"svg", required_argument, NULL, 's'}, {"color", required_argument, NULL, 'C'},
         {"colour", required_argument, NULL, 'C'}, {"width", required_argument, NULL, 'w'},
+        {"no-picture", no_argument, NULL, 'x'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     static plan_args a;
@@ -225,6 +227,7 @@ int cmd_plan(int argc, char **argv) {
             else if (strcmp(optarg, "text") != 0) rc = usage_error("plan", "--format %s: expected text, json or buffers", optarg);
             break;
         case 's': svg_path = optarg; break;
+        case 'x': ropts.flags |= GGUFMAP_REPORT_NO_PICTURE; break;
         case 'C': color = optarg; break;
         case 'w': {
             char *end;

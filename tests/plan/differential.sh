@@ -9,7 +9,7 @@
 # options:
 #   --quick         every 4th case only (no minimum case count)
 #   --self-test     the oracle on both sides (checks the harness itself)
-#   --inject        with --self-test: corrupt the plan side of every 29th case
+#   --inject        corrupt the plan side of every 29th case
 #                   (changed digit, swapped/dropped/extra line); passes only if
 #                   exactly those cases are reported as mismatches
 #   --jobs N        parallel workers (default 2, env PLAN_JOBS)
@@ -55,7 +55,7 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-(( inject )) && selftest=1
+
 for b in "$fixture" "$oracle"; do
   [[ -x $b ]] || { echo "differential: not executable: $b"; echo "0 passed, 1 failed"; exit 1; }
 done
@@ -203,6 +203,18 @@ while IFS=$'\t' read -r key fargs; do
   fi
 done <"$fixlist"
 
+# The CPU_REPACK rules of the machine the oracle runs on: plan's default
+# for --device cpu (with --device metal it would assume arm64).
+hostcpu=${PLAN_CPU:-}
+if [[ -z $hostcpu ]] && (( ! selftest )); then
+  for p in "${fix_path[@]}"; do
+    [[ -f $p ]] || continue
+    hostcpu=$("$ggufmap" plan "$p" --device cpu --json 2>/dev/null | grep -o '"cpu": "[^"]*"' | head -n 1 | cut -d'"' -f4)
+    break
+  done
+  [[ -n $hostcpu ]] || echo "differential: cannot tell plan's CPU rules for this machine; using its defaults"
+fi
+
 # ---------------------------------------------------------------- one case
 
 # corrupt FILE KIND: the injected mismatches of --inject
@@ -227,6 +239,7 @@ run_case() { # the fields of a case line
   read -r -a oa <<<"$oargs"
   read -r -a pa <<<"$pargs"
   local ocmd=("$oracle" "${oa[@]}" "$model")
+  [[ -n $hostcpu ]] && pa+=(--cpu "$hostcpu")
   local pcmd=("$ggufmap" plan "$model" --format buffers "${pa[@]}")
   (( selftest )) && pcmd=("$oracle" "${oa[@]}" "$model")
   if [[ ! -f $model ]]; then
@@ -313,6 +326,7 @@ for id in $(awk '{ print $1 }' "$work/results.txt"); do
 done
 (( nreport > 150 )) && echo "... $((nreport - 150)) more reports in $work/cases/*.report"
 [[ -n $fail_fix ]] && echo "fixtures the maker could not write:$fail_fix"
+echo "plan's CPU rules: ${hostcpu:-default}"
 echo "fixtures: $nfix, cases selected: $nsel, ran: $ran, JSON cross-checked: $njson, $((SECONDS - start)) s, $jobs jobs"
 echo "cases: $ran, buffers: $bufs matched"
 rc=0

@@ -241,9 +241,9 @@ if mkfix b.first --arch llama --layers 4 --move output_norm.weight:first --move 
     read -r e0 e1 _ < <(extent "$JSON" 0 '^(output|output_norm)\.weight$')
     check "-ngl 1: the output layer is stored first and contiguous: MTL0_Mapped [$f, $l) = [$e0, $e1)" "(( f == e0 && l == e1 ))"
   fi
-  if compare b.first.ngl2-ffn-cpu "--fake-gpu metal --ngl 2 --ot blk\\.3\\.ffn=CPU" "--device metal -ngl 2 -ot blk\\.3\\.ffn=CPU"; then
-    read -r f l s < <(buf b.first.ngl2-ffn-cpu MTL0_Mapped 0)
-    check "-ot blk.3.ffn=CPU leaves CPU tensors between GPU ones: MTL0_Mapped [$f, $l) unchanged" "(( f == d0 && l == d1 ))"
+  if compare b.first.ngl2-attn-q-cpu "--fake-gpu metal --ngl 2 --ot blk\\.3\\.attn_q=CPU" "--device metal -ngl 2 -ot blk\\.3\\.attn_q=CPU"; then
+    read -r f l s < <(buf b.first.ngl2-attn-q-cpu MTL0_Mapped 0)
+    check "-ot blk.3.attn_q=CPU leaves a CPU tensor between GPU ones: MTL0_Mapped [$f, $l) unchanged" "(( f == d0 && l == d1 ))"
   fi
 fi
 if mkfix b.split --arch llama --layers 4 --move output.weight:first --move output_norm.weight:last; then
