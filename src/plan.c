@@ -47,6 +47,7 @@ struct ggufmap_plan {
     uint32_t n_buffers;
     ggufmap_foreign *foreign_pool;
     ggufmap_range *range_pool;
+    char failure[512]; /* why llama.cpp would abort loading, or "" */
     uint32_t *mask;  /* per model tensor: the contexts holding it */
     int32_t *owner;  /* per model tensor: the context of its first instance */
 };
@@ -382,6 +383,17 @@ int ggufmap_plan_build(const ggufmap_placement *pl, const ggufmap_plan_opts *opt
         }
     }
     free(runs);
+    /* ggml_backend_cpu_buffer_from_ptr asserts a 32-byte aligned pointer: a
+     * CPU span starting off 32 (general.alignment < 32) aborts the load. */
+    for (uint32_t i = 0; i < p->n_buffers && !p->failure[0]; i++) {
+        const ggufmap_buffer *b = &p->buffers[i];
+        if (b->mapped && b->first % 32 != 0 && strcmp(ggufmap_placement_context(pl, b->context)->buft, "CPU") == 0)
+            snprintf(p->failure, sizeof p->failure,
+                     "%s: llama.cpp aborts the load: its %s buffer would start at offset %llu, not a multiple of 32 "
+                     "(ggml_backend_cpu_buffer_from_ptr asserts an aligned pointer; general.alignment is %u)",
+                     ggufmap_source_path(ggufmap_model_shard(m, b->shard)), b->name, (unsigned long long)b->first,
+                     ggufmap_source_alignment(ggufmap_model_shard(m, b->shard)));
+    }
 done:
     if (p && !rc) {
         p->mask = mask;
@@ -408,6 +420,8 @@ void ggufmap_plan_free(ggufmap_plan *p) {
     free(p->owner);
     free(p);
 }
+
+const char *ggufmap_plan_failure(const ggufmap_plan *p) { return p->failure[0] ? p->failure : NULL; }
 
 uint32_t ggufmap_plan_tensor_contexts(const ggufmap_plan *p, int64_t i) {
     return i >= 0 && i < ggufmap_model_n_tensors(ggufmap_placement_model(p->placement)) ? p->mask[i] : 0;

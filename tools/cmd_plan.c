@@ -57,7 +57,8 @@ static void help(FILE *out) {
             "  --no-picture    leave the picture out of the text\n"
             "  -h, --help      this text\n"
             "\n"
-            "exit status: 0 done, 1 usage error, 2 the model cannot be read or the SVG\n"
+            "exit status: 0 done, 1 usage error, 2 the model cannot be read, llama.cpp\n"
+            "would abort loading it this way (the report is still printed), or the SVG\n"
             "cannot be written\n");
 }
 
@@ -288,6 +289,10 @@ int cmd_plan(int argc, char **argv) {
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
         perror("ggufmap plan: stdout");
+        rc = EXIT_BAD_INPUT;
+    }
+    if (ggufmap_plan_failure(plan)) {
+        fprintf(stderr, "ggufmap plan: %s\n", ggufmap_plan_failure(plan));
         rc = EXIT_BAD_INPUT;
     }
 done:

@@ -108,6 +108,10 @@ const ggufmap_buffer *ggufmap_plan_buffer(const ggufmap_plan *plan, uint32_t i);
 const ggufmap_placement *ggufmap_plan_placement(const ggufmap_plan *plan);
 const ggufmap_plan_opts *ggufmap_plan_options(const ggufmap_plan *plan);
 
+/* Why llama.cpp would fail to load with this placement (a CPU mapping that
+ * starts off 32 bytes makes ggml abort), or NULL when it loads. */
+const char *ggufmap_plan_failure(const ggufmap_plan *plan);
+
 /* The contexts holding model tensor i, one bit per context index (0 when
  * llama.cpp creates no tensor for it), and its owner: the context of its
  * first instance, or -1. */

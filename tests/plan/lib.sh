@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers shared by differential.sh and seeds.sh (sourced).
 
 # q ARGS...: the arguments, shell-quoted, as one line to paste

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2034,SC2294 # effect checks read variables through eval
 # The seeds' named cases (/work/shared/seeds, docs/replica.md), each run in
 # the real llama.cpp v0.5.0 (the oracle) and in `ggufmap plan`: the buffer
 # lines must be identical, and the effect the seed states must show in them.
@@ -9,8 +10,9 @@
 # options:
 #   --self-test   the oracle on both sides (checks the harness and the effects;
 #                 the planner checks are skipped)
-#   --no-full     leave out the 103.7 GiB sparse replica (it takes 1-3 minutes:
-#                 llama.cpp populates the whole mapping); env PLAN_SEEDS_FULL=0
+#   --no-full     leave out the 103.7 GiB sparse replica (the oracle runs it with
+#                 --no-populate: without, llama.cpp would populate the whole
+#                 sparse mapping, minutes and all the page cache); env PLAN_SEEDS_FULL=0
 #
 # (a) interior per_layer_token_embd (issue 29465): the scaled replica (256 MiB
 #     table) and the full qwen3.8-flash-next replica, on a Metal-like GPU with
@@ -25,7 +27,7 @@
 set -uo pipefail
 export LC_ALL=C
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 && !/shellcheck/ { sub(/^# ?/, ""); print }' "$0"; exit 2; }
 if [[ $# -ge 3 && -d ${1:-} ]]; then
   build=$1 oracle=$2 work=$3; shift 3
   ggufmap=$build/tools/ggufmap fixture=$build/tools/fixture/ggufmap-fixture
@@ -105,6 +107,7 @@ extent() {
 compare() {
   local c=$1 oa pa orc prc res
   read -r -a oa <<<"$2"; read -r -a pa <<<"$3"
+  [[ -n $hostcpu ]] && pa+=(--cpu "$hostcpu")
   local ocmd=("$oracle" "${oa[@]}" "$MODEL") pcmd=("$ggufmap" plan "$MODEL" --format buffers "${pa[@]}")
   (( selftest )) && pcmd=("$oracle" "${oa[@]}" "$MODEL")
   echo "[$c]"
@@ -142,6 +145,7 @@ check() { local d=$1; shift; if eval "$@"; then pass "$d"; else fail "$d   [$*]"
 # "name shard first last lazy: a-b a-b ..."
 tight() {
   local c=$1 pa; read -r -a pa <<<"$2"
+  [[ -n $hostcpu ]] && pa+=(--cpu "$hostcpu")
   local cmd=("$ggufmap" plan "$MODEL" --planner tight --json "${pa[@]}")
   if ! timeout 600 "${cmd[@]}" >"$work/$c.tight.json" 2>"$work/$c.tight.err" </dev/null; then
     fail "tight planner: $(q "${cmd[@]}") failed: $(head -c 300 "$work/$c.tight.err")"; return 1
@@ -164,6 +168,14 @@ runs_of() {
       for (i = 7; i <= NF; i++) { split($i, r, "-"); t += r[2] - r[1]; o = o " " r[1] " " r[2] }
       printf "%d %.0f%s\n", NF - 6, t, o; exit }' "$work/$1.tight"
 }
+
+# The CPU_REPACK rules of this machine (plan's default for --device cpu;
+# with --device metal plan would assume arm64, the oracle runs here).
+hostcpu=${PLAN_CPU:-}
+if (( need_plan )) && [[ -z $hostcpu ]] && mkfix probe --arch llama; then
+  hostcpu=$("$ggufmap" plan "$MODEL" --device cpu --json 2>/dev/null | grep -o '"cpu": "[^"]*"' | head -n 1 | cut -d'"' -f4)
+  echo "plan's CPU rules: ${hostcpu:-default}"
+fi
 
 # ================================================================ (a)
 echo "== (a) interior per_layer_token_embd (issue 29465)"
@@ -195,11 +207,11 @@ if mkreplica scaled --replica scaled --scale-bytes 256M -o "$work/f/scaled/sc.gg
 fi
 
 if (( full )); then
-  echo "  full replica qwen3.8-flash-next (103.7 GiB sparse; llama.cpp populates the mapping: slow)"
+  echo "  full replica qwen3.8-flash-next (103.7 GiB sparse; oracle with --no-populate)"
   if mkreplica full --replica qwen3.8-flash-next -o "$work/f/full/q"; then
     read -r psh pt0 ptn < <(tensor "$JSON" per_layer_token_embd.weight); pt1=$((pt0 + ptn))
     echo "  table: shard $psh [$pt0, $pt1) $(mib "$ptn")"
-    if compare a.full.metal-all "--fake-gpu metal --ngl -1 --no-repack" "--device metal -ngl all -nr"; then
+    if compare a.full.metal-all "--fake-gpu metal --ngl -1 --no-repack --no-populate" "--device metal -ngl all -nr"; then
       tot=0 line=""
       for k in 1 2 3; do read -r f l s < <(buf a.full.metal-all MTL0_Mapped $k); tot=$((tot + ${s:-0})); line+=" $(mib "${s:-0}")"; done
       read -r f l s < <(buf a.full.metal-all MTL0_Mapped 1)
@@ -207,7 +219,7 @@ if (( full )); then
         "[[ '$line' == ' 47549.79 MiB 47088.71 MiB 11527.99 MiB' ]]"
       check "shard 2's MTL0_Mapped [$f, $l) spans the lazy table" "(( f < pt0 && l > pt1 ))"
     fi
-    if compare a.full.cpu-ngl0-lazy-on "--ngl 0 --no-repack --lazy-mode on" "--device cpu -ngl 0 -nr --lazy-mode on"; then
+    if compare a.full.cpu-ngl0-lazy-on "--ngl 0 --no-repack --lazy-mode on --no-populate" "--device cpu -ngl 0 -nr --lazy-mode on"; then
       read -r f l s < <(buf a.full.cpu-ngl0-lazy-on CPU_Mapped 1)
       check "shard 2's CPU_Mapped span [$f, $l) = $(mib "$s") (ours 47549.79; the seed's IQ1_S quant: 47674.92)" \
         "[[ '$(mib "$s")' == '47549.79 MiB' ]] && (( f < pt0 && l > pt1 ))"
