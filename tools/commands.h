@@ -6,5 +6,9 @@
 
 int cmd_inspect(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_repack(int argc, char **argv);
+int cmd_hash(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_load(int argc, char **argv);
 
 #endif

@@ -18,6 +18,10 @@ static const struct command {
 } commands[] = {
     {"inspect", cmd_inspect, "list a model's shards, metadata and tensors (text or JSON)"},
     {"plan", cmd_plan, "predict llama.cpp's buffers for a placement and plan tight mappings"},
+    {"repack", cmd_repack, "rewrite a model so that llama.cpp maps nothing foreign"},
+    {"hash", cmd_hash, "SHA-256 of every tensor and an order-free model digest"},
+    {"verify", cmd_verify, "do two models hold the same tensors and metadata?"},
+    {"load", cmd_load, "map a model as planned and measure its residency"},
 };
 
 static void print_help(FILE *out) {

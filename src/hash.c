@@ -1,0 +1,4 @@
+/*
+ * hash.c - placeholder; the hash module is being written.
+ */
+#include "internal.h"

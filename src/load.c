@@ -1,0 +1,4 @@
+/*
+ * load.c - placeholder; the load module is being written.
+ */
+#include "internal.h"

@@ -1,0 +1,4 @@
+/*
+ * repack.c - placeholder; the repack module is being written.
+ */
+#include "internal.h"
