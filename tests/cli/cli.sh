@@ -20,7 +20,7 @@ expect_status 1 "no command" "$ggufmap"
 expect_status 0 "--help" "$ggufmap" --help
 expect_status 0 "--version" "$ggufmap" --version
 expect_status 1 "unknown command" "$ggufmap" frobnicate
-for sub in inspect; do
+for sub in inspect plan repack hash verify load; do
   expect_status 0 "$sub --help" "$ggufmap" "$sub" --help
   grep -q "usage: ggufmap $sub" "$work/out" && ok || bad "$sub --help prints no usage"
 done
@@ -80,6 +80,52 @@ expect_status 2 "unknown type, strict" "$ggufmap" inspect "$work/unknown.gguf"
 grep -q "tensor 't': unknown ggml type 99" "$work/err" && ok || bad "unknown type message: $(cat "$work/err")"
 expect_status 0 "unknown type, --lenient" "$ggufmap" inspect --lenient "$work/unknown.gguf"
 grep -q "type#99" "$work/out" && grep -q "(estimated)" "$work/out" && ok || bad "lenient listing: $(cat "$work/out")"
+
+# ---- plan ----
+"$fixture" --arch llama --layers 4 --type f32 --move output.weight:first -o "$work/of.gguf" >/dev/null || bad "fixture maker (plan)"
+expect_status 0 "plan, metal, -ngl 1" "$ggufmap" plan "$work/of.gguf" --device metal -ngl 1 --planner tight --color never
+grep -q "load_tensors:  MTL0_Mapped model buffer size =" "$work/out" && ok || bad "plan prints no llama.cpp line"
+grep -q "foreign: " "$work/out" && grep -q "picture" "$work/out" && ok || bad "plan text lacks foreign tensors or the picture"
+grep -q $'\033\[' "$work/out" && bad "colour in a pipe with --color never" || ok
+expect_status 0 "plan --color always" "$ggufmap" plan "$work/of.gguf" --device metal -ngl 1 --color always
+grep -q $'\033\[' "$work/out" && ok || bad "--color always gives no colour"
+expect_status 0 "plan --json" "$ggufmap" plan "$work/of.gguf" --device metal -ngl 1 --json --limit 100K
+node - "$work/out" <<'JS' && ok || bad "plan JSON"
+const fs = require('fs');
+const j = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+if (j.schema !== 'ggufmap.plan/1') throw new Error('schema');
+const gpu = j.buffers.find(b => b.name === 'MTL0_Mapped');
+for (const k of ['name', 'shard', 'mapped', 'first', 'last', 'size', 'own_bytes', 'foreign', 'ranges'])
+  if (!(k in gpu)) throw new Error('buffer lacks ' + k);
+if (gpu.size !== gpu.last - gpu.first) throw new Error('size');
+// output.weight first, then token_embd (CPU), then output_norm: token_embd is foreign in the span
+if (gpu.foreign.length !== 1 || gpu.foreign[0].name !== 'token_embd.weight' || gpu.foreign[0].owner !== 'CPU')
+  throw new Error('foreign ' + JSON.stringify(gpu.foreign));
+if (gpu.foreign_bytes + gpu.own_bytes > gpu.size) throw new Error('bytes');
+if (gpu.ranges.length !== 2) throw new Error('tight ranges: ' + JSON.stringify(gpu.ranges));
+// 16 KiB pages: span 160 KiB wired, the two ranges 96 KiB; the limit is 100 KiB
+if (j.working_set.limit !== 102400 || j.working_set.llama_fits !== false || j.working_set.planned_fits !== true)
+  throw new Error('verdict ' + JSON.stringify(j.working_set));
+JS
+expect_status 0 "plan --svg" "$ggufmap" plan "$work/of.gguf" --device metal -ngl 1 --svg "$work/p.svg"
+grep -q "<svg" "$work/p.svg" && grep -q "</svg>" "$work/p.svg" && ok || bad "svg content"
+cp "$work/p.svg" "$work/p.before"
+expect_status 2 "plan --svg onto an existing file" "$ggufmap" plan "$work/of.gguf" --svg "$work/p.svg"
+cmp -s "$work/p.svg" "$work/p.before" && grep -q "refusing to overwrite" "$work/err" && ok || bad "--svg overwrote or said nothing"
+ls "$work" | grep -q "tmp-" && bad "a temporary file was left behind" || ok
+expect_status 1 "plan bad planner" "$ggufmap" plan "$work/of.gguf" --planner fastest
+expect_status 1 "plan bad device" "$ggufmap" plan "$work/of.gguf" --device tpu
+expect_status 1 "plan bad regex" "$ggufmap" plan "$work/of.gguf" -ot 'blk\.(=CPU'
+grep -q "invalid regex" "$work/err" && ok || bad "bad regex message: $(cat "$work/err")"
+expect_status 1 "plan unknown buft" "$ggufmap" plan "$work/of.gguf" -ot 'blk=MTL0'
+expect_status 2 "plan a missing model" "$ggufmap" plan "$work/none.gguf"
+"$fixture" --arch llama --alignment 16 -o "$work/a16.gguf" >/dev/null || bad "fixture maker (alignment 16)"
+"$ggufmap" plan "$work/a16.gguf" --format buffers >"$work/out" 2>"$work/err"; st=$?
+if grep -q "offset [0-9]*, not a multiple of 32" "$work/err"; then
+  [[ $st == 2 ]] && ok || bad "a CPU span off 32 bytes: exit $st"
+else
+  [[ $st == 0 ]] && ok || bad "alignment 16 whose span happens to be aligned: exit $st"
+fi
 
 echo "$passed passed, $failed failed"
 [[ $failed == 0 && $passed -gt 0 ]]
