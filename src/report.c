@@ -225,25 +225,24 @@ static void describe_placement(FILE *out, const ggufmap_plan *plan) {
     fprintf(out, "; CPU_REPACK rules: %s\n", ggufmap_cpu_name(ggufmap_placement_cpu(pl)));
 }
 
+/* One line of the verdict: "  LABEL: BYTES  FITS under / EXCEEDS the limit of L by D". */
+static void verdict_line(FILE *out, const char *label, uint64_t bytes, uint64_t limit) {
+    char a[64], b[64], c[64];
+    fprintf(out, "  %-22s: %s", label, gm_fmt_mib(a, sizeof a, bytes));
+    if (limit)
+        fprintf(out, "  %s the limit of %s by %s", bytes <= limit ? "FITS under" : "EXCEEDS",
+                gm_fmt_mib(b, sizeof b, limit), gm_fmt_mib(c, sizeof c, bytes <= limit ? limit - bytes : bytes - limit));
+    fputc('\n', out);
+}
+
 static void verdict(FILE *out, const ggufmap_plan *plan, uint64_t limit) {
     uint64_t llama, planned;
-    char a[64], b[64], c[64];
     ggufmap_plan_working_set(plan, &llama, &planned);
     fprintf(out, "\nworking set (GPU buffers, page-aligned; KV cache and compute buffers not included)\n");
-    fprintf(out, "  llama.cpp today : %s", gm_fmt_mib(a, sizeof a, llama));
-    if (limit)
-        fprintf(out, "  %s the limit of %s by %s\n", llama <= limit ? "FITS under" : "EXCEEDS",
-                gm_fmt_mib(b, sizeof b, limit),
-                gm_fmt_mib(c, sizeof c, llama <= limit ? limit - llama : llama - limit));
-    else
-        fputc('\n', out);
-    fprintf(out, "  tight loader    : %s", gm_fmt_mib(a, sizeof a, planned));
-    if (limit)
-        fprintf(out, "  %s the limit of %s by %s\n", planned <= limit ? "FITS under" : "EXCEEDS",
-                gm_fmt_mib(b, sizeof b, limit),
-                gm_fmt_mib(c, sizeof c, planned <= limit ? limit - planned : planned - limit));
-    else
-        fputc('\n', out);
+    verdict_line(out, "llama.cpp today", llama, limit);
+    char label[64], pn[48];
+    snprintf(label, sizeof label, "loader, %s", ggufmap_planner_format(&ggufmap_plan_options(plan)->planner, pn, sizeof pn));
+    verdict_line(out, label, planned, limit);
 }
 
 static void text(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
