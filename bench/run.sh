@@ -5,3 +5,4 @@ build=${1:-build}
 cd "$(dirname "$0")/.."
 bash bench/inspect_vs_ggml.sh "$build"
 bash bench/plan_vs_inspect.sh "$build"
+bash bench/load_scaled.sh "$build"

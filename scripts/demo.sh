@@ -4,8 +4,9 @@
 # disk) in a temporary folder, reads it the way llama.cpp does with
 # `ggufmap inspect`, then diagnoses it with `ggufmap plan` for a 128 GB Mac
 # (Metal, full offload, 96 GiB working-set limit): what llama.cpp maps, the
-# 26.8 GiB CPU table inside the GPU span, and what a tight loader maps.  The
-# folder is removed at the end.
+# 26.8 GiB CPU table inside the GPU span, and what a tight loader maps; then
+# measures the loader's saving with mlock on a replica scaled to this machine.
+# The folders are removed at the end.
 set -euo pipefail
 build=${1:-build}
 fixture="$build/tools/fixture/ggufmap-fixture"
@@ -27,3 +28,7 @@ echo "   (any shard leads to the whole model)"
 echo
 echo "== ggufmap plan --device metal -ngl all --limit 96G (a 128 GB Mac)"
 "$ggufmap" plan "$dir/Qwen3.8-Flash-Next-UD-Q4_K_XL-00001-of-00004.gguf" --device metal -ngl all --limit 96G
+echo
+echo "== the loader's saving, measured by the kernel (bench/load_scaled.sh: a 2 GiB CPU table"
+echo "   between GPU tensors, wired as a Metal residency set wires them; llama.cpp's span vs tight)"
+bash "$(dirname "$0")/../bench/load_scaled.sh" "$build" 2G

@@ -1,14 +1,449 @@
 /*
- * cmd_load.c - placeholder: `ggufmap load` is being written.
+ * cmd_load.c - `ggufmap load MODEL [placement flags] --backend B --planner P`:
+ * maps the model as the loader library does (one backend buffer per planned
+ * range), resolves every tensor, and prints what the kernel measured (VmLck,
+ * VmPin, VmRSS from /proc/self/status, wall time) beside the plan's
+ * prediction.
+ *
+ * The placement flags spell llama.cpp's own options, as in `ggufmap plan`;
+ * they are parsed here by a small parser of this file's own.
  */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "ggufmap/ggufmap.h"
+#include "ggufmap/load.h"
 #include "commands.h"
 #include "util.h"
 
+#define MAX_OVERRIDES 4096
+#define MIB (1024.0 * 1024.0)
+
+static void help(FILE *out) {
+    fprintf(out,
+            "usage: ggufmap load MODEL [placement flags] [--backend host|wired|cuda]\n"
+            "                    [--cpu-backend host|wired|cuda] [--planner P] [--page SIZE]\n"
+            "                    [--shard N] [--touch] [--keep] [--json]\n"
+            "\n"
+            "Maps MODEL (any shard of a split model) as the ggufmap loader does: every\n"
+            "file read-only and whole, one backend buffer per planned range, the pages\n"
+            "outside every range released; resolves every tensor to its buffer and\n"
+            "address; and prints the kernel's own figures (VmLck, VmPin, VmRSS from\n"
+            "/proc/self/status, wall time) beside the plan's prediction.\n"
+            "\n"
+            "placement (llama.cpp's options, as for `ggufmap plan`):\n"
+            "  --device cpu|metal|cuda   the GPU (default cpu); metal: the GPU maps host\n"
+            "                            pointers, so its buffers are mapped ranges\n"
+            "  -ngl, --n-gpu-layers N|all  layers on the GPU (default all with a GPU)\n"
+            "  -ot, --override-tensor REGEX=BUFT[,...]  repeatable; first match wins\n"
+            "  -cmoe, --cpu-moe  -ncmoe, --n-cpu-moe N  expert tensors to the CPU\n"
+            "  -nr, --no-repack  --cpu x86|x86-avx2|arm64|generic  --no-host\n"
+            "  -lzm, --lazy-mode on|off|auto   --no-mmap\n"
+            "\n"
+            "loading:\n"
+            "  --backend B       backend of the GPU's mapped buffers; with --device cpu,\n"
+            "                    of every mapped buffer (default host).  host wraps the\n"
+            "                    pointer; wired mlock()s each range (what a Metal residency\n"
+            "                    set does); cuda cudaHostRegister()s it (libcudart loaded at\n"
+            "                    run time)\n"
+            "  --cpu-backend B   backend of the CPU's mapped buffers when there is a GPU\n"
+            "                    (default host)\n"
+            "  --planner P       span | coalesce[:GAP] | runs[:GAP[:MAX]] | tight[:COST[:MAX]]\n"
+            "                    (default tight)\n"
+            "  --page SIZE       page size the planner counts with (default: this system's)\n"
+            "  --shard N         map only shard N (0-based); tensors of others stay unresolved\n"
+            "  --touch           read every page of every range once (resident bytes show)\n"
+            "  --keep            do not release the pages outside the ranges\n"
+            "  --json            the ggufmap.load/1 document (docs/loader.md)\n"
+            "  -h, --help        this text\n"
+            "\n"
+            "exit status: 0 done, 1 usage error, 2 the model cannot be read or mapped, a\n"
+            "backend refused a range, or a tensor did not resolve\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct load_args {
+    ggufmap_placement_opts placement;
+    ggufmap_override overrides[MAX_OVERRIDES];
+    char pool[1 << 16]; /* override strings */
+    size_t pool_used;
+    ggufmap_plan_opts plan;
+    const char *backend, *cpu_backend;
+    int32_t shard;
+    bool touch, keep, json, cpu_given, ngl_given;
+} load_args;
+
+static char *keep_str(load_args *a, const char *s, size_t n) {
+    if (a->pool_used + n + 1 > sizeof a->pool) return NULL;
+    char *p = a->pool + a->pool_used;
+    memcpy(p, s, n);
+    p[n] = '\0';
+    a->pool_used += n + 1;
+    return p;
+}
+
+static int add_override(load_args *a, const char *pat, size_t plen, const char *buft, size_t blen) {
+    if (a->placement.n_overrides >= MAX_OVERRIDES) return usage_error("load", "more than %d overrides", MAX_OVERRIDES);
+    ggufmap_override *o = &a->overrides[a->placement.n_overrides];
+    o->pattern = keep_str(a, pat, plen);
+    o->buft = keep_str(a, buft, blen);
+    if (!o->pattern || !o->buft) return usage_error("load", "overrides too long");
+    a->placement.n_overrides++;
+    return 0;
+}
+
+/* "a=CPU,b=MTL0": entries split at the first '=', as llama.cpp does. */
+static int parse_ot(load_args *a, const char *s) {
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+        const char *eq = memchr(s, '=', n);
+        if (!eq || eq == s || eq == s + n - 1) return usage_error("load", "override '%.*s' is not REGEX=BUFT", (int)n, s);
+        int rc = add_override(a, s, (size_t)(eq - s), eq + 1, n - (size_t)(eq - s) - 1);
+        if (rc) return rc;
+        s += n + (comma ? 1 : 0);
+    }
+    return 0;
+}
+
+static int add_cpu_moe(load_args *a, int n_layers) {
+    size_t cap = n_layers < 0 ? 256 : (size_t)n_layers * 64 + 64;
+    char *buf = malloc(cap);
+    int n = buf ? ggufmap_cpu_moe_patterns(n_layers, buf, cap) : -1;
+    int rc = n < 0 ? usage_error("load", "--n-cpu-moe %d: too many layers", n_layers) : 0;
+    const char *p = buf;
+    for (int i = 0; i < n && !rc; i++, p += strlen(p) + 1) rc = add_override(a, p, strlen(p), "CPU", 3);
+    free(buf);
+    return rc;
+}
+
+static int parse_count(const char *opt, const char *arg, long max, long *out) {
+    char *end;
+    long n = strtol(arg, &end, 10);
+    if (end == arg || *end || n < 0 || n > max) return usage_error("load", "%s %s: expected a count", opt, arg);
+    *out = n;
+    return 0;
+}
+
+static int parse_args(load_args *a, int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"device", required_argument, NULL, 'D'}, {"ngl", required_argument, NULL, 'g'},
+        {"n-gpu-layers", required_argument, NULL, 'g'}, {"ot", required_argument, NULL, 'o'},
+        {"override-tensor", required_argument, NULL, 'o'}, {"cmoe", no_argument, NULL, 'm'},
+        {"cpu-moe", no_argument, NULL, 'm'}, {"ncmoe", required_argument, NULL, 'M'},
+        {"n-cpu-moe", required_argument, NULL, 'M'}, {"nr", no_argument, NULL, 'r'},
+        {"no-repack", no_argument, NULL, 'r'}, {"cpu", required_argument, NULL, 'c'},
+        {"lzm", required_argument, NULL, 'z'}, {"lazy-mode", required_argument, NULL, 'z'},
+        {"no-mmap", no_argument, NULL, 'N'}, {"no-host", no_argument, NULL, 'H'},
+        {"planner", required_argument, NULL, 'p'}, {"page", required_argument, NULL, 'P'},
+        {"backend", required_argument, NULL, 'b'}, {"cpu-backend", required_argument, NULL, 'B'},
+        {"shard", required_argument, NULL, 'S'}, {"touch", no_argument, NULL, 't'},
+        {"keep", no_argument, NULL, 'k'}, {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    int c, rc = 0;
+    long n;
+    uint64_t v;
+    optind = 1;
+    opterr = 0;
+    while (rc == 0 && (c = getopt_long_only(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'D':
+            if (strcmp(optarg, "cpu") == 0) a->placement.device = GGUFMAP_DEVICE_CPU;
+            else if (strcmp(optarg, "metal") == 0) a->placement.device = GGUFMAP_DEVICE_METAL;
+            else if (strcmp(optarg, "cuda") == 0) a->placement.device = GGUFMAP_DEVICE_CUDA;
+            else rc = usage_error("load", "--device %s: expected cpu, metal or cuda", optarg);
+            break;
+        case 'g':
+            a->ngl_given = true;
+            if (strcmp(optarg, "all") == 0) a->placement.n_gpu_layers = -1;
+            else if ((rc = parse_count("-ngl", optarg, 100000, &n)) == 0) a->placement.n_gpu_layers = (int)n;
+            break;
+        case 'o': rc = parse_ot(a, optarg); break;
+        case 'm': rc = add_cpu_moe(a, -1); break;
+        case 'M':
+            if ((rc = parse_count("--n-cpu-moe", optarg, 100000, &n)) == 0) rc = add_cpu_moe(a, (int)n);
+            break;
+        case 'r': a->placement.no_repack = true; break;
+        case 'c':
+            a->cpu_given = true;
+            if (strcmp(optarg, "x86") == 0) a->placement.cpu = GGUFMAP_CPU_X86;
+            else if (strcmp(optarg, "x86-avx2") == 0) a->placement.cpu = GGUFMAP_CPU_X86_AVX2;
+            else if (strcmp(optarg, "arm64") == 0) a->placement.cpu = GGUFMAP_CPU_ARM64;
+            else if (strcmp(optarg, "generic") == 0) a->placement.cpu = GGUFMAP_CPU_GENERIC;
+            else if (strcmp(optarg, "host") == 0) a->placement.cpu = GGUFMAP_CPU_HOST;
+            else rc = usage_error("load", "--cpu %s: expected x86, x86-avx2, arm64, generic or host", optarg);
+            break;
+        case 'z':
+            if (strcmp(optarg, "on") == 0) a->placement.lazy = GGUFMAP_LAZY_ON;
+            else if (strcmp(optarg, "off") == 0) a->placement.lazy = GGUFMAP_LAZY_OFF;
+            else if (strcmp(optarg, "auto") == 0) a->placement.lazy = GGUFMAP_LAZY_AUTO;
+            else rc = usage_error("load", "--lazy-mode %s: expected on, off or auto", optarg);
+            break;
+        case 'N': a->placement.no_mmap = true; break;
+        case 'H': a->placement.no_host = true; break;
+        case 'p':
+            if (ggufmap_planner_parse(optarg, &a->plan.planner) != GGUFMAP_OK)
+                rc = usage_error("load", "--planner %s: expected span, coalesce[:GAP], runs[:GAP[:MAX]] or tight[:COST[:MAX]]",
+                                 optarg);
+            break;
+        case 'P':
+            if (ggufmap_parse_size(optarg, &v) || v == 0) rc = usage_error("load", "--page %s: expected a size", optarg);
+            else a->plan.page = v;
+            break;
+        case 'b': a->backend = optarg; break;
+        case 'B': a->cpu_backend = optarg; break;
+        case 'S':
+            if ((rc = parse_count("--shard", optarg, 99999, &n)) == 0) a->shard = (int32_t)n;
+            break;
+        case 't': a->touch = true; break;
+        case 'k': a->keep = true; break;
+        case 'j': a->json = true; break;
+        case 'h': help(stdout); return -1;
+        default: rc = usage_error("load", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (rc == 0 && optind != argc - 1)
+        rc = usage_error("load", optind == argc ? "no MODEL given" : "one MODEL expected, got %d", argc - optind);
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        const char *b = i ? a->cpu_backend : a->backend;
+        if (strcmp(b, "host") && strcmp(b, "wired") && strcmp(b, "cuda"))
+            rc = usage_error("load", "--%s %s: expected host, wired or cuda", i ? "cpu-backend" : "backend", b);
+    }
+    if (rc == 0 && a->placement.device == GGUFMAP_DEVICE_METAL && !a->cpu_given) a->placement.cpu = GGUFMAP_CPU_ARM64;
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The kernel's figures                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct proc_status {
+    uint64_t vm_size, vm_lck, vm_pin, vm_rss; /* bytes */
+} proc_status;
+
+static void read_status(proc_status *s) {
+    memset(s, 0, sizeof *s);
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return;
+    char line[256];
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "VmSize: %llu kB", &kb) == 1) s->vm_size = kb * 1024;
+        else if (sscanf(line, "VmLck: %llu kB", &kb) == 1) s->vm_lck = kb * 1024;
+        else if (sscanf(line, "VmPin: %llu kB", &kb) == 1) s->vm_pin = kb * 1024;
+        else if (sscanf(line, "VmRSS: %llu kB", &kb) == 1) s->vm_rss = kb * 1024;
+    }
+    fclose(f);
+}
+
+static uint64_t sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+/* llama.cpp's spans of the same buffers (gpu: the GPU's; else all), page-aligned. */
+static uint64_t span_pages(const ggufmap_plan *plan, int gpu, int32_t shard, uint64_t page) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
+        const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
+        if (!b->mapped || (shard >= 0 && b->shard != (uint32_t)shard)) continue;
+        if (gpu >= 0 && ggufmap_buft_is_gpu(ggufmap_placement_context(pl, b->context)->buft) != (gpu != 0)) continue;
+        uint64_t f = b->first - b->first % page, l = b->last % page ? b->last + page - b->last % page : b->last;
+        sum += l - f;
+    }
+    return sum;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double ms(uint64_t ns) { return (double)ns / 1e6; }
+
+/* ------------------------------------------------------------------------ */
+/* The command                                                               */
+/* ------------------------------------------------------------------------ */
+
 int cmd_load(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "ggufmap load: not available yet\n");
-    return EXIT_USAGE;
+    static load_args a;
+    memset(&a, 0, sizeof a);
+    ggufmap_placement_opts_init(&a.placement);
+    a.placement.overrides = a.overrides;
+    ggufmap_plan_opts_init(&a.plan);
+    ggufmap_planner_parse("tight", &a.plan.planner);
+    a.plan.page = (uint64_t)sysconf(_SC_PAGESIZE);
+    a.backend = a.cpu_backend = "host";
+    a.shard = -1;
+    int rc = parse_args(&a, argc, argv);
+    if (rc < 0) return EXIT_OK;
+    if (rc) return rc;
+
+    ggufmap_model *m = NULL;
+    ggufmap_placement *pl = NULL;
+    ggufmap_plan *plan = NULL;
+    ggufmap_mapped *mapped = NULL;
+    ggufmap_backend *gpu_be = NULL, *cpu_be = NULL;
+    ggufmap_error err;
+    proc_status before, after_map, after;
+    const char *path = argv[optind];
+    uint64_t t_start = 0, t_map = 0, t_resolve = 0, t_touch = 0, touched = 0;
+    int64_t n_resolved = 0, n_failed = 0, n_in_ranges = 0;
+    int st;
+    bool in_map = false;
+
+    if ((st = ggufmap_model_open(path, 0, &m, &err)) != GGUFMAP_OK) goto fail;
+    if (a.shard >= 0 && (uint32_t)a.shard >= ggufmap_model_n_shards(m)) {
+        rc = usage_error("load", "--shard %d: the model has %u shard(s)", a.shard, ggufmap_model_n_shards(m));
+        goto done;
+    }
+    if ((st = ggufmap_place(m, &a.placement, &pl, &err)) != GGUFMAP_OK) goto fail;
+    if ((st = ggufmap_plan_build(pl, &a.plan, &plan, &err)) != GGUFMAP_OK) goto fail;
+    bool has_gpu = a.placement.device != GGUFMAP_DEVICE_CPU;
+    if ((st = ggufmap_backend_open(a.backend, &gpu_be, &err)) != GGUFMAP_OK) goto fail;
+    if (has_gpu && (st = ggufmap_backend_open(a.cpu_backend, &cpu_be, &err)) != GGUFMAP_OK) goto fail;
+
+    ggufmap_map_opts mo;
+    ggufmap_map_opts_init(&mo);
+    mo.gpu = gpu_be;
+    mo.cpu = has_gpu ? cpu_be : gpu_be;
+    mo.shard = a.shard;
+    mo.flags = a.keep ? GGUFMAP_MAP_KEEP_UNPLANNED : 0;
+    in_map = true;
+    read_status(&before);
+    t_start = now_ns();
+    if ((st = ggufmap_map(plan, &mo, &mapped, &err)) != GGUFMAP_OK) goto fail;
+    t_map = now_ns() - t_start;
+    read_status(&after_map);
+    uint64_t t0 = now_ns();
+    for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
+        const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
+        const ggufmap_tensor *t = ggufmap_model_tensor(m, in->tensor);
+        if (a.shard >= 0 && t->shard != (uint32_t)a.shard) continue;
+        ggufmap_resolved r;
+        ggufmap_error rerr;
+        if (ggufmap_mapped_resolve(mapped, i, &r, &rerr) != GGUFMAP_OK) {
+            if (n_failed++ < 10) fprintf(stderr, "ggufmap load: %s\n", rerr.message);
+            continue;
+        }
+        n_resolved++;
+        n_in_ranges += r.range >= 0;
+    }
+    t_resolve = now_ns() - t0;
+    if (a.touch) {
+        t0 = now_ns();
+        touched = ggufmap_mapped_touch(mapped);
+        t_touch = now_ns() - t0;
+    }
+    read_status(&after);
+
+    ggufmap_mapped_stats ms_;
+    ggufmap_mapped_get_stats(mapped, &ms_);
+    ggufmap_backend_stats gs, cs;
+    ggufmap_backend_get_stats(gpu_be, &gs);
+    ggufmap_backend_get_stats(has_gpu ? cpu_be : NULL, &cs);
+    /* Prediction: the page-rounded union of the ranges each pinning backend holds. */
+    bool gpu_pins = strcmp(a.backend, "host") != 0, cpu_pins = has_gpu && strcmp(a.cpu_backend, "host") != 0;
+    uint64_t predicted = has_gpu ? (gpu_pins ? ms_.gpu_pages : 0) + (cpu_pins ? ms_.cpu_pages : 0)
+                                 : (gpu_pins ? ms_.planned_pages : 0);
+    uint64_t page = ms_.page;
+    uint64_t span_pred = has_gpu ? (gpu_pins ? span_pages(plan, 1, a.shard, page) : 0) +
+                                       (cpu_pins ? span_pages(plan, 0, a.shard, page) : 0)
+                                 : (gpu_pins ? span_pages(plan, -1, a.shard, page) : 0);
+    uint64_t vmlck = sub0(after.vm_lck, before.vm_lck), vmpin = sub0(after.vm_pin, before.vm_pin);
+    uint64_t pinned = gs.pinned_bytes + cs.pinned_bytes;
+    char pbuf[64];
+    ggufmap_planner_format(&a.plan.planner, pbuf, sizeof pbuf);
+
+    if (a.json) {
+        printf("{\n  \"schema\": \"ggufmap.load/1\",\n  \"model\": \"%s\",\n  \"device\": \"%s\",\n", path,
+               ggufmap_device_name(a.placement.device));
+        printf("  \"planner\": \"%s\",\n  \"page\": %llu,\n  \"shard\": %d,\n", pbuf, (unsigned long long)page, a.shard);
+        printf("  \"backends\": { \"gpu\": \"%s\", \"cpu\": \"%s\" },\n", a.backend, has_gpu ? a.cpu_backend : a.backend);
+        printf("  \"ranges\": [");
+        for (uint32_t i = 0; i < ggufmap_mapped_n_ranges(mapped); i++) {
+            const ggufmap_mapped_range *r = ggufmap_mapped_range_at(mapped, i);
+            printf("%s\n    { \"buffer\": \"%s\", \"shard\": %u, \"first\": %llu, \"last\": %llu, \"backend\": \"%s\", "
+                   "\"ns\": %llu }",
+                   i ? "," : "", ggufmap_plan_buffer(plan, r->plan_buffer)->name, r->shard, (unsigned long long)r->first,
+                   (unsigned long long)r->last, r->backend->name, (unsigned long long)r->ns);
+        }
+        printf("\n  ],\n  \"tensors\": { \"resolved\": %lld, \"in_ranges\": %lld, \"failed\": %lld },\n",
+               (long long)n_resolved, (long long)n_in_ranges, (long long)n_failed);
+        printf("  \"predicted\": { \"pinned_bytes\": %llu, \"llama_span_pinned_bytes\": %llu, \"planned_bytes\": %llu, "
+               "\"planned_pages\": %llu, \"released_bytes\": %llu },\n",
+               (unsigned long long)predicted, (unsigned long long)span_pred, (unsigned long long)ms_.planned_bytes,
+               (unsigned long long)ms_.planned_pages, (unsigned long long)ms_.released_bytes);
+        printf("  \"measured\": { \"vmlck_bytes\": %llu, \"vmpin_bytes\": %llu, \"backend_pinned_bytes\": %llu, "
+               "\"vmrss_before\": %llu, \"vmrss_after\": %llu, \"vmsize_before\": %llu, \"vmsize_after\": %llu, "
+               "\"touched_bytes\": %llu },\n",
+               (unsigned long long)vmlck, (unsigned long long)vmpin, (unsigned long long)pinned,
+               (unsigned long long)before.vm_rss, (unsigned long long)after.vm_rss, (unsigned long long)before.vm_size,
+               (unsigned long long)after.vm_size, (unsigned long long)touched);
+        printf("  \"time_ns\": { \"map\": %llu, \"mmap\": %llu, \"gpu_backend\": %llu, \"cpu_backend\": %llu, "
+               "\"pin\": %llu, \"release\": %llu, \"resolve\": %llu, \"touch\": %llu }\n}\n",
+               (unsigned long long)t_map, (unsigned long long)ms_.map_ns, (unsigned long long)ms_.gpu_ns,
+               (unsigned long long)ms_.cpu_ns, (unsigned long long)(gs.pin_ns + cs.pin_ns),
+               (unsigned long long)ms_.release_ns, (unsigned long long)t_resolve, (unsigned long long)t_touch);
+    } else {
+        printf("model: %s (%u shard%s%s), device %s, planner %s, page %llu\n", path, ggufmap_model_n_shards(m),
+               ggufmap_model_n_shards(m) == 1 ? "" : "s", a.shard >= 0 ? ", one mapped" : "",
+               ggufmap_device_name(a.placement.device), pbuf, (unsigned long long)page);
+        if (has_gpu) printf("backends: GPU buffers -> %s, CPU buffers -> %s\n", a.backend, a.cpu_backend);
+        else printf("backend: every buffer -> %s\n", a.backend);
+        printf("ranges: %u (%u to the GPU backend)\n", ms_.n_ranges, ms_.n_gpu_ranges);
+        for (uint32_t i = 0; i < ggufmap_mapped_n_ranges(mapped) && i < 40; i++) {
+            const ggufmap_mapped_range *r = ggufmap_mapped_range_at(mapped, i);
+            printf("  %-12s shard %u [%llu, %llu) %10.2f MiB  %-5s %9.3f ms\n",
+                   ggufmap_plan_buffer(plan, r->plan_buffer)->name, r->shard, (unsigned long long)r->first,
+                   (unsigned long long)r->last, (double)(r->last - r->first) / MIB, r->backend->name, ms(r->ns));
+        }
+        if (ggufmap_mapped_n_ranges(mapped) > 40) printf("  ... %u more\n", ggufmap_mapped_n_ranges(mapped) - 40);
+        printf("tensors: %lld resolved (%lld in ranges, %lld in allocated contexts), %lld failed\n",
+               (long long)n_resolved, (long long)n_in_ranges, (long long)(n_resolved - n_in_ranges), (long long)n_failed);
+        printf("\n%-34s %14s %14s\n", "", "plan", "kernel");
+        printf("%-34s %10.2f MiB %10.2f MiB\n", "pinned (VmLck; wired)", (double)predicted / MIB, (double)vmlck / MIB);
+        printf("%-34s %14s %10.2f MiB\n", "pinned (VmPin)", "", (double)vmpin / MIB);
+        printf("%-34s %10.2f MiB %10.2f MiB\n", "pinned (backend's own count)", (double)predicted / MIB,
+               (double)pinned / MIB);
+        printf("%-34s %10.2f MiB\n", "llama.cpp's spans would pin", (double)span_pred / MIB);
+        printf("%-34s %10.2f MiB %10.2f MiB\n", "mapped after release (VmSize +)",
+               (double)(a.keep ? ms_.file_bytes : ms_.planned_pages) / MIB,
+               (double)sub0(after.vm_size, before.vm_size) / MIB);
+        printf("%-34s %10.2f MiB %10.2f MiB\n", "resident (VmRSS +)", (double)(a.touch ? ms_.planned_pages : predicted) / MIB,
+               (double)sub0(after.vm_rss, before.vm_rss) / MIB);
+        printf("%-34s %10.2f MiB\n", "released (pages outside ranges)", (double)ms_.released_bytes / MIB);
+        printf("\ntime: load %.1f ms (mmap %.1f, GPU backend %.1f, CPU backend %.1f, release %.1f), resolve %.1f ms",
+               ms(t_map), ms(ms_.map_ns), ms(ms_.gpu_ns), ms(ms_.cpu_ns), ms(ms_.release_ns), ms(t_resolve));
+        if (a.touch) printf(", touch %.1f ms (%.2f MiB)", ms(t_touch), (double)touched / MIB);
+        printf("\n");
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        perror("ggufmap load: stdout");
+        rc = EXIT_BAD_INPUT;
+    }
+    if (n_failed) {
+        fprintf(stderr, "ggufmap load: %lld tensor(s) did not resolve\n", (long long)n_failed);
+        rc = EXIT_BAD_INPUT;
+    }
+    goto done;
+fail:
+    fprintf(stderr, "ggufmap load: %s\n", err.message);
+    rc = st == GGUFMAP_EINVAL && !in_map ? EXIT_USAGE : EXIT_BAD_INPUT;
+done:
+    (void)after_map;
+    ggufmap_unmap(mapped);
+    ggufmap_backend_close(cpu_be);
+    ggufmap_backend_close(gpu_be);
+    ggufmap_plan_free(plan);
+    ggufmap_placement_free(pl);
+    ggufmap_model_close(m);
+    return rc;
 }

@@ -20,6 +20,7 @@
 #include "ggufmap/placement.h"
 #include "ggufmap/plan.h"
 #include "ggufmap/report.h"
+#include "ggufmap/load.h"
 
 #define GGUFMAP_VERSION_STRING "0.1.0"
 

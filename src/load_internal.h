@@ -1,0 +1,18 @@
+/*
+ * load_internal.h - what load.c and load_backend.c share; not installed.
+ */
+#ifndef GGUFMAP_LOAD_INTERNAL_H
+#define GGUFMAP_LOAD_INTERNAL_H
+
+#include <stdint.h>
+
+#include "ggufmap/load.h"
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t gm_now_ns(void);
+/* The system page size (sysconf), 4096 when it cannot be read. */
+uint64_t gm_page_size(void);
+/* Fills b with the host backend: the handle is the pointer, nothing to free. */
+void gm_backend_host_init(ggufmap_backend *b);
+
+#endif
