@@ -347,6 +347,19 @@ static uint64_t data_offset(const ggufmap_writer *w) {
 
 int64_t ggufmap_writer_n_tensors(const ggufmap_writer *w) { return w->n_tensors; }
 
+int ggufmap_writer_header(const ggufmap_writer *w, uint8_t **out, size_t *len) {
+    bytes h = {0};
+    *out = NULL;
+    *len = 0;
+    if (w->failed || encode_header(w, &h)) {
+        free(h.p);
+        return GGUFMAP_ENOMEM;
+    }
+    *out = h.p;
+    *len = h.len;
+    return GGUFMAP_OK;
+}
+
 uint64_t ggufmap_writer_file_size(const ggufmap_writer *w) {
     if (w->n_tensors == 0) return header_size(w);
     const wtensor *last = &w->tensors[w->n_tensors - 1];

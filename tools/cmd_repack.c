@@ -1,14 +1,364 @@
 /*
- * cmd_repack.c - placeholder: `ggufmap repack` is being written.
+ * cmd_repack.c - `ggufmap repack MODEL -o OUT [placement flags] [--order O]`:
+ * rewrites every shard with the tensors reordered so llama.cpp maps nothing
+ * foreign, prints the mapped bytes before and after, and writes safely (see
+ * ggufmap/repack.h).  The placement flags are plan's (llama.cpp's options).
  */
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "ggufmap/ggufmap.h"
+#include "ggufmap/repack.h"
 #include "commands.h"
 #include "util.h"
 
+#define MAX_OVERRIDES 4096
+
+static void help(FILE *out) {
+    fprintf(out,
+            "usage: ggufmap repack MODEL -o OUT [placement flags] [--order ORDER]\n"
+            "                      [--dry-run] [--move-across-shards] [--progress] [--threads N]\n"
+            "\n"
+            "Rewrites MODEL (any shard of a split model), every shard, with its tensors\n"
+            "reordered so that llama.cpp v0.5.0 maps nothing foreign: each buffer's span\n"
+            "holds its own tensors only.  Lossless: every key-value pair and every tensor\n"
+            "byte is kept, and the alignment.  First prints the mapped bytes before and\n"
+            "after, for the placement given by the flags or, without any, for the family:\n"
+            "every -ngl (and, for MoE models, every --n-cpu-moe and --cpu-moe) on a\n"
+            "Metal GPU.\n"
+            "\n"
+            "  -o, --output OUT   the output: one file at OUT, or for an n-shard model\n"
+            "                     OUT-00001-of-0000n.gguf ... (OUT with or without .gguf);\n"
+            "                     no output path may exist\n"
+            "  --order ORDER      auto (default: the fewest foreign bytes over the cases),\n"
+            "                     canonical (input, blocks by layer, output: every -ngl),\n"
+            "                     moe (input, experts by layer, other block tensors, output:\n"
+            "                     --cpu-moe and every --n-cpu-moe), cpu-last (the given\n"
+            "                     placement's GPU tensors first, CPU ones after)\n"
+            "  --move-across-shards  let tensors change shard (the shard count is kept)\n"
+            "  --dry-run          print the figures, write nothing (-o not needed)\n"
+            "  --progress         a progress line on stderr even when it is not a TTY\n"
+            "  --no-progress      none, even on a TTY\n"
+            "  --threads N        copy and check workers (default: CPUs, at most 4)\n"
+            "\n"
+            "placement (as in ggufmap plan): --device cpu|metal|cuda, -ngl N|all,\n"
+            "  -ot REGEX=BUFT, -cmoe/--cpu-moe, -ncmoe/--n-cpu-moe N, -nr/--no-repack,\n"
+            "  --cpu x86|x86-avx2|arm64|generic, -lzm/--lazy-mode on|off|auto, --no-mmap,\n"
+            "  --no-host, --page SIZE (default 16K with metal)\n"
+            "\n"
+            "Safety: writes OUT.tmp-XXXXXX beside each output, fsyncs, reads everything\n"
+            "back and checks every tensor's SHA-256 against the hash taken while copying,\n"
+            "then renames into place without replacing anything.  On an error or\n"
+            "SIGINT/SIGTERM/SIGHUP the partial output is removed; the input is only read.\n"
+            "\n"
+            "  -h, --help         this text\n"
+            "\n"
+            "exit status: 0 written (or dry run), 1 usage error, 2 the model cannot be\n"
+            "read, an output exists, no space, the check failed, or interrupted\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Placement flags (the same spelling and meaning as cmd_plan.c)             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct args {
+    ggufmap_placement_opts placement;
+    ggufmap_override overrides[MAX_OVERRIDES];
+    char *pool;
+    size_t pool_used, pool_cap;
+    bool cpu_given, page_given, any_placement;
+} args;
+
+static char *keep(args *a, const char *s, size_t n) {
+    if (a->pool_used + n + 1 > a->pool_cap) return NULL;
+    char *p = a->pool + a->pool_used;
+    memcpy(p, s, n);
+    p[n] = '\0';
+    a->pool_used += n + 1;
+    return p;
+}
+
+static int add_override(args *a, const char *pattern, size_t plen, const char *buft, size_t blen) {
+    if (a->placement.n_overrides >= MAX_OVERRIDES) return usage_error("repack", "more than %d overrides", MAX_OVERRIDES);
+    ggufmap_override *o = &a->overrides[a->placement.n_overrides];
+    o->pattern = keep(a, pattern, plen);
+    o->buft = keep(a, buft, blen);
+    if (!o->pattern || !o->buft) return usage_error("repack", "overrides too long");
+    a->placement.n_overrides++;
+    return 0;
+}
+
+static int parse_ot(args *a, const char *arg) {
+    const char *s = arg;
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+        const char *eq = memchr(s, '=', n);
+        if (!eq || eq == s || eq == s + n - 1)
+            return usage_error("repack", "override '%.*s' is not REGEX=BUFT", (int)n, s);
+        int rc = add_override(a, s, (size_t)(eq - s), eq + 1, n - (size_t)(eq - s) - 1);
+        if (rc) return rc;
+        s += n + (comma ? 1 : 0);
+    }
+    return 0;
+}
+
+static int add_cpu_moe(args *a, int n_layers) {
+    size_t cap = n_layers < 0 ? 256 : (size_t)n_layers * 64 + 64;
+    char *buf = malloc(cap);
+    int n = buf ? ggufmap_cpu_moe_patterns(n_layers, buf, cap) : -1;
+    int rc = n < 0 ? usage_error("repack", "--n-cpu-moe %d: too many layers", n_layers) : 0;
+    const char *p = buf;
+    for (int i = 0; i < n && !rc; i++, p += strlen(p) + 1) rc = add_override(a, p, strlen(p), "CPU", 3);
+    free(buf);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output: figures and progress                                              */
+/* ------------------------------------------------------------------------ */
+
+static const char *mib(char *buf, size_t cap, uint64_t bytes) {
+    snprintf(buf, cap, "%.2f MiB", (double)bytes / (1024.0 * 1024.0));
+    return buf;
+}
+
+static const char *human(char *buf, size_t cap, uint64_t bytes) {
+    double v = (double)bytes;
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (v >= 1024 && i < 4) v /= 1024, i++;
+    snprintf(buf, cap, i ? "%.2f %s" : "%.0f %s", v, u[i]);
+    return buf;
+}
+
+static void report(void *ctx, const ggufmap_repack_result *r) {
+    const char *model = ctx;
+    char a[32], b[32], c[32], d[32];
+    printf("repack %s: order %s", model, ggufmap_order_name(r->order));
+    if (r->n_candidates > 1) {
+        printf(" (auto: foreign bytes over the cases:");
+        for (uint32_t k = 0; k < r->n_candidates; k++)
+            printf("%s %s %s", k ? "," : "", ggufmap_order_name(r->candidates[k]), mib(a, sizeof a, r->candidate_foreign[k]));
+        printf(")");
+    }
+    printf("\n%-16s %18s %18s %18s %18s\n", "placement", "mapped before", "mapped after", "foreign before",
+           "foreign after");
+    for (uint32_t k = 0; k < r->n_cases; k++) {
+        const ggufmap_repack_case *cs = &r->cases[k];
+        printf("%-16s %18s %18s %18s %18s\n", cs->label, mib(a, sizeof a, cs->mapped_before), mib(b, sizeof b, cs->mapped_after),
+               mib(c, sizeof c, cs->foreign_before), mib(d, sizeof d, cs->foreign_after));
+    }
+    if (r->n_cases > 1)
+        printf("%-16s %18s %18s %18s %18s\n", "total", mib(a, sizeof a, r->mapped_before), mib(b, sizeof b, r->mapped_after),
+               mib(c, sizeof c, r->foreign_before), mib(d, sizeof d, r->foreign_after));
+    printf("output: %u file%s, %s (%s of data to write, %s left as holes)\n", r->n_shards, r->n_shards == 1 ? "" : "s",
+           human(a, sizeof a, r->file_bytes), human(b, sizeof b, r->data_bytes), human(c, sizeof c, r->hole_bytes));
+    for (uint32_t s = 0; s < r->n_shards && r->paths; s++) printf("  %s\n", r->paths[s]);
+    fflush(stdout);
+}
+
+typedef struct progress_state {
+    bool tty;
+    double start[2];
+    time_t last_line;
+    int shown;
+} progress_state;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void progress(void *ctx, int phase, uint64_t done, uint64_t total) {
+    progress_state *p = ctx;
+    if (p->start[phase] == 0) p->start[phase] = now_s();
+    double el = now_s() - p->start[phase];
+    double rate = el > 0 ? (double)done / el : 0;
+    double eta = rate > 0 ? (double)(total - done) / rate : 0;
+    bool end = done >= total;
+    if (!p->tty) {
+        time_t t = time(NULL);
+        if (t == p->last_line && !end) return;
+        p->last_line = t;
+    }
+    char a[32], b[32], c[32];
+    int width = 30, fill = total ? (int)((double)done / (double)total * width) : width;
+    char bar[64];
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    fprintf(stderr, "%s%-5s [%s] %s / %s %3.0f%% %s/s ETA %.0fs%s", p->tty ? "\r" : "", phase ? "check" : "copy",
+            bar, human(a, sizeof a, done), human(b, sizeof b, total), total ? 100.0 * (double)done / (double)total : 100.0,
+            human(c, sizeof c, (uint64_t)rate), eta, p->tty ? "\033[K" : "\n");
+    if (p->tty && end) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static volatile sig_atomic_t cancelled;
+static void on_signal(int sig) { cancelled = sig; }
+
+/* ------------------------------------------------------------------------ */
+/* The command                                                               */
+/* ------------------------------------------------------------------------ */
+
 int cmd_repack(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "ggufmap repack: not available yet\n");
-    return EXIT_USAGE;
+    static const struct option longopts[] = {
+        {"device", required_argument, NULL, 'D'}, {"ngl", required_argument, NULL, 'g'},
+        {"n-gpu-layers", required_argument, NULL, 'g'}, {"ot", required_argument, NULL, 'O'},
+        {"override-tensor", required_argument, NULL, 'O'}, {"cmoe", no_argument, NULL, 'm'},
+        {"cpu-moe", no_argument, NULL, 'm'}, {"ncmoe", required_argument, NULL, 'M'},
+        {"n-cpu-moe", required_argument, NULL, 'M'}, {"nr", no_argument, NULL, 'r'},
+        {"no-repack", no_argument, NULL, 'r'}, {"cpu", required_argument, NULL, 'c'},
+        {"lzm", required_argument, NULL, 'z'}, {"lazy-mode", required_argument, NULL, 'z'},
+        {"no-mmap", no_argument, NULL, 'N'}, {"no-host", no_argument, NULL, 'H'},
+        {"page", required_argument, NULL, 'P'}, {"output", required_argument, NULL, 'o'},
+        {"order", required_argument, NULL, 'R'}, {"dry-run", no_argument, NULL, 'n'},
+        {"move-across-shards", no_argument, NULL, 'S'}, {"progress", no_argument, NULL, 'p'},
+        {"no-progress", no_argument, NULL, 'q'}, {"threads", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    static args a;
+    memset(&a, 0, sizeof a);
+    ggufmap_placement_opts_init(&a.placement);
+    a.placement.overrides = a.overrides;
+    a.pool_cap = 1 << 20;
+    a.pool = malloc(a.pool_cap);
+    ggufmap_repack_opts ro;
+    ggufmap_repack_opts_init(&ro);
+    const char *out = NULL;
+    int want_progress = -1; /* -1 auto */
+    int c, rc = EXIT_OK;
+    uint64_t v;
+    optind = 1;
+    opterr = 0;
+    if (!a.pool) return usage_error("repack", "out of memory");
+    while (rc == EXIT_OK && (c = getopt_long_only(argc, argv, "ho:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'D':
+            a.any_placement = true;
+            if (strcmp(optarg, "cpu") == 0) a.placement.device = GGUFMAP_DEVICE_CPU;
+            else if (strcmp(optarg, "metal") == 0) a.placement.device = GGUFMAP_DEVICE_METAL;
+            else if (strcmp(optarg, "cuda") == 0) a.placement.device = GGUFMAP_DEVICE_CUDA;
+            else rc = usage_error("repack", "--device %s: expected cpu, metal or cuda", optarg);
+            break;
+        case 'g': {
+            char *end;
+            a.any_placement = true;
+            if (strcmp(optarg, "all") == 0) { a.placement.n_gpu_layers = -1; break; }
+            long n = strtol(optarg, &end, 10);
+            if (end == optarg || *end || n > 100000) rc = usage_error("repack", "-ngl %s: expected a number or all", optarg);
+            else a.placement.n_gpu_layers = (int)(n < 0 ? -1 : n);
+        } break;
+        case 'O': a.any_placement = true; rc = parse_ot(&a, optarg); break;
+        case 'm': a.any_placement = true; rc = add_cpu_moe(&a, -1); break;
+        case 'M': {
+            char *end;
+            a.any_placement = true;
+            long n = strtol(optarg, &end, 10);
+            if (end == optarg || *end || n < 0 || n > 100000) rc = usage_error("repack", "--n-cpu-moe %s: expected a count", optarg);
+            else rc = add_cpu_moe(&a, (int)n);
+        } break;
+        case 'r': a.any_placement = true; a.placement.no_repack = true; break;
+        case 'c':
+            a.cpu_given = true;
+            if (strcmp(optarg, "x86") == 0) a.placement.cpu = GGUFMAP_CPU_X86;
+            else if (strcmp(optarg, "x86-avx2") == 0) a.placement.cpu = GGUFMAP_CPU_X86_AVX2;
+            else if (strcmp(optarg, "arm64") == 0) a.placement.cpu = GGUFMAP_CPU_ARM64;
+            else if (strcmp(optarg, "generic") == 0) a.placement.cpu = GGUFMAP_CPU_GENERIC;
+            else if (strcmp(optarg, "host") == 0) a.placement.cpu = GGUFMAP_CPU_HOST;
+            else rc = usage_error("repack", "--cpu %s: expected x86, x86-avx2, arm64, generic or host", optarg);
+            break;
+        case 'z':
+            a.any_placement = true;
+            if (strcmp(optarg, "on") == 0) a.placement.lazy = GGUFMAP_LAZY_ON;
+            else if (strcmp(optarg, "off") == 0) a.placement.lazy = GGUFMAP_LAZY_OFF;
+            else if (strcmp(optarg, "auto") == 0) a.placement.lazy = GGUFMAP_LAZY_AUTO;
+            else rc = usage_error("repack", "--lazy-mode %s: expected on, off or auto", optarg);
+            break;
+        case 'N': a.any_placement = true; a.placement.no_mmap = true; break;
+        case 'H': a.any_placement = true; a.placement.no_host = true; break;
+        case 'P':
+            a.page_given = true;
+            if (ggufmap_parse_size(optarg, &v) || v == 0) rc = usage_error("repack", "--page %s: expected a size", optarg);
+            else ro.plan.page = v;
+            break;
+        case 'o': out = optarg; break;
+        case 'R':
+            if (ggufmap_order_parse(optarg, &ro.order) != GGUFMAP_OK)
+                rc = usage_error("repack", "--order %s: expected auto, canonical, moe or cpu-last", optarg);
+            break;
+        case 'n': ro.dry_run = true; break;
+        case 'S': ro.move_across_shards = true; break;
+        case 'p': want_progress = 1; break;
+        case 'q': want_progress = 0; break;
+        case 't': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (end == optarg || *end || n < 1 || n > 16) rc = usage_error("repack", "--threads %s: expected 1..16", optarg);
+            else ro.n_threads = (unsigned)n;
+        } break;
+        case 'h': help(stdout); free(a.pool); return EXIT_OK;
+        default: rc = usage_error("repack", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (rc == EXIT_OK && optind != argc - 1)
+        rc = usage_error("repack", optind == argc ? "no MODEL given" : "one MODEL expected, got %d", argc - optind);
+    if (rc == EXIT_OK && !out && !ro.dry_run) rc = usage_error("repack", "no output: give -o OUT (or --dry-run)");
+    if (rc != EXIT_OK) {
+        free(a.pool);
+        return rc;
+    }
+    /* Metal means Apple Silicon (as in plan); the family is evaluated on Metal. */
+    if (!a.any_placement || a.placement.device == GGUFMAP_DEVICE_METAL) {
+        if (!a.cpu_given) a.placement.cpu = GGUFMAP_CPU_ARM64;
+        if (!a.page_given) ro.plan.page = 16384;
+    }
+    if (a.any_placement) {
+        if (a.placement.device == GGUFMAP_DEVICE_CPU && !a.cpu_given) a.placement.cpu = GGUFMAP_CPU_HOST;
+        ro.placement = &a.placement;
+    }
+    progress_state ps = {.tty = isatty(STDERR_FILENO) != 0};
+    if (want_progress == 1 || (want_progress == -1 && ps.tty)) {
+        ro.progress = progress;
+        ro.progress_ctx = &ps;
+    }
+    ro.report = report;
+    ro.report_ctx = argv[optind];
+    cancelled = 0;
+    ro.cancel = &cancelled;
+    struct sigaction sa, old[3];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, &old[i]);
+
+    ggufmap_repack_result *res = NULL;
+    ggufmap_error err;
+    int st = ggufmap_repack(argv[optind], out, &ro, &res, &err);
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
+    if (st != GGUFMAP_OK) {
+        fprintf(stderr, "ggufmap repack: %s\n", err.message);
+        if (cancelled) fprintf(stderr, "ggufmap repack: stopped by signal %d\n", (int)cancelled);
+        rc = st == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT;
+    } else if (res->written) {
+        char a1[32], a2[32];
+        double secs = res->seconds_copy > 0 ? res->seconds_copy : 1e-9;
+        printf("written and verified: %u file%s, %s in %.2f s (%s/s, %s), read back and checked in %.2f s\n",
+               res->n_shards, res->n_shards == 1 ? "" : "s", human(a1, sizeof a1, res->data_bytes), res->seconds_copy,
+               human(a2, sizeof a2, (uint64_t)((double)res->data_bytes / secs)),
+               res->used_copy_file_range ? "copy_file_range" : "pread/pwrite", res->seconds_check);
+    } else {
+        printf("dry run: nothing written\n");
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) rc = EXIT_BAD_INPUT;
+    ggufmap_repack_result_free(res);
+    free(a.pool);
+    return rc;
 }

@@ -1,6 +1,144 @@
 /*
- * ggufmap/repack.h - placeholder for the repack module (issue 4).
+ * ggufmap/repack.h - rewrite a model with its tensors reordered so that
+ * llama.cpp maps nothing foreign, losslessly and safely.
+ *
+ * llama.cpp maps, per buffer type and file, the span from the lowest to the
+ * highest offset of that buffer's tensors.  A file whose tensors are grouped
+ * by buffer makes every span hold its own tensors only.  repack writes such a
+ * file:
+ *
+ *   - orders (see docs/repack.md for why each is tight):
+ *       canonical  input tensors, then the blocks in layer order, then the
+ *                  output layer: tight for every -ngl;
+ *       moe        input, every layer's expert tensors in layer order, then
+ *                  the other block tensors by layer, then output: tight for
+ *                  --cpu-moe and every --n-cpu-moe N at full offload;
+ *       cpu-last   for one placement: its GPU-mapped tensors, then tensors
+ *                  shared by GPU and CPU buffers, then CPU-mapped ones, lazy
+ *                  tables, allocated (copied) ones: tight for that placement;
+ *       auto       the candidate with the fewest foreign bytes over the
+ *                  placement given or, without one, over the family (every
+ *                  -ngl and, for MoE models, every --n-cpu-moe and
+ *                  --cpu-moe, on a Metal GPU); ties go to canonical, then moe.
+ *     Lazily read tables (per_layer_token_embd) come first in their file: as
+ *     their own lazy buffer or as an input tensor, they split nothing.
+ *   - shards: the count is kept, and each tensor's shard unless
+ *     move_across_shards, which cuts the ordered list into as many shards of
+ *     about equal bytes.  Every key-value pair of every shard is copied byte
+ *     for byte (split.tensors.count is the total and does not change), as are
+ *     the version and the alignment.
+ *   - output: for n > 1 shards, OUT (with or without .gguf, or already a
+ *     -00001-of-0000n.gguf name) names PREFIX-00001-of-0000n.gguf ...; one
+ *     file is written at OUT itself.
+ *
+ * Safety protocol: no output path may exist (so the input is never written).
+ * Free space is checked first (holes of a sparse input count as holes).  Each
+ * shard is written to OUT.tmp-XXXXXX beside its final name, sized with
+ * ftruncate (holes stay holes: only the 64 KiB chunks that hold data are
+ * read and written), data copied by up to n_threads workers with pread/pwrite
+ * (or copy_file_range with GGUFMAP_REPACK_COPY=cfr, falling back where the
+ * kernel or file system cannot), each tensor hashed (sparse digest, see
+ * ggufmap/hash.h) as it is copied; then every shard is read back: its header
+ * re-parsed by our reader, its pairs compared, every tensor hashed again and
+ * checked, by name, against the copy's hash; then fsynced.  Only then are
+ * the shards renamed into place with RENAME_NOREPLACE, the first shard last,
+ * and the folder fsynced.  On any error or cancellation every temporary file
+ * (and any shard already placed) is removed and the input is untouched.
+ * A SIGKILL can leave OUT.tmp-* files, never a partial file under a final name.
+ *
+ * Memory: one 8 MiB buffer per worker (at most 4 by default) plus the
+ * headers; not the tensor sizes.
  */
 #ifndef GGUFMAP_REPACK_H
 #define GGUFMAP_REPACK_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ggufmap/error.h"
+#include "ggufmap/placement.h"
+#include "ggufmap/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ggufmap_order {
+    GGUFMAP_ORDER_AUTO = 0,
+    GGUFMAP_ORDER_CANONICAL = 1,
+    GGUFMAP_ORDER_MOE = 2,
+    GGUFMAP_ORDER_CPU_LAST = 3
+} ggufmap_order;
+
+/* "auto", "canonical", "moe", "cpu-last". */
+const char *ggufmap_order_name(ggufmap_order order);
+/* Parses those names; GGUFMAP_OK or GGUFMAP_EINVAL. */
+int ggufmap_order_parse(const char *text, ggufmap_order *out);
+
+/* One placement's mapped bytes before and after (sums over mapped buffers
+ * of llama.cpp's span sizes, and of the foreign bytes inside them). */
+typedef struct ggufmap_repack_case {
+    char label[64];            /* "given", "-ngl 12", "-ngl all", "--n-cpu-moe 3", "--cpu-moe" */
+    uint64_t mapped_before, mapped_after;
+    uint64_t foreign_before, foreign_after;
+} ggufmap_repack_case;
+
+typedef struct ggufmap_repack_result {
+    ggufmap_order order;          /* the order used (auto resolved) */
+    uint32_t n_candidates;
+    ggufmap_order candidates[3];  /* the orders auto compared */
+    uint64_t candidate_foreign[3];/* their foreign bytes over the cases */
+    uint32_t n_cases;
+    ggufmap_repack_case *cases;   /* the placements evaluated, for the chosen order */
+    uint64_t mapped_before, mapped_after, foreign_before, foreign_after; /* sums over cases */
+    uint32_t n_shards;
+    char **paths;                 /* output paths (final names), n_shards */
+    uint64_t file_bytes;          /* bytes of the output files (apparent size) */
+    uint64_t data_bytes;          /* bytes to write: tensor data that is not a hole */
+    uint64_t hole_bytes;          /* tensor bytes left as holes */
+    bool written;                 /* false for a dry run */
+    bool used_copy_file_range;    /* the kernel copied (else pread/pwrite) */
+    double seconds_copy, seconds_check; /* copying, read-back check */
+} ggufmap_repack_result;
+
+typedef struct ggufmap_repack_opts {
+    ggufmap_order order;
+    /* The placement to make tight, or NULL for the family (Metal, arm64). */
+    const ggufmap_placement_opts *placement;
+    ggufmap_plan_opts plan;       /* page size etc. for the figures */
+    bool move_across_shards;
+    bool dry_run;                 /* evaluate only: nothing is written */
+    unsigned n_threads;           /* copy/check workers; 0: up to 4 */
+    /* Polled; when it becomes non-zero the repack stops, removes its
+     * partial output and fails.  A signal handler may set it. */
+    volatile sig_atomic_t *cancel;
+    /* Called from the calling thread about 5 times a second while copying
+     * and checking (phase 0 copy, 1 check), and once at the end of each. */
+    void (*progress)(void *ctx, int phase, uint64_t done, uint64_t total);
+    void *progress_ctx;
+    /* Called once the order is chosen and the figures computed, before any
+     * output is written (the result's files are not written yet). */
+    void (*report)(void *ctx, const ggufmap_repack_result *res);
+    void *report_ctx;
+} ggufmap_repack_opts;
+
+/* Defaults: auto, the family, page 1, no move, 0 threads. */
+void ggufmap_repack_opts_init(ggufmap_repack_opts *opts);
+
+/* Repacks the model that model_path belongs to into out_path (NULL allowed
+ * for a dry run).  On success *res (if res is not NULL) is the caller's
+ * (ggufmap_repack_result_free).  On error: nothing exists at any output
+ * path that was not there before, no temporary file remains (except after
+ * SIGKILL), the input is untouched, and err says what happened (file,
+ * offset, tensor); EEXIST when an output path exists, ENOSPC when the file
+ * system is (or would be) full, EFORMAT when the read-back check fails, EIO
+ * for other system errors or a cancellation. */
+int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_repack_opts *opts,
+                   ggufmap_repack_result **res, ggufmap_error *err);
+void ggufmap_repack_result_free(ggufmap_repack_result *res);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

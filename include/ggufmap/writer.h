@@ -104,6 +104,13 @@ uint64_t ggufmap_writer_file_size(const ggufmap_writer *w);
 /* Absolute file offset tensor i will have (i in add order), or UINT64_MAX. */
 uint64_t ggufmap_writer_tensor_offset(const ggufmap_writer *w, int64_t i);
 
+/* The encoded header (magic, counts, pairs, tensor infos; no padding) in a
+ * new malloc'd buffer the caller frees: *len bytes.  The data section starts
+ * at ggufmap_writer_tensor_offset(w, 0), or at *len when there are no
+ * tensors.  For callers that stream the data themselves (repack).  Returns
+ * GGUFMAP_OK or GGUFMAP_ENOMEM; on error *out is NULL. */
+int ggufmap_writer_header(const ggufmap_writer *w, uint8_t **out, size_t *len);
+
 /* Writes the file to path (which must not exist).  On error nothing is left
  * at path and no temporary file remains. */
 int ggufmap_writer_write(ggufmap_writer *w, const char *path, unsigned flags, ggufmap_error *err);

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# repack against cp: the same bytes on the same disk, side by side in one run.
+#   bench/repack_vs_cp.sh [BUILD_DIR] [WORKDIR] [--cold]
+# Makes (once) a non-sparse llama f32 model of about 4.3 GiB with random data
+# (ggufmap-fixture --n-embd 8192 --vocab 65536), then times, in turn,
+#   cp MODEL COPY && sync COPY               (coreutils cp: copy_file_range)
+#   ggufmap repack MODEL -o OUT --order canonical
+#                        (reorders, hashes while copying, fsyncs, reads back,
+#                         checks every tensor, renames)
+# three times each, and prints the best throughputs and their ratio
+# (repack / cp; the goal is >= 0.9).  Warm by default: the model is read
+# once before, so both read it from the page cache; --cold drops the caches
+# (echo 3 > /proc/sys/vm/drop_caches, root) before every run.
+set -euo pipefail
+build=${1:-build} work=${2:-/tmp/ggufmap-bench-repack} cold=0
+[[ ${3:-} == --cold ]] && cold=1
+ggufmap=$build/tools/ggufmap fixture=$build/tools/fixture/ggufmap-fixture
+mkdir -p "$work"
+model=$work/model.gguf
+need_kb=$((14 * 1024 * 1024)) # model + two outputs, with room
+avail_kb=$(df -Pk "$work" | awk 'NR == 2 { print $4 }')
+if [[ ! -f $model ]]; then need_kb=$((need_kb + 5 * 1024 * 1024)); fi
+if (( avail_kb < need_kb )); then
+  echo "repack_vs_cp: $work has $((avail_kb / 1024)) MiB free, needs $((need_kb / 1024)) MiB" >&2; exit 2
+fi
+if [[ ! -f $model ]]; then
+  echo "making $model ..."
+  "$fixture" --arch llama --type f32 --n-embd 8192 --n-ff 16384 --vocab 65536 --layers 2 --seed 9 -o "$model" >/dev/null
+fi
+bytes=$(stat -c %s "$model")
+echo "model: $model, $bytes bytes ($(awk -v b="$bytes" 'BEGIN { printf "%.2f GiB", b / 2^30 }')), $(du -k "$model" | cut -f1) KiB on disk"
+drop() {
+  sync
+  if (( cold )); then echo 3 >/proc/sys/vm/drop_caches || { echo "cannot drop caches (root needed)" >&2; exit 2; }
+  else cat "$model" >/dev/null; fi
+}
+now() { date +%s.%N; }
+best_cp=999999 best_rp=999999
+for i in 1 2 3; do
+  rm -f "$work/copy.gguf" "$work/out.gguf"
+  drop; t0=$(now); cp "$model" "$work/copy.gguf"; sync "$work/copy.gguf"; t1=$(now)
+  rm -f "$work/copy.gguf"
+  drop; t2=$(now); "$ggufmap" repack "$model" -o "$work/out.gguf" --order canonical --no-progress >/dev/null; t3=$(now)
+  rm -f "$work/out.gguf"
+  c=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') r=$(awk -v a="$t2" -v b="$t3" 'BEGIN { print b - a }')
+  printf 'run %d: cp %.2f s (%.0f MiB/s)   repack %.2f s (%.0f MiB/s)\n' "$i" "$c" "$(awk -v b="$bytes" -v t="$c" 'BEGIN { print b / t / 2^20 }')" \
+    "$r" "$(awk -v b="$bytes" -v t="$r" 'BEGIN { print b / t / 2^20 }')"
+  best_cp=$(awk -v a="$best_cp" -v b="$c" 'BEGIN { print (b < a) ? b : a }')
+  best_rp=$(awk -v a="$best_rp" -v b="$r" 'BEGIN { print (b < a) ? b : a }')
+done
+awk -v b="$bytes" -v c="$best_cp" -v r="$best_rp" -v mode="$( ((cold)) && echo cold || echo warm)" 'BEGIN {
+  printf "best (%s cache): cp %.0f MiB/s, repack %.0f MiB/s, ratio repack/cp = %.2f\n", mode, b / c / 2^20, b / r / 2^20, c / r }'

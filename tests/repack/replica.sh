@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Issue 29465's model: the Qwen3.8-Flash-Next replica (4 shards, 103.7 GiB,
+# sparse) repacked for a Mac (--device metal -ngl all) maps 0 foreign bytes.
+# Prints plan before and after; the output must stay sparse; verify; and the
+# real llama.cpp's buffers for the output equal plan's prediction.
+#   replica.sh GGUFMAP FIXTURE_MAKER ORACLE WORKDIR
+set -uo pipefail
+export LC_ALL=C
+ggufmap=$1 fixture=$2 oracle=$3 work=$4
+rm -rf "$work" && mkdir -p "$work"
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+foreign() { "$ggufmap" plan "$@" --json | node -e '
+  let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
+    let f = 0; for (const b of JSON.parse(s).buffers) if (b.mapped) f += b.foreign_bytes; console.log(f); });'; }
+
+"$fixture" --replica qwen3.8-flash-next -o "$work/Q" >/dev/null || bad "fixture maker"
+in=$work/Q-00001-of-00004.gguf out=$work/R-00001-of-00004.gguf
+echo "=== plan before"
+"$ggufmap" plan "$in" --device metal -ngl all --limit 96G --no-picture | grep -E 'MTL0_Mapped|CPU_Mapped|llama.cpp today|tight loader'
+f=$(foreign "$in" --device metal -ngl all)
+[[ $f -gt 28000000000 ]] && ok || bad "the replica should start with the 26.8 GiB table foreign, got $f"
+echo "=== repack"
+"$ggufmap" repack "$in" --device metal -ngl all -o "$work/R.gguf" 2>&1 && ok || bad "repack failed"
+echo "=== plan after"
+"$ggufmap" plan "$out" --device metal -ngl all --limit 96G --no-picture | grep -E 'MTL0_Mapped|CPU_Mapped|llama.cpp today|tight loader'
+f=$(foreign "$out" --device metal -ngl all)
+[[ $f == 0 ]] && ok || bad "$f foreign bytes after repack"
+kb=$(du -sk "$work" | cut -f1)
+echo "disk used by input and output: $kb KiB"
+(( kb < 65536 )) && ok || bad "the output is not sparse: $kb KiB on disk"
+"$ggufmap" verify "$in" "$out" && ok || bad "verify"
+"$oracle" --fake-gpu metal --ngl -1 --no-repack --no-populate "$out" >"$work/o.out" 2>"$work/o.err"
+grep -q '^RESULT ok' "$work/o.out" && ok || bad "llama.cpp did not load the output: $(grep -E '^(ERR|RESULT)' "$work/o.out" | head -3)"
+grep -E '^(MAPPED|ALLOC) ' "$work/o.out" >"$work/o.lines"
+"$ggufmap" plan "$out" --device metal -ngl all -nr --cpu x86 --format buffers | grep -E '^(MAPPED|ALLOC) ' >"$work/p.lines"
+cmp -s "$work/o.lines" "$work/p.lines" && [[ -s $work/o.lines ]] && ok || { bad "llama.cpp's buffers differ from plan's"; diff "$work/o.lines" "$work/p.lines"; }
+echo "llama.cpp:"; cat "$work/o.lines"
+rm -rf "$work"
+echo "$passed passed, $failed failed"
+(( failed == 0 && passed > 0 ))
