@@ -18,9 +18,9 @@
 #include "ggufmap/ggufmap.h"
 #include "ggufmap/load.h"
 #include "commands.h"
+#include "placement_args.h"
 #include "util.h"
 
-#define MAX_OVERRIDES 4096
 #define MIB (1024.0 * 1024.0)
 
 static void help(FILE *out) {
@@ -34,15 +34,9 @@ static void help(FILE *out) {
             "outside every range released; resolves every tensor to its buffer and\n"
             "address; and prints the kernel's own figures (VmLck, VmPin, VmRSS from\n"
             "/proc/self/status, wall time) beside the plan's prediction.\n"
-            "\n"
-            "placement (llama.cpp's options, as for `ggufmap plan`):\n"
-            "  --device cpu|metal|cuda   the GPU (default cpu); metal: the GPU maps host\n"
-            "                            pointers, so its buffers are mapped ranges\n"
-            "  -ngl, --n-gpu-layers N|all  layers on the GPU (default all with a GPU)\n"
-            "  -ot, --override-tensor REGEX=BUFT[,...]  repeatable; first match wins\n"
-            "  -cmoe, --cpu-moe  -ncmoe, --n-cpu-moe N  expert tensors to the CPU\n"
-            "  -nr, --no-repack  --cpu x86|x86-avx2|arm64|generic  --no-host\n"
-            "  -lzm, --lazy-mode on|off|auto   --no-mmap\n"
+            "\n");
+    placement_args_help(out);
+    fprintf(out,
             "\n"
             "loading:\n"
             "  --backend B       backend of the GPU's mapped buffers; with --device cpu,\n"
@@ -70,59 +64,12 @@ static void help(FILE *out) {
 /* ------------------------------------------------------------------------ */
 
 typedef struct load_args {
-    ggufmap_placement_opts placement;
-    ggufmap_override overrides[MAX_OVERRIDES];
-    char pool[1 << 16]; /* override strings */
-    size_t pool_used;
+    placement_args pa; /* the placement flags (tools/placement_args.h) */
     ggufmap_plan_opts plan;
     const char *backend, *cpu_backend;
     int32_t shard;
-    bool touch, keep, json, cpu_given, ngl_given;
+    bool touch, keep, json;
 } load_args;
-
-static char *keep_str(load_args *a, const char *s, size_t n) {
-    if (a->pool_used + n + 1 > sizeof a->pool) return NULL;
-    char *p = a->pool + a->pool_used;
-    memcpy(p, s, n);
-    p[n] = '\0';
-    a->pool_used += n + 1;
-    return p;
-}
-
-static int add_override(load_args *a, const char *pat, size_t plen, const char *buft, size_t blen) {
-    if (a->placement.n_overrides >= MAX_OVERRIDES) return usage_error("load", "more than %d overrides", MAX_OVERRIDES);
-    ggufmap_override *o = &a->overrides[a->placement.n_overrides];
-    o->pattern = keep_str(a, pat, plen);
-    o->buft = keep_str(a, buft, blen);
-    if (!o->pattern || !o->buft) return usage_error("load", "overrides too long");
-    a->placement.n_overrides++;
-    return 0;
-}
-
-/* "a=CPU,b=MTL0": entries split at the first '=', as llama.cpp does. */
-static int parse_ot(load_args *a, const char *s) {
-    while (*s) {
-        const char *comma = strchr(s, ',');
-        size_t n = comma ? (size_t)(comma - s) : strlen(s);
-        const char *eq = memchr(s, '=', n);
-        if (!eq || eq == s || eq == s + n - 1) return usage_error("load", "override '%.*s' is not REGEX=BUFT", (int)n, s);
-        int rc = add_override(a, s, (size_t)(eq - s), eq + 1, n - (size_t)(eq - s) - 1);
-        if (rc) return rc;
-        s += n + (comma ? 1 : 0);
-    }
-    return 0;
-}
-
-static int add_cpu_moe(load_args *a, int n_layers) {
-    size_t cap = n_layers < 0 ? 256 : (size_t)n_layers * 64 + 64;
-    char *buf = malloc(cap);
-    int n = buf ? ggufmap_cpu_moe_patterns(n_layers, buf, cap) : -1;
-    int rc = n < 0 ? usage_error("load", "--n-cpu-moe %d: too many layers", n_layers) : 0;
-    const char *p = buf;
-    for (int i = 0; i < n && !rc; i++, p += strlen(p) + 1) rc = add_override(a, p, strlen(p), "CPU", 3);
-    free(buf);
-    return rc;
-}
 
 static int parse_count(const char *opt, const char *arg, long max, long *out) {
     char *end;
@@ -133,62 +80,29 @@ static int parse_count(const char *opt, const char *arg, long max, long *out) {
 }
 
 static int parse_args(load_args *a, int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"device", required_argument, NULL, 'D'}, {"ngl", required_argument, NULL, 'g'},
-        {"n-gpu-layers", required_argument, NULL, 'g'}, {"ot", required_argument, NULL, 'o'},
-        {"override-tensor", required_argument, NULL, 'o'}, {"cmoe", no_argument, NULL, 'm'},
-        {"cpu-moe", no_argument, NULL, 'm'}, {"ncmoe", required_argument, NULL, 'M'},
-        {"n-cpu-moe", required_argument, NULL, 'M'}, {"nr", no_argument, NULL, 'r'},
-        {"no-repack", no_argument, NULL, 'r'}, {"cpu", required_argument, NULL, 'c'},
-        {"lzm", required_argument, NULL, 'z'}, {"lazy-mode", required_argument, NULL, 'z'},
-        {"no-mmap", no_argument, NULL, 'N'}, {"no-host", no_argument, NULL, 'H'},
+    static const struct option own[] = {
         {"planner", required_argument, NULL, 'p'}, {"page", required_argument, NULL, 'P'},
         {"backend", required_argument, NULL, 'b'}, {"cpu-backend", required_argument, NULL, 'B'},
         {"shard", required_argument, NULL, 'S'}, {"touch", no_argument, NULL, 't'},
         {"keep", no_argument, NULL, 'k'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},
     };
+    struct option longopts[64];
+    size_t n_opts = 0;
+    placement_args_options(longopts, &n_opts, 64 - sizeof own / sizeof own[0] - 1);
+    memcpy(longopts + n_opts, own, sizeof own);
+    n_opts += sizeof own / sizeof own[0];
+    memset(&longopts[n_opts], 0, sizeof longopts[n_opts]);
     int c, rc = 0;
-    long n;
+    long n = 0;
     uint64_t v;
     optind = 1;
     opterr = 0;
     while (rc == 0 && (c = getopt_long_only(argc, argv, "h", longopts, NULL)) != -1) {
+        bool handled;
+        rc = placement_args_apply(&a->pa, c, optarg, "load", &handled);
+        if (handled) continue;
         switch (c) {
-        case 'D':
-            if (strcmp(optarg, "cpu") == 0) a->placement.device = GGUFMAP_DEVICE_CPU;
-            else if (strcmp(optarg, "metal") == 0) a->placement.device = GGUFMAP_DEVICE_METAL;
-            else if (strcmp(optarg, "cuda") == 0) a->placement.device = GGUFMAP_DEVICE_CUDA;
-            else rc = usage_error("load", "--device %s: expected cpu, metal or cuda", optarg);
-            break;
-        case 'g':
-            a->ngl_given = true;
-            if (strcmp(optarg, "all") == 0) a->placement.n_gpu_layers = -1;
-            else if ((rc = parse_count("-ngl", optarg, 100000, &n)) == 0) a->placement.n_gpu_layers = (int)n;
-            break;
-        case 'o': rc = parse_ot(a, optarg); break;
-        case 'm': rc = add_cpu_moe(a, -1); break;
-        case 'M':
-            if ((rc = parse_count("--n-cpu-moe", optarg, 100000, &n)) == 0) rc = add_cpu_moe(a, (int)n);
-            break;
-        case 'r': a->placement.no_repack = true; break;
-        case 'c':
-            a->cpu_given = true;
-            if (strcmp(optarg, "x86") == 0) a->placement.cpu = GGUFMAP_CPU_X86;
-            else if (strcmp(optarg, "x86-avx2") == 0) a->placement.cpu = GGUFMAP_CPU_X86_AVX2;
-            else if (strcmp(optarg, "arm64") == 0) a->placement.cpu = GGUFMAP_CPU_ARM64;
-            else if (strcmp(optarg, "generic") == 0) a->placement.cpu = GGUFMAP_CPU_GENERIC;
-            else if (strcmp(optarg, "host") == 0) a->placement.cpu = GGUFMAP_CPU_HOST;
-            else rc = usage_error("load", "--cpu %s: expected x86, x86-avx2, arm64, generic or host", optarg);
-            break;
-        case 'z':
-            if (strcmp(optarg, "on") == 0) a->placement.lazy = GGUFMAP_LAZY_ON;
-            else if (strcmp(optarg, "off") == 0) a->placement.lazy = GGUFMAP_LAZY_OFF;
-            else if (strcmp(optarg, "auto") == 0) a->placement.lazy = GGUFMAP_LAZY_AUTO;
-            else rc = usage_error("load", "--lazy-mode %s: expected on, off or auto", optarg);
-            break;
-        case 'N': a->placement.no_mmap = true; break;
-        case 'H': a->placement.no_host = true; break;
         case 'p':
             if (ggufmap_planner_parse(optarg, &a->plan.planner) != GGUFMAP_OK)
                 rc = usage_error("load", "--planner %s: expected span, coalesce[:GAP], runs[:GAP[:MAX]] or tight[:COST[:MAX]]",
@@ -217,7 +131,7 @@ static int parse_args(load_args *a, int argc, char **argv) {
         if (strcmp(b, "host") && strcmp(b, "wired") && strcmp(b, "cuda"))
             rc = usage_error("load", "--%s %s: expected host, wired or cuda", i ? "cpu-backend" : "backend", b);
     }
-    if (rc == 0 && a->placement.device == GGUFMAP_DEVICE_METAL && !a->cpu_given) a->placement.cpu = GGUFMAP_CPU_ARM64;
+    placement_args_finish(&a->pa);
     return rc;
 }
 
@@ -275,16 +189,17 @@ static double ms(uint64_t ns) { return (double)ns / 1e6; }
 int cmd_load(int argc, char **argv) {
     static load_args a;
     memset(&a, 0, sizeof a);
-    ggufmap_placement_opts_init(&a.placement);
-    a.placement.overrides = a.overrides;
+    if (placement_args_init(&a.pa)) return usage_error("load", "out of memory");
     ggufmap_plan_opts_init(&a.plan);
     ggufmap_planner_parse("tight", &a.plan.planner);
     a.plan.page = (uint64_t)sysconf(_SC_PAGESIZE);
     a.backend = a.cpu_backend = "host";
     a.shard = -1;
     int rc = parse_args(&a, argc, argv);
-    if (rc < 0) return EXIT_OK;
-    if (rc) return rc;
+    if (rc) {
+        placement_args_free(&a.pa);
+        return rc < 0 ? EXIT_OK : rc;
+    }
 
     ggufmap_model *m = NULL;
     ggufmap_placement *pl = NULL;
@@ -304,9 +219,9 @@ int cmd_load(int argc, char **argv) {
         rc = usage_error("load", "--shard %d: the model has %u shard(s)", a.shard, ggufmap_model_n_shards(m));
         goto done;
     }
-    if ((st = ggufmap_place(m, &a.placement, &pl, &err)) != GGUFMAP_OK) goto fail;
+    if ((st = ggufmap_place(m, &a.pa.opts, &pl, &err)) != GGUFMAP_OK) goto fail;
     if ((st = ggufmap_plan_build(pl, &a.plan, &plan, &err)) != GGUFMAP_OK) goto fail;
-    bool has_gpu = a.placement.device != GGUFMAP_DEVICE_CPU;
+    bool has_gpu = a.pa.opts.device != GGUFMAP_DEVICE_CPU;
     if ((st = ggufmap_backend_open(a.backend, &gpu_be, &err)) != GGUFMAP_OK) goto fail;
     if (has_gpu && (st = ggufmap_backend_open(a.cpu_backend, &cpu_be, &err)) != GGUFMAP_OK) goto fail;
 
@@ -364,7 +279,7 @@ int cmd_load(int argc, char **argv) {
 
     if (a.json) {
         printf("{\n  \"schema\": \"ggufmap.load/1\",\n  \"model\": \"%s\",\n  \"device\": \"%s\",\n", path,
-               ggufmap_device_name(a.placement.device));
+               ggufmap_device_name(a.pa.opts.device));
         printf("  \"planner\": \"%s\",\n  \"page\": %llu,\n  \"shard\": %d,\n", pbuf, (unsigned long long)page, a.shard);
         printf("  \"backends\": { \"gpu\": \"%s\", \"cpu\": \"%s\" },\n", a.backend, has_gpu ? a.cpu_backend : a.backend);
         printf("  \"ranges\": [");
@@ -395,7 +310,7 @@ int cmd_load(int argc, char **argv) {
     } else {
         printf("model: %s (%u shard%s%s), device %s, planner %s, page %llu\n", path, ggufmap_model_n_shards(m),
                ggufmap_model_n_shards(m) == 1 ? "" : "s", a.shard >= 0 ? ", one mapped" : "",
-               ggufmap_device_name(a.placement.device), pbuf, (unsigned long long)page);
+               ggufmap_device_name(a.pa.opts.device), pbuf, (unsigned long long)page);
         if (has_gpu) printf("backends: GPU buffers -> %s, CPU buffers -> %s\n", a.backend, a.cpu_backend);
         else printf("backend: every buffer -> %s\n", a.backend);
         printf("ranges: %u (%u to the GPU backend)\n", ms_.n_ranges, ms_.n_gpu_ranges);
@@ -445,5 +360,6 @@ done:
     ggufmap_plan_free(plan);
     ggufmap_placement_free(pl);
     ggufmap_model_close(m);
+    placement_args_free(&a.pa);
     return rc;
 }

@@ -15,9 +15,8 @@
 #include "ggufmap/ggufmap.h"
 #include "ggufmap/repack.h"
 #include "commands.h"
+#include "placement_args.h"
 #include "util.h"
-
-#define MAX_OVERRIDES 4096
 
 static void help(FILE *out) {
     fprintf(out,
@@ -60,63 +59,6 @@ static void help(FILE *out) {
             "\n"
             "exit status: 0 written (or dry run), 1 usage error, 2 the model cannot be\n"
             "read, an output exists, no space, the check failed, or interrupted\n");
-}
-
-/* ------------------------------------------------------------------------ */
-/* Placement flags (the same spelling and meaning as cmd_plan.c)             */
-/* ------------------------------------------------------------------------ */
-
-typedef struct args {
-    ggufmap_placement_opts placement;
-    ggufmap_override overrides[MAX_OVERRIDES];
-    char *pool;
-    size_t pool_used, pool_cap;
-    bool cpu_given, page_given, any_placement;
-} args;
-
-static char *keep(args *a, const char *s, size_t n) {
-    if (a->pool_used + n + 1 > a->pool_cap) return NULL;
-    char *p = a->pool + a->pool_used;
-    memcpy(p, s, n);
-    p[n] = '\0';
-    a->pool_used += n + 1;
-    return p;
-}
-
-static int add_override(args *a, const char *pattern, size_t plen, const char *buft, size_t blen) {
-    if (a->placement.n_overrides >= MAX_OVERRIDES) return usage_error("repack", "more than %d overrides", MAX_OVERRIDES);
-    ggufmap_override *o = &a->overrides[a->placement.n_overrides];
-    o->pattern = keep(a, pattern, plen);
-    o->buft = keep(a, buft, blen);
-    if (!o->pattern || !o->buft) return usage_error("repack", "overrides too long");
-    a->placement.n_overrides++;
-    return 0;
-}
-
-static int parse_ot(args *a, const char *arg) {
-    const char *s = arg;
-    while (*s) {
-        const char *comma = strchr(s, ',');
-        size_t n = comma ? (size_t)(comma - s) : strlen(s);
-        const char *eq = memchr(s, '=', n);
-        if (!eq || eq == s || eq == s + n - 1)
-            return usage_error("repack", "override '%.*s' is not REGEX=BUFT", (int)n, s);
-        int rc = add_override(a, s, (size_t)(eq - s), eq + 1, n - (size_t)(eq - s) - 1);
-        if (rc) return rc;
-        s += n + (comma ? 1 : 0);
-    }
-    return 0;
-}
-
-static int add_cpu_moe(args *a, int n_layers) {
-    size_t cap = n_layers < 0 ? 256 : (size_t)n_layers * 64 + 64;
-    char *buf = malloc(cap);
-    int n = buf ? ggufmap_cpu_moe_patterns(n_layers, buf, cap) : -1;
-    int rc = n < 0 ? usage_error("repack", "--n-cpu-moe %d: too many layers", n_layers) : 0;
-    const char *p = buf;
-    for (int i = 0; i < n && !rc; i++, p += strlen(p) + 1) rc = add_override(a, p, strlen(p), "CPU", 3);
-    free(buf);
-    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -208,27 +150,21 @@ static void on_signal(int sig) { cancelled = sig; }
 /* ------------------------------------------------------------------------ */
 
 int cmd_repack(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"device", required_argument, NULL, 'D'}, {"ngl", required_argument, NULL, 'g'},
-        {"n-gpu-layers", required_argument, NULL, 'g'}, {"ot", required_argument, NULL, 'O'},
-        {"override-tensor", required_argument, NULL, 'O'}, {"cmoe", no_argument, NULL, 'm'},
-        {"cpu-moe", no_argument, NULL, 'm'}, {"ncmoe", required_argument, NULL, 'M'},
-        {"n-cpu-moe", required_argument, NULL, 'M'}, {"nr", no_argument, NULL, 'r'},
-        {"no-repack", no_argument, NULL, 'r'}, {"cpu", required_argument, NULL, 'c'},
-        {"lzm", required_argument, NULL, 'z'}, {"lazy-mode", required_argument, NULL, 'z'},
-        {"no-mmap", no_argument, NULL, 'N'}, {"no-host", no_argument, NULL, 'H'},
+    static const struct option own[] = {
         {"page", required_argument, NULL, 'P'}, {"output", required_argument, NULL, 'o'},
         {"order", required_argument, NULL, 'R'}, {"dry-run", no_argument, NULL, 'n'},
         {"move-across-shards", no_argument, NULL, 'S'}, {"progress", no_argument, NULL, 'p'},
         {"no-progress", no_argument, NULL, 'q'}, {"threads", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},
     };
-    static args a;
-    memset(&a, 0, sizeof a);
-    ggufmap_placement_opts_init(&a.placement);
-    a.placement.overrides = a.overrides;
-    a.pool_cap = 1 << 20;
-    a.pool = malloc(a.pool_cap);
+    struct option longopts[64];
+    size_t n_opts = 0;
+    placement_args_options(longopts, &n_opts, 64 - sizeof own / sizeof own[0] - 1);
+    memcpy(longopts + n_opts, own, sizeof own);
+    n_opts += sizeof own / sizeof own[0];
+    memset(&longopts[n_opts], 0, sizeof longopts[n_opts]);
+    static placement_args a;
+    bool page_given = false;
     ggufmap_repack_opts ro;
     ggufmap_repack_opts_init(&ro);
     const char *out = NULL;
@@ -237,54 +173,14 @@ int cmd_repack(int argc, char **argv) {
     uint64_t v;
     optind = 1;
     opterr = 0;
-    if (!a.pool) return usage_error("repack", "out of memory");
+    if (placement_args_init(&a)) return usage_error("repack", "out of memory");
     while (rc == EXIT_OK && (c = getopt_long_only(argc, argv, "ho:", longopts, NULL)) != -1) {
+        bool handled;
+        rc = placement_args_apply(&a, c, optarg, "repack", &handled);
+        if (handled) continue;
         switch (c) {
-        case 'D':
-            a.any_placement = true;
-            if (strcmp(optarg, "cpu") == 0) a.placement.device = GGUFMAP_DEVICE_CPU;
-            else if (strcmp(optarg, "metal") == 0) a.placement.device = GGUFMAP_DEVICE_METAL;
-            else if (strcmp(optarg, "cuda") == 0) a.placement.device = GGUFMAP_DEVICE_CUDA;
-            else rc = usage_error("repack", "--device %s: expected cpu, metal or cuda", optarg);
-            break;
-        case 'g': {
-            char *end;
-            a.any_placement = true;
-            if (strcmp(optarg, "all") == 0) { a.placement.n_gpu_layers = -1; break; }
-            long n = strtol(optarg, &end, 10);
-            if (end == optarg || *end || n > 100000) rc = usage_error("repack", "-ngl %s: expected a number or all", optarg);
-            else a.placement.n_gpu_layers = (int)(n < 0 ? -1 : n);
-        } break;
-        case 'O': a.any_placement = true; rc = parse_ot(&a, optarg); break;
-        case 'm': a.any_placement = true; rc = add_cpu_moe(&a, -1); break;
-        case 'M': {
-            char *end;
-            a.any_placement = true;
-            long n = strtol(optarg, &end, 10);
-            if (end == optarg || *end || n < 0 || n > 100000) rc = usage_error("repack", "--n-cpu-moe %s: expected a count", optarg);
-            else rc = add_cpu_moe(&a, (int)n);
-        } break;
-        case 'r': a.any_placement = true; a.placement.no_repack = true; break;
-        case 'c':
-            a.cpu_given = true;
-            if (strcmp(optarg, "x86") == 0) a.placement.cpu = GGUFMAP_CPU_X86;
-            else if (strcmp(optarg, "x86-avx2") == 0) a.placement.cpu = GGUFMAP_CPU_X86_AVX2;
-            else if (strcmp(optarg, "arm64") == 0) a.placement.cpu = GGUFMAP_CPU_ARM64;
-            else if (strcmp(optarg, "generic") == 0) a.placement.cpu = GGUFMAP_CPU_GENERIC;
-            else if (strcmp(optarg, "host") == 0) a.placement.cpu = GGUFMAP_CPU_HOST;
-            else rc = usage_error("repack", "--cpu %s: expected x86, x86-avx2, arm64, generic or host", optarg);
-            break;
-        case 'z':
-            a.any_placement = true;
-            if (strcmp(optarg, "on") == 0) a.placement.lazy = GGUFMAP_LAZY_ON;
-            else if (strcmp(optarg, "off") == 0) a.placement.lazy = GGUFMAP_LAZY_OFF;
-            else if (strcmp(optarg, "auto") == 0) a.placement.lazy = GGUFMAP_LAZY_AUTO;
-            else rc = usage_error("repack", "--lazy-mode %s: expected on, off or auto", optarg);
-            break;
-        case 'N': a.any_placement = true; a.placement.no_mmap = true; break;
-        case 'H': a.any_placement = true; a.placement.no_host = true; break;
         case 'P':
-            a.page_given = true;
+            page_given = true;
             if (ggufmap_parse_size(optarg, &v) || v == 0) rc = usage_error("repack", "--page %s: expected a size", optarg);
             else ro.plan.page = v;
             break;
@@ -303,7 +199,7 @@ int cmd_repack(int argc, char **argv) {
             if (end == optarg || *end || n < 1 || n > 16) rc = usage_error("repack", "--threads %s: expected 1..16", optarg);
             else ro.n_threads = (unsigned)n;
         } break;
-        case 'h': help(stdout); free(a.pool); return EXIT_OK;
+        case 'h': help(stdout); placement_args_free(&a); return EXIT_OK;
         default: rc = usage_error("repack", "unknown option '%s'", argv[optind - 1]);
         }
     }
@@ -311,17 +207,17 @@ int cmd_repack(int argc, char **argv) {
         rc = usage_error("repack", optind == argc ? "no MODEL given" : "one MODEL expected, got %d", argc - optind);
     if (rc == EXIT_OK && !out && !ro.dry_run) rc = usage_error("repack", "no output: give -o OUT (or --dry-run)");
     if (rc != EXIT_OK) {
-        free(a.pool);
+        placement_args_free(&a);
         return rc;
     }
     /* Metal means Apple Silicon (as in plan); the family is evaluated on Metal. */
-    if (!a.any_placement || a.placement.device == GGUFMAP_DEVICE_METAL) {
-        if (!a.cpu_given) a.placement.cpu = GGUFMAP_CPU_ARM64;
-        if (!a.page_given) ro.plan.page = 16384;
+    if (!a.any || a.opts.device == GGUFMAP_DEVICE_METAL) {
+        if (!a.cpu_given) a.opts.cpu = GGUFMAP_CPU_ARM64;
+        if (!page_given) ro.plan.page = 16384;
     }
-    if (a.any_placement) {
-        if (a.placement.device == GGUFMAP_DEVICE_CPU && !a.cpu_given) a.placement.cpu = GGUFMAP_CPU_HOST;
-        ro.placement = &a.placement;
+    if (a.any) {
+        if (a.opts.device == GGUFMAP_DEVICE_CPU && !a.cpu_given) a.opts.cpu = GGUFMAP_CPU_HOST;
+        ro.placement = &a.opts;
     }
     progress_state ps = {.tty = isatty(STDERR_FILENO) != 0};
     if (want_progress == 1 || (want_progress == -1 && ps.tty)) {
@@ -359,6 +255,6 @@ int cmd_repack(int argc, char **argv) {
     }
     if (fflush(stdout) != 0 || ferror(stdout)) rc = EXIT_BAD_INPUT;
     ggufmap_repack_result_free(res);
-    free(a.pool);
+    placement_args_free(&a);
     return rc;
 }

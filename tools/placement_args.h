@@ -1,0 +1,48 @@
+/*
+ * placement_args.h - llama.cpp's placement flags (--device, -ngl, -ot,
+ * --cpu-moe, --n-cpu-moe, -nr, --cpu, --lazy-mode, --no-mmap, --no-host),
+ * parsed once for every subcommand that takes them: plan, repack, load.
+ */
+#ifndef GGUFMAP_TOOLS_PLACEMENT_ARGS_H
+#define GGUFMAP_TOOLS_PLACEMENT_ARGS_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ggufmap/placement.h"
+
+#define PLACEMENT_MAX_OVERRIDES 4096
+
+typedef struct placement_args {
+    ggufmap_placement_opts opts;     /* opts.overrides points into overrides[] */
+    ggufmap_override overrides[PLACEMENT_MAX_OVERRIDES];
+    char *pool;                      /* the override strings */
+    size_t pool_used, pool_cap;
+    bool cpu_given;                  /* --cpu was given */
+    bool any;                        /* any placement flag but --cpu was given */
+} placement_args;
+
+/* Sets llama.cpp's defaults.  Returns 0, or -1 when out of memory. */
+int placement_args_init(placement_args *a);
+void placement_args_free(placement_args *a);
+
+/* Appends the placement flags' long options (their .val codes are reserved
+ * to this module) to opts, which holds *n entries and has room for cap;
+ * returns 0, or -1 when cap is too small.  Call before the command's own
+ * options, then terminate the table. */
+int placement_args_options(struct option *opts, size_t *n, size_t cap);
+
+/* When code is a placement flag's, applies it with its argument and sets
+ * *handled.  Returns EXIT_OK, or EXIT_USAGE after printing the error as
+ * "ggufmap SUB: ...". */
+int placement_args_apply(placement_args *a, int code, const char *arg, const char *sub, bool *handled);
+
+/* What the flags imply once all are read: Metal means Apple Silicon, so the
+ * arm64 repack rules unless --cpu said otherwise. */
+void placement_args_finish(placement_args *a);
+
+/* The flags' lines for a --help text. */
+void placement_args_help(FILE *out);
+
+#endif
