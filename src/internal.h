@@ -22,6 +22,12 @@ int gm_fail(ggufmap_error *err, int status, const char *fmt, ...) GM_PRINTF(3, 4
 /* Like gm_fail for GGUFMAP_EIO/ENOSPC/EEXIST: appends strerror(sys_errno). */
 int gm_fail_errno(ggufmap_error *err, int sys_errno, const char *fmt, ...) GM_PRINTF(3, 4);
 
+/* Renames tmp onto path unless path exists (RENAME_NOREPLACE, or link +
+ * unlink where the file system lacks it).  Returns 0 or an error naming path. */
+int gm_place_file(const char *tmp, const char *path, ggufmap_error *err);
+/* fsyncs the folder holding path (so a rename into it is durable). */
+void gm_sync_parent(const char *path);
+
 /* "1.50 GiB", "512 B" into buf; returns buf. */
 const char *gm_fmt_bytes(char *buf, size_t cap, uint64_t bytes);
 /* "47674.92 MiB", as llama.cpp prints buffer sizes; returns buf. */

@@ -701,33 +701,6 @@ done:
     return rc;
 }
 
-/* Renames tmp to path unless path exists. */
-static int place_file(const char *tmp, const char *path, ggufmap_error *err) {
-#ifdef RENAME_NOREPLACE
-    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0) return GGUFMAP_OK;
-    if (errno != EINVAL && errno != ENOSYS) return gm_fail_errno(err, errno, "%s: cannot rename into place", path);
-#endif
-    if (link(tmp, path) != 0) return gm_fail_errno(err, errno, "%s: cannot link into place", path);
-    unlink(tmp);
-    return GGUFMAP_OK;
-}
-
-static void sync_parent(const char *path) {
-    char *dir = strdup(path);
-    if (!dir) return;
-    char *slash = strrchr(dir, '/');
-    const char *d = ".";
-    if (slash) {
-        *(slash == dir ? slash + 1 : slash) = '\0';
-        d = dir;
-    }
-    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
 
 static char *parent_of(const char *path) {
     char *dir = strdup(path);
@@ -1054,14 +1027,14 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
      * opens) last; on failure the placed ones are removed again. */
     for (uint32_t k = 0; k < l->n_shards; k++) {
         uint32_t s = (k + 1) % l->n_shards;
-        if ((rc = place_file(cp.tmp[s], res->paths[s], err))) {
+        if ((rc = gm_place_file(cp.tmp[s], res->paths[s], err))) {
             for (uint32_t j = 0; j < k; j++) unlink(res->paths[(j + 1) % l->n_shards]);
             goto done;
         }
         free(cp.tmp[s]);
         cp.tmp[s] = NULL;
     }
-    sync_parent(res->paths[0]);
+    gm_sync_parent(res->paths[0]);
     res->written = true;
 success:
     if (res_out) {

@@ -466,34 +466,6 @@ static int emit_tensor(sink *s, const wtensor *t) {
     return GGUFMAP_OK;
 }
 
-/* Renames tmp to path unless path exists (RENAME_NOREPLACE, or link+unlink
- * where the file system lacks it). */
-static int place(const char *tmp, const char *path, ggufmap_error *err) {
-#ifdef RENAME_NOREPLACE
-    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0) return GGUFMAP_OK;
-    if (errno != EINVAL && errno != ENOSYS) return gm_fail_errno(err, errno, "%s: cannot rename into place", path);
-#endif
-    if (link(tmp, path) != 0) return gm_fail_errno(err, errno, "%s: cannot link into place", path);
-    unlink(tmp);
-    return GGUFMAP_OK;
-}
-
-static void sync_dir(const char *path) {
-    char *dir = strdup(path);
-    if (!dir) return;
-    char *slash = strrchr(dir, '/');
-    const char *d = ".";
-    if (slash) {
-        *(slash == dir ? slash + 1 : slash) = '\0';
-        d = dir;
-    }
-    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
 
 int ggufmap_writer_write(ggufmap_writer *w, const char *path, unsigned flags, ggufmap_error *err) {
     ggufmap_error_clear(err);
@@ -544,9 +516,9 @@ int ggufmap_writer_write(ggufmap_writer *w, const char *path, unsigned flags, gg
         goto done;
     }
     s.fd = -1;
-    if ((rc = place(tmp, path, err))) goto done;
+    if ((rc = gm_place_file(tmp, path, err))) goto done;
     tmp[0] = '\0'; /* placed: nothing to remove */
-    sync_dir(path);
+    gm_sync_parent(path);
 done:
     if (s.fd >= 0) close(s.fd);
     if (tmp && tmp[0]) unlink(tmp);
