@@ -68,11 +68,7 @@ int cmd_plan(int argc, char **argv) {
         {"no-picture", no_argument, NULL, 'x'}, {"help", no_argument, NULL, 'h'},
     };
     struct option longopts[64];
-    size_t n_opts = 0;
-    placement_args_options(longopts, &n_opts, 64 - sizeof own / sizeof own[0] - 1);
-    memcpy(longopts + n_opts, own, sizeof own);
-    n_opts += sizeof own / sizeof own[0];
-    memset(&longopts[n_opts], 0, sizeof longopts[n_opts]);
+    if (placement_args_longopts(longopts, 64, own, sizeof own / sizeof own[0])) return EXIT_USAGE; /* table too small */
     static placement_args a;
     bool page_given = false;
     ggufmap_plan_opts popts;

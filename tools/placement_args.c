@@ -37,11 +37,12 @@ void placement_args_free(placement_args *a) {
     a->pool = NULL;
 }
 
-int placement_args_options(struct option *opts, size_t *n, size_t cap) {
+int placement_args_longopts(struct option *out, size_t cap, const struct option *own, size_t n_own) {
     size_t k = sizeof placement_options / sizeof placement_options[0];
-    if (*n + k > cap) return -1;
-    memcpy(opts + *n, placement_options, sizeof placement_options);
-    *n += k;
+    if (k + n_own + 1 > cap) return -1;
+    memcpy(out, placement_options, sizeof placement_options);
+    memcpy(out + k, own, n_own * sizeof *own);
+    memset(&out[k + n_own], 0, sizeof *out);
     return 0;
 }
 

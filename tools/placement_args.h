@@ -27,11 +27,11 @@ typedef struct placement_args {
 int placement_args_init(placement_args *a);
 void placement_args_free(placement_args *a);
 
-/* Appends the placement flags' long options (their .val codes are reserved
- * to this module) to opts, which holds *n entries and has room for cap;
- * returns 0, or -1 when cap is too small.  Call before the command's own
- * options, then terminate the table. */
-int placement_args_options(struct option *opts, size_t *n, size_t cap);
+/* Fills out (room for cap entries) with the placement flags' long options
+ * (their .val codes are reserved to this module), then the command's own
+ * n_own options, then the terminating zero entry, for getopt_long_only.
+ * Returns 0, or -1 when cap is too small. */
+int placement_args_longopts(struct option *out, size_t cap, const struct option *own, size_t n_own);
 
 /* When code is a placement flag's, applies it with its argument and sets
  * *handled.  Returns EXIT_OK, or EXIT_USAGE after printing the error as
