@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +55,40 @@ int ggufmap_order_parse(const char *text, ggufmap_order *out) {
             return GGUFMAP_OK;
         }
     return GGUFMAP_EINVAL;
+}
+
+const char *ggufmap_copy_mode_name(ggufmap_copy_mode mode) {
+    switch (mode) {
+    case GGUFMAP_COPY_KERNEL: return "kernel";
+    case GGUFMAP_COPY_WRITE: return "write";
+    default: return "auto";
+    }
+}
+
+int ggufmap_copy_mode_parse(const char *text, ggufmap_copy_mode *out) {
+    static const ggufmap_copy_mode all[] = {GGUFMAP_COPY_AUTO, GGUFMAP_COPY_KERNEL, GGUFMAP_COPY_WRITE};
+    for (size_t i = 0; i < 3; i++)
+        if (strcmp(text, ggufmap_copy_mode_name(all[i])) == 0) {
+            *out = all[i];
+            return GGUFMAP_OK;
+        }
+    return GGUFMAP_EINVAL;
+}
+
+/* Whether copy_file_range on this file system can do better than copy the
+ * bytes through the page cache a second time: share blocks (Btrfs, XFS,
+ * bcachefs, ZFS block cloning, OCFS2) or copy on the server (NFS, SMB). */
+static bool kernel_copy_pays(int fd) {
+    static const unsigned long magic[] = {
+        0x9123683EUL, /* btrfs */ 0x58465342UL, /* xfs */  0xCA451A4EUL, /* bcachefs */
+        0x2FC12FC1UL, /* zfs */   0x7461636FUL, /* ocfs2 */ 0x6969UL,    /* nfs */
+        0xFE534D42UL, /* smb2 */  0xFF534D42UL, /* cifs */
+    };
+    struct statfs fs;
+    if (fstatfs(fd, &fs) != 0) return false;
+    for (size_t i = 0; i < sizeof magic / sizeof magic[0]; i++)
+        if ((unsigned long)fs.f_type == magic[i]) return true;
+    return false;
 }
 
 void ggufmap_repack_opts_init(ggufmap_repack_opts *opts) {
@@ -421,6 +456,31 @@ static int make_cases(const ggufmap_model *m, const tinfo *ti, const ggufmap_pla
 /* Copying and checking                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* How the bytes move.  Workers take whole tensors, the largest first (so the
+ * last to finish is a small one), and stream each through one 8 MiB buffer:
+ *
+ *   piece k:           read it from the input, add it to the copy digest,
+ *                      write it at its output offset, and ask the kernel to
+ *                      start writing it to the disk (sync_file_range);
+ *   piece k-CHECK_LAG: wait until the disk has it, read it back from the
+ *                      output file, add it to the read-back digest, and drop
+ *                      it from the page cache.
+ *
+ * When a tensor ends both digests must agree.  Why this shape: at most
+ * CHECK_LAG pieces per worker are dirty or cached at any moment, so a 100 GiB
+ * output neither floods the page cache (evicting what the user had there)
+ * nor waits for the dirty limit before write-back starts, and the read-back
+ * of a piece costs no disk read.  Plain buffered writes of 8.5 GiB took 35 s
+ * of kernel time on a VM whose freed memory goes back to the host; this
+ * stream took 4.6 s (docs/repack.md).
+ *
+ * Holes: each piece is a run of whole 64 KiB chunks (counted from the
+ * tensor's first byte) that hold data; chunks wholly inside a hole of the
+ * input are neither read nor written, so they stay holes in the output and
+ * count as all-zero chunks in the sparse digest (ggufmap/hash.h). */
+
+#define CHECK_LAG 4
+
 typedef struct task {
     int64_t tensor;       /* model index */
     int src_fd;
@@ -430,21 +490,21 @@ typedef struct task {
     uint64_t dst_off;
     uint64_t size;
     char name[GGUFMAP_MAX_NAME + 1];
-    uint8_t sha[GGUFMAP_SHA256_LEN]; /* sparse digest of the bytes copied */
 } task;
 
 typedef struct copier {
     task *tasks;
     int64_t n_tasks;
+    int64_t *dispatch;    /* task indices, largest first */
     int *dst_fd;
     char **tmp;           /* temporary paths, for messages */
     char **final_path;
-    int phase;            /* 0 copy, 1 check */
     atomic_llong next;
     atomic_ullong done;
     atomic_int failed;
-    atomic_int use_cfr;
+    atomic_int use_cfr;   /* copy_file_range (ggufmap_copy_mode); cleared when the kernel refuses */
     atomic_int cfr_used;
+    atomic_int use_sfr;   /* sync_file_range works on the output */
     atomic_uint finished;
     volatile sig_atomic_t *cancel;
     unsigned delay_us;    /* test hook: GGUFMAP_REPACK_TEST_DELAY_US */
@@ -452,6 +512,11 @@ typedef struct copier {
     pthread_mutex_t lock;
     ggufmap_error err;
 } copier;
+
+typedef struct piece {
+    uint64_t rel;         /* offset from the tensor's first byte */
+    size_t len;
+} piece;
 
 static void set_error(copier *c, const ggufmap_error *e) {
     pthread_mutex_lock(&c->lock);
@@ -498,55 +563,115 @@ static int write_full(int fd, const uint8_t *buf, size_t k, uint64_t pos) {
     return 0;
 }
 
-/* Copies k bytes already read into buf: the kernel copies them when it can. */
-static int put_chunk(copier *c, const task *t, const uint8_t *buf, size_t k, uint64_t in, uint64_t out) {
-    int dfd = c->dst_fd[t->shard];
-    if (atomic_load(&c->use_cfr)) {
-        loff_t a = (loff_t)in, b = (loff_t)out;
-        size_t left = k;
-        while (left > 0) {
-            ssize_t r = copy_file_range(t->src_fd, &a, dfd, &b, left, 0);
-            if (r < 0 && errno == EINTR) continue;
-            if (r < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
-                          errno == EBADF || errno == EPERM)) {
-                atomic_store(&c->use_cfr, 0);
-                break;
-            }
-            if (r < 0) return errno;
-            if (r == 0) return EIO;
-            left -= (size_t)r;
-        }
-        if (left == 0) {
-            atomic_store(&c->cfr_used, 1);
-            return 0;
-        }
-        size_t done = k - left;
-        return write_full(dfd, buf + done, left, out + done);
+/* Has the kernel copy k bytes; *copied says how many it did.  Returns 0, an
+ * errno, or -1 where copy_file_range cannot copy between these files (the
+ * caller writes the rest itself). */
+static int kernel_copy(int in_fd, uint64_t in, int out_fd, uint64_t out, size_t k, size_t *copied) {
+    loff_t a = (loff_t)in, b = (loff_t)out;
+    *copied = 0;
+    while (*copied < k) {
+        ssize_t r = copy_file_range(in_fd, &a, out_fd, &b, k - *copied, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP || errno == EBADF ||
+                      errno == EPERM))
+            return -1;
+        if (r < 0) return errno;
+        if (r == 0) return EIO;
+        *copied += (size_t)r;
     }
-    return write_full(dfd, buf, k, out);
+    return 0;
 }
 
-/* Phase 0: copies one tensor and takes the sparse digest (ggufmap/hash.h)
- * of the bytes copied.  Phase 1: the sparse digest of the output range,
- * compared.  Both walk the data of their input whole 64 KiB chunks at a time
- * (counted from the tensor's first byte), skipping holes: a chunk that
- * straddles a hole is read and copied whole (zeros included), so the output
- * holds exactly the input's bytes. */
-static int run_task(copier *c, task *t, uint8_t *buf, ggufmap_error *e) {
-    int rc = GGUFMAP_OK, sys = 0;
-    int in_fd = c->phase == 0 ? t->src_fd : c->dst_fd[t->shard];
-    const char *in_path = c->phase == 0 ? t->src_path : c->tmp[t->shard];
-    const uint64_t ch = GGUFMAP_SPARSE_CHUNK;
-    uint64_t base = c->phase == 0 ? t->src_off : t->dst_off, end = base + t->size, pos = base;
-    uint8_t sha[GGUFMAP_SHA256_LEN];
-    ggufmap_sparse *sp = ggufmap_sparse_new();
-    if (!sp) return gm_fail(e, GGUFMAP_ENOMEM, "out of memory");
+/* Adds the whole chunks of one piece (rel is a multiple of the chunk). */
+static int digest_piece(ggufmap_sparse *sp, uint64_t rel, const uint8_t *bytes, size_t k) {
+    const size_t ch = GGUFMAP_SPARSE_CHUNK;
+    for (size_t q = 0; q < k; q += ch)
+        if (ggufmap_sparse_chunk(sp, (rel + q) / ch, bytes + q, k - q < ch ? k - q : ch)) return -1;
+    return 0;
+}
+
+/* Copies one piece and adds it to the copy digest.  The digest needs the
+ * bytes in memory, so they are always read into buf; the kernel then copies
+ * them with copy_file_range where it can (a reflink on XFS or Btrfs: no data
+ * moves), else buf is written.  The second read of the input costs little:
+ * it comes from the page cache the first one filled. */
+static int copy_piece(copier *c, const task *t, const piece *p, uint8_t *buf, ggufmap_sparse *sp,
+                      ggufmap_error *e) {
+    int dfd = c->dst_fd[t->shard], sys;
+    uint64_t in = t->src_off + p->rel, out = t->dst_off + p->rel;
+    size_t done = 0;
+    if ((sys = read_full(t->src_fd, buf, p->len, in)))
+        return gm_fail_errno(e, sys, "%s: read at offset %llu (tensor '%s')", t->src_path, (unsigned long long)in,
+                             t->name);
+    if (digest_piece(sp, p->rel, buf, p->len)) return gm_fail(e, GGUFMAP_ENOMEM, "SHA-256 failed");
+    if (atomic_load(&c->use_cfr)) {
+        sys = kernel_copy(t->src_fd, in, dfd, out, p->len, &done);
+        if (sys > 0) goto write_failed;
+        if (sys < 0) atomic_store(&c->use_cfr, 0);
+        else atomic_store(&c->cfr_used, 1);
+    }
+    if (done < p->len && (sys = write_full(dfd, buf + done, p->len - done, out + done))) goto write_failed;
+    return GGUFMAP_OK;
+write_failed:
+    return gm_fail_errno(e, sys, "%s: write at offset %llu (tensor '%s')", c->tmp[t->shard],
+                         (unsigned long long)(out + done), t->name);
+}
+
+/* Waits for one written piece to reach the disk, reads it back from the
+ * output into buf, adds it to the read-back digest, and lets its pages go. */
+static int check_piece(copier *c, const task *t, const piece *p, uint8_t *buf, ggufmap_sparse *sp,
+                       ggufmap_error *e) {
+    int dfd = c->dst_fd[t->shard], sys;
+    uint64_t out = t->dst_off + p->rel;
+    if (atomic_load(&c->use_sfr) &&
+        sync_file_range(dfd, (off64_t)out, (off64_t)p->len,
+                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+        if (errno != EINVAL && errno != ESPIPE && errno != ENOSYS)
+            return gm_fail_errno(e, errno, "%s: writing offset %llu (tensor '%s') to the disk", c->tmp[t->shard],
+                                 (unsigned long long)out, t->name);
+        atomic_store(&c->use_sfr, 0);
+    }
+    if ((sys = read_full(dfd, buf, p->len, out)))
+        return gm_fail_errno(e, sys, "%s: read back at offset %llu (tensor '%s')", c->tmp[t->shard],
+                             (unsigned long long)out, t->name);
+    if (digest_piece(sp, p->rel, buf, p->len)) return gm_fail(e, GGUFMAP_ENOMEM, "SHA-256 failed");
+    if (atomic_load(&c->use_sfr)) posix_fadvise(dfd, (off_t)out, (off_t)p->len, POSIX_FADV_DONTNEED);
+    return GGUFMAP_OK;
+}
+
+/* Test hook: corrupts the first byte written of the tensor named by
+ * GGUFMAP_REPACK_TEST_FLIP, before its read-back. */
+static int flip_byte(copier *c, const task *t, const piece *p, ggufmap_error *e) {
+    uint8_t b = 0;
+    int dfd = c->dst_fd[t->shard];
+    off_t at = (off_t)(t->dst_off + p->rel);
+    if (pread(dfd, &b, 1, at) != 1) return gm_fail(e, GGUFMAP_EIO, "test hook: read");
+    b ^= 0x01;
+    if (pwrite(dfd, &b, 1, at) != 1) return gm_fail(e, GGUFMAP_EIO, "test hook: write");
+    return GGUFMAP_OK;
+}
+
+/* Copies and checks one tensor (see "How the bytes move" above). */
+static int run_task(copier *c, const task *t, uint8_t *buf, ggufmap_error *e) {
+    int rc = GGUFMAP_OK;
+    const uint64_t ch = GGUFMAP_SPARSE_CHUNK, base = t->src_off, end = base + t->size;
+    uint8_t copied[GGUFMAP_SHA256_LEN], read_back[GGUFMAP_SHA256_LEN];
+    ggufmap_sparse *cs = ggufmap_sparse_new(), *rs = ggufmap_sparse_new();
+    piece ring[CHECK_LAG];
+    unsigned head = 0, queued = 0;
+    bool flip = c->flip && strcmp(c->flip, t->name) == 0;
+    int dfd = c->dst_fd[t->shard];
+    if (!cs || !rs) {
+        rc = gm_fail(e, GGUFMAP_ENOMEM, "out of memory");
+        goto done;
+    }
+    uint64_t pos = base;
     while (pos < end) {
-        uint64_t d = data_at(in_fd, pos, end);
+        uint64_t d = data_at(t->src_fd, pos, end);
         if (d >= end) break;
         uint64_t s = base + (d - base) / ch * ch;
         if (s < pos) s = pos;
-        uint64_t h = hole_at(in_fd, d, end);
+        uint64_t h = hole_at(t->src_fd, d, end);
         uint64_t stop = base + (h - base + ch - 1) / ch * ch;
         if (stop > end) stop = end;
         atomic_fetch_add(&c->done, s - pos);
@@ -555,49 +680,43 @@ static int run_task(copier *c, task *t, uint8_t *buf, ggufmap_error *e) {
                 rc = gm_fail(e, GGUFMAP_EIO, "interrupted");
                 goto done;
             }
-            size_t k = stop - s < COPY_CHUNK ? (size_t)(stop - s) : COPY_CHUNK;
-            if ((sys = read_full(in_fd, buf, k, s))) {
-                rc = gm_fail_errno(e, sys, "%s: read at offset %llu (tensor '%s')", in_path, (unsigned long long)s, t->name);
-                goto done;
+            piece p = {s - base, stop - s < COPY_CHUNK ? (size_t)(stop - s) : COPY_CHUNK};
+            if ((rc = copy_piece(c, t, &p, buf, cs, e))) goto done;
+            if (flip) {
+                if ((rc = flip_byte(c, t, &p, e))) goto done;
+                flip = false;
             }
-            for (size_t q = 0; q < k; q += ch)
-                if (ggufmap_sparse_chunk(sp, (s + q - base) / ch, buf + q, k - q < ch ? k - q : (size_t)ch)) {
-                    rc = gm_fail(e, GGUFMAP_ENOMEM, "SHA-256 failed");
-                    goto done;
-                }
-            if (c->phase == 0 && (sys = put_chunk(c, t, buf, k, s, t->dst_off + (s - base)))) {
-                rc = gm_fail_errno(e, sys, "%s: write at offset %llu (tensor '%s')", c->tmp[t->shard],
-                                   (unsigned long long)(t->dst_off + (s - base)), t->name);
-                goto done;
+            if (atomic_load(&c->use_sfr))
+                sync_file_range(dfd, (off64_t)(t->dst_off + p.rel), (off64_t)p.len, SYNC_FILE_RANGE_WRITE);
+            if (queued == CHECK_LAG) {
+                if ((rc = check_piece(c, t, &ring[head], buf, rs, e))) goto done;
+                head = (head + 1) % CHECK_LAG;
+                queued--;
             }
+            ring[(head + queued++) % CHECK_LAG] = p;
             if (c->delay_us) usleep(c->delay_us);
-            atomic_fetch_add(&c->done, k);
-            s += k;
+            atomic_fetch_add(&c->done, p.len);
+            s += p.len;
         }
         pos = stop;
     }
-    atomic_fetch_add(&c->done, end - pos);
-    if (ggufmap_sparse_final(sp, t->size, c->phase == 0 ? t->sha : sha)) {
+    atomic_fetch_add(&c->done, end - pos); /* a hole up to the end */
+    for (; queued > 0; queued--, head = (head + 1) % CHECK_LAG)
+        if ((rc = check_piece(c, t, &ring[head], buf, rs, e))) goto done;
+    if (ggufmap_sparse_final(cs, t->size, copied) || ggufmap_sparse_final(rs, t->size, read_back)) {
         rc = gm_fail(e, GGUFMAP_ENOMEM, "SHA-256 failed");
         goto done;
     }
-    if (c->phase == 0) {
-        if (c->flip && strcmp(c->flip, t->name) == 0 && t->size > 0) { /* test hook: corrupt the copy */
-            uint8_t b = 0;
-            if (pread(c->dst_fd[t->shard], &b, 1, (off_t)t->dst_off) == 1) {
-                b ^= 0x01;
-                if (pwrite(c->dst_fd[t->shard], &b, 1, (off_t)t->dst_off) != 1) rc = gm_fail(e, GGUFMAP_EIO, "test hook");
-            }
-        }
-    } else if (memcmp(sha, t->sha, GGUFMAP_SHA256_LEN) != 0) {
+    if (memcmp(copied, read_back, GGUFMAP_SHA256_LEN) != 0) {
         char a[65], b[65];
         rc = gm_fail(e, GGUFMAP_EFORMAT,
                      "%s: offset %llu: tensor '%s': read-back check failed: digest %s copied, %s read back",
-                     c->final_path[t->shard], (unsigned long long)t->dst_off, t->name, ggufmap_sha256_hex(t->sha, a),
-                     ggufmap_sha256_hex(sha, b));
+                     c->final_path[t->shard], (unsigned long long)t->dst_off, t->name, ggufmap_sha256_hex(copied, a),
+                     ggufmap_sha256_hex(read_back, b));
     }
 done:
-    ggufmap_sparse_free(sp);
+    ggufmap_sparse_free(cs);
+    ggufmap_sparse_free(rs);
     return rc;
 }
 
@@ -610,7 +729,7 @@ static void *copy_worker(void *arg) {
         if (i >= c->n_tasks) break;
         ggufmap_error e;
         ggufmap_error_clear(&e);
-        int rc = buf ? run_task(c, &c->tasks[i], buf, &e) : gm_fail(&e, GGUFMAP_ENOMEM, "out of memory");
+        int rc = buf ? run_task(c, &c->tasks[c->dispatch[i]], buf, &e) : gm_fail(&e, GGUFMAP_ENOMEM, "out of memory");
         if (rc) {
             set_error(c, &e);
             break;
@@ -627,25 +746,30 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Runs one phase over all tasks with n workers. */
-static int run_phase(copier *c, int phase, unsigned n, uint64_t total, const ggufmap_repack_opts *o,
-                     ggufmap_error *err) {
-    c->phase = phase;
-    atomic_store(&c->next, 0);
-    atomic_store(&c->done, 0);
-    atomic_store(&c->finished, 0);
+static const task *g_tasks; /* qsort has no context: set before sorting, single-threaded */
+static int cmp_larger(const void *x, const void *y) {
+    const task *a = &g_tasks[*(const int64_t *)x], *b = &g_tasks[*(const int64_t *)y];
+    if (a->size != b->size) return a->size > b->size ? -1 : 1;
+    return *(const int64_t *)x < *(const int64_t *)y ? -1 : 1;
+}
+
+/* Copies and checks every tensor with n workers. */
+static int copy_all(copier *c, unsigned n, uint64_t total, const ggufmap_repack_opts *o, ggufmap_error *err) {
+    for (int64_t i = 0; i < c->n_tasks; i++) c->dispatch[i] = i;
+    g_tasks = c->tasks;
+    qsort(c->dispatch, (size_t)c->n_tasks, sizeof *c->dispatch, cmp_larger);
     pthread_t tids[16];
     unsigned started = 0;
     for (; started < n && started < 16; started++)
         if (pthread_create(&tids[started], NULL, copy_worker, c) != 0) break;
     if (started == 0) copy_worker(c);
     for (unsigned tick = 0; atomic_load(&c->finished) < started; tick++) {
-        if (o->progress && tick % 40 == 0) o->progress(o->progress_ctx, phase, atomic_load(&c->done), total);
+        if (o->progress && tick % 40 == 0) o->progress(o->progress_ctx, atomic_load(&c->done), total);
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     for (unsigned k = 0; k < started; k++) pthread_join(tids[k], NULL);
-    if (o->progress) o->progress(o->progress_ctx, phase, atomic_load(&c->done), total);
+    if (o->progress) o->progress(o->progress_ctx, atomic_load(&c->done), total);
     if (atomic_load(&c->failed)) {
         *err = c->err;
         return c->err.status ? c->err.status : GGUFMAP_EIO;
@@ -869,9 +993,10 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
     /* Tasks, and the bytes that will really be written. */
     cp.n_tasks = n;
     cp.tasks = calloc((size_t)n + 1, sizeof *cp.tasks);
+    cp.dispatch = calloc((size_t)n + 1, sizeof *cp.dispatch);
     cp.dst_fd = malloc(l->n_shards * sizeof *cp.dst_fd);
     cp.tmp = calloc(l->n_shards, sizeof *cp.tmp);
-    if (!cp.tasks || !cp.dst_fd || !cp.tmp) {
+    if (!cp.tasks || !cp.dispatch || !cp.dst_fd || !cp.tmp) {
         rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
         goto done;
     }
@@ -977,15 +1102,12 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
         }
     }
 
-    /* Copy, fsync, read back. */
+    /* Copy and check every tensor, check the headers, fsync. */
     cp.final_path = res->paths;
     cp.cancel = o->cancel;
-    const char *copy_mode = getenv("GGUFMAP_REPACK_COPY");
-    /* pread/pwrite by default: the bytes pass through memory for the hash
-     * anyway, and copy_file_range then reads them a second time (measured:
-     * 271 against 564 MiB/s on ext4, docs/repack.md).  GGUFMAP_REPACK_COPY=cfr
-     * has the kernel copy them (falling back where it cannot). */
-    atomic_init(&cp.use_cfr, copy_mode && strcmp(copy_mode, "cfr") == 0 ? 1 : 0);
+    atomic_init(&cp.use_cfr, o->copy == GGUFMAP_COPY_KERNEL ||
+                                 (o->copy == GGUFMAP_COPY_AUTO && kernel_copy_pays(cp.dst_fd[0])));
+    atomic_init(&cp.use_sfr, 1);
     const char *delay = getenv("GGUFMAP_REPACK_TEST_DELAY_US");
     cp.delay_us = delay ? (unsigned)strtoul(delay, NULL, 10) : 0;
     cp.flip = getenv("GGUFMAP_REPACK_TEST_FLIP");
@@ -995,21 +1117,18 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
         threads = c < 1 ? 1 : c > 4 ? 4 : (unsigned)c;
     }
     double t0 = now_s();
-    if ((rc = run_phase(&cp, 0, threads, total, o, err))) goto done;
+    if ((rc = copy_all(&cp, threads, total, o, err))) goto done;
     res->used_copy_file_range = atomic_load(&cp.cfr_used) != 0;
     double t1 = now_s();
     res->seconds_copy = t1 - t0;
-    /* The check reads what the file system returns (the page cache, as after
-     * an fsync); checking first lets the write-back run meanwhile. */
     for (uint32_t s = 0; s < l->n_shards; s++)
         if ((rc = check_header(cp.tmp[s], res->paths[s], ggufmap_model_shard(m, s), l, s, m, err))) goto done;
-    if ((rc = run_phase(&cp, 1, threads, total, o, err))) goto done;
-    res->seconds_check = now_s() - t1;
     for (uint32_t s = 0; s < l->n_shards; s++)
         if (fsync(cp.dst_fd[s]) != 0) {
             rc = gm_fail_errno(err, errno, "%s: fsync", cp.tmp[s]);
             goto done;
         }
+    res->seconds_sync = now_s() - t1;
     for (uint32_t s = 0; s < l->n_shards; s++) {
         int fd = cp.dst_fd[s];
         cp.dst_fd[s] = -1;
@@ -1053,6 +1172,7 @@ done:
     free(cp.tmp);
     free(cp.dst_fd);
     free(cp.tasks);
+    free(cp.dispatch);
     pthread_mutex_destroy(&cp.lock);
     if (scratch_dir[0]) rmdir(scratch_dir);
     for (int c = 0; c < 3; c++) {

@@ -42,14 +42,6 @@ static void help(FILE *out) {
             "exit status: 0 done, 1 usage error, 2 the model cannot be read\n");
 }
 
-static void progress(void *ctx, uint64_t done, uint64_t total) {
-    (void)ctx;
-    fprintf(stderr, "\rhash %.2f / %.2f GiB %3.0f%%", (double)done / 1073741824.0, (double)total / 1073741824.0,
-            total ? 100.0 * (double)done / (double)total : 100.0);
-    if (done >= total) fputc('\n', stderr);
-    fflush(stderr);
-}
-
 int cmd_hash(int argc, char **argv) {
     static const struct option longopts[] = {
         {"no-layer", no_argument, NULL, 'l'}, {"digest-only", no_argument, NULL, 'd'},
@@ -79,7 +71,8 @@ int cmd_hash(int argc, char **argv) {
         fprintf(stderr, "ggufmap hash: %s\n", err.message);
         return EXIT_BAD_INPUT;
     }
-    if (ggufmap_hash_model(m, digest_only ? 0 : GGUFMAP_HASH_STREAM, 0, show ? progress : NULL, NULL, &h, &err) !=
+    progress_line pl = {.label = "hash", .tty = isatty(STDERR_FILENO) != 0};
+    if (ggufmap_hash_model(m, digest_only ? 0 : GGUFMAP_HASH_STREAM, 0, show ? progress_show : NULL, &pl, &h, &err) !=
         GGUFMAP_OK) {
         fprintf(stderr, "ggufmap hash: %s\n", err.message);
         rc = EXIT_BAD_INPUT;

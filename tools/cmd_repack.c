@@ -22,6 +22,7 @@ static void help(FILE *out) {
     fprintf(out,
             "usage: ggufmap repack MODEL -o OUT [placement flags] [--order ORDER]\n"
             "                      [--dry-run] [--move-across-shards] [--progress] [--threads N]\n"
+            "                      [--copy auto|kernel|write]\n"
             "\n"
             "Rewrites MODEL (any shard of a split model), every shard, with its tensors\n"
             "reordered so that llama.cpp v0.5.0 maps nothing foreign: each buffer's span\n"
@@ -44,15 +45,21 @@ static void help(FILE *out) {
             "  --progress         a progress line on stderr even when it is not a TTY\n"
             "  --no-progress      none, even on a TTY\n"
             "  --threads N        copy and check workers (default: CPUs, at most 4)\n"
+            "  --copy MODE        who writes the bytes read for the hash: auto (default:\n"
+            "                     copy_file_range where the file system shares blocks or\n"
+            "                     copies on the server: Btrfs, XFS, bcachefs, ZFS, NFS,\n"
+            "                     SMB; write() elsewhere), kernel (copy_file_range where\n"
+            "                     the kernel takes it), write (always write())\n"
             "\n"
             "placement (as in ggufmap plan): --device cpu|metal|cuda, -ngl N|all,\n"
             "  -ot REGEX=BUFT, -cmoe/--cpu-moe, -ncmoe/--n-cpu-moe N, -nr/--no-repack,\n"
             "  --cpu x86|x86-avx2|arm64|generic, -lzm/--lazy-mode on|off|auto, --no-mmap,\n"
             "  --no-host, --page SIZE (default 16K with metal)\n"
             "\n"
-            "Safety: writes OUT.tmp-XXXXXX beside each output, fsyncs, reads everything\n"
-            "back and checks every tensor's SHA-256 against the hash taken while copying,\n"
-            "then renames into place without replacing anything.  On an error or\n"
+            "Safety: writes OUT.tmp-XXXXXX beside each output; reads every piece back once\n"
+            "the disk has it and checks every tensor's SHA-256 against the hash taken\n"
+            "while copying; re-reads the headers, fsyncs, then renames into place\n"
+            "without replacing anything.  On an error or\n"
             "SIGINT/SIGTERM/SIGHUP the partial output is removed; the input is only read.\n"
             "\n"
             "  -h, --help         this text\n"
@@ -67,15 +74,6 @@ static void help(FILE *out) {
 
 static const char *mib(char *buf, size_t cap, uint64_t bytes) {
     snprintf(buf, cap, "%.2f MiB", (double)bytes / (1024.0 * 1024.0));
-    return buf;
-}
-
-static const char *human(char *buf, size_t cap, uint64_t bytes) {
-    double v = (double)bytes;
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int i = 0;
-    while (v >= 1024 && i < 4) v /= 1024, i++;
-    snprintf(buf, cap, i ? "%.2f %s" : "%.0f %s", v, u[i]);
     return buf;
 }
 
@@ -100,46 +98,9 @@ static void report(void *ctx, const ggufmap_repack_result *r) {
         printf("%-16s %18s %18s %18s %18s\n", "total", mib(a, sizeof a, r->mapped_before), mib(b, sizeof b, r->mapped_after),
                mib(c, sizeof c, r->foreign_before), mib(d, sizeof d, r->foreign_after));
     printf("output: %u file%s, %s (%s of data to write, %s left as holes)\n", r->n_shards, r->n_shards == 1 ? "" : "s",
-           human(a, sizeof a, r->file_bytes), human(b, sizeof b, r->data_bytes), human(c, sizeof c, r->hole_bytes));
+           human_bytes(a, sizeof a, r->file_bytes), human_bytes(b, sizeof b, r->data_bytes), human_bytes(c, sizeof c, r->hole_bytes));
     for (uint32_t s = 0; s < r->n_shards && r->paths; s++) printf("  %s\n", r->paths[s]);
     fflush(stdout);
-}
-
-typedef struct progress_state {
-    bool tty;
-    double start[2];
-    time_t last_line;
-    int shown;
-} progress_state;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void progress(void *ctx, int phase, uint64_t done, uint64_t total) {
-    progress_state *p = ctx;
-    if (p->start[phase] == 0) p->start[phase] = now_s();
-    double el = now_s() - p->start[phase];
-    double rate = el > 0 ? (double)done / el : 0;
-    double eta = rate > 0 ? (double)(total - done) / rate : 0;
-    bool end = done >= total;
-    if (!p->tty) {
-        time_t t = time(NULL);
-        if (t == p->last_line && !end) return;
-        p->last_line = t;
-    }
-    char a[32], b[32], c[32];
-    int width = 30, fill = total ? (int)((double)done / (double)total * width) : width;
-    char bar[64];
-    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
-    bar[width] = '\0';
-    fprintf(stderr, "%s%-5s [%s] %s / %s %3.0f%% %s/s ETA %.0fs%s", p->tty ? "\r" : "", phase ? "check" : "copy",
-            bar, human(a, sizeof a, done), human(b, sizeof b, total), total ? 100.0 * (double)done / (double)total : 100.0,
-            human(c, sizeof c, (uint64_t)rate), eta, p->tty ? "\033[K" : "\n");
-    if (p->tty && end) fputc('\n', stderr);
-    fflush(stderr);
 }
 
 static volatile sig_atomic_t cancelled;
@@ -155,6 +116,7 @@ int cmd_repack(int argc, char **argv) {
         {"order", required_argument, NULL, 'R'}, {"dry-run", no_argument, NULL, 'n'},
         {"move-across-shards", no_argument, NULL, 'S'}, {"progress", no_argument, NULL, 'p'},
         {"no-progress", no_argument, NULL, 'q'}, {"threads", required_argument, NULL, 't'},
+        {"copy", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
     };
     struct option longopts[64];
@@ -184,6 +146,10 @@ int cmd_repack(int argc, char **argv) {
         case 'R':
             if (ggufmap_order_parse(optarg, &ro.order) != GGUFMAP_OK)
                 rc = usage_error("repack", "--order %s: expected auto, canonical, moe or cpu-last", optarg);
+            break;
+        case 'C':
+            if (ggufmap_copy_mode_parse(optarg, &ro.copy) != GGUFMAP_OK)
+                rc = usage_error("repack", "--copy %s: expected auto, kernel or write", optarg);
             break;
         case 'n': ro.dry_run = true; break;
         case 'S': ro.move_across_shards = true; break;
@@ -215,9 +181,9 @@ int cmd_repack(int argc, char **argv) {
         if (a.opts.device == GGUFMAP_DEVICE_CPU && !a.cpu_given) a.opts.cpu = GGUFMAP_CPU_HOST;
         ro.placement = &a.opts;
     }
-    progress_state ps = {.tty = isatty(STDERR_FILENO) != 0};
+    progress_line ps = {.label = "repack", .tty = isatty(STDERR_FILENO) != 0};
     if (want_progress == 1 || (want_progress == -1 && ps.tty)) {
-        ro.progress = progress;
+        ro.progress = progress_show;
         ro.progress_ctx = &ps;
     }
     ro.report = report;
@@ -242,10 +208,11 @@ int cmd_repack(int argc, char **argv) {
     } else if (res->written) {
         char a1[32], a2[32];
         double secs = res->seconds_copy > 0 ? res->seconds_copy : 1e-9;
-        printf("written and verified: %u file%s, %s in %.2f s (%s/s, %s), read back and checked in %.2f s\n",
-               res->n_shards, res->n_shards == 1 ? "" : "s", human(a1, sizeof a1, res->data_bytes), res->seconds_copy,
-               human(a2, sizeof a2, (uint64_t)((double)res->data_bytes / secs)),
-               res->used_copy_file_range ? "copy_file_range" : "pread/pwrite", res->seconds_check);
+        printf("written and verified: %u file%s, %s copied and read back in %.2f s (%s/s, %s), headers checked and "
+               "synced in %.2f s\n",
+               res->n_shards, res->n_shards == 1 ? "" : "s", human_bytes(a1, sizeof a1, res->data_bytes), res->seconds_copy,
+               human_bytes(a2, sizeof a2, (uint64_t)((double)res->data_bytes / secs)),
+               res->used_copy_file_range ? "copy_file_range" : "pread/pwrite", res->seconds_sync);
     } else {
         printf("dry run: nothing written\n");
     }

@@ -1,5 +1,6 @@
 /*
- * util.c - usage errors and safe output files for the subcommands.
+ * util.c - usage errors, safe output files and progress lines for the
+ * subcommands.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -59,4 +61,42 @@ int write_output(const char *path, void (*emit)(FILE *f, void *ctx), void *ctx, 
     unlink(tmp);
     free(tmp);
     return rc;
+}
+
+const char *human_bytes(char *buf, size_t cap, uint64_t bytes) {
+    double v = (double)bytes;
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (v >= 1024 && i < 4) v /= 1024, i++;
+    snprintf(buf, cap, i ? "%.2f %s" : "%.0f %s", v, u[i]);
+    return buf;
+}
+
+static double monotonic_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void progress_show(void *ctx, uint64_t done, uint64_t total) {
+    progress_line *p = ctx;
+    double now = monotonic_s();
+    if (p->start == 0) p->start = now;
+    bool end = done >= total;
+    if (!p->tty) { /* a log, not an animation */
+        if ((long)now == p->last_second && !end) return;
+        p->last_second = (long)now;
+    }
+    double el = now - p->start, rate = el > 0 ? (double)done / el : 0;
+    double eta = rate > 0 ? (double)(total - done) / rate : 0;
+    char a[32], b[32], c[32], bar[31];
+    int width = 30, fill = total ? (int)((double)done / (double)total * width) : width;
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    fprintf(stderr, "%s%-6s [%s] %s / %s %3.0f%% %s/s ETA %.0fs%s", p->tty ? "\r" : "", p->label, bar,
+            human_bytes(a, sizeof a, done), human_bytes(b, sizeof b, total),
+            total ? 100.0 * (double)done / (double)total : 100.0, human_bytes(c, sizeof c, (uint64_t)rate), eta,
+            p->tty ? "\033[K" : "\n");
+    if (p->tty && end) fputc('\n', stderr);
+    fflush(stderr);
 }

@@ -4,6 +4,7 @@
 #ifndef GGUFMAP_TOOLS_UTIL_H
 #define GGUFMAP_TOOLS_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,5 +19,20 @@ int usage_error(const char *sub, const char *fmt, ...) __attribute__((format(pri
  * fsynced, then linked into place, so an existing path is never overwritten
  * and a failure leaves nothing.  Returns 0, or -1 with a message in msg. */
 int write_output(const char *path, void (*emit)(FILE *f, void *ctx), void *ctx, char *msg, size_t cap);
+
+/* "1.50 GiB": bytes in the largest binary unit that keeps the value >= 1. */
+const char *human_bytes(char *buf, size_t cap, uint64_t bytes);
+
+/* A progress line on stderr for long work: label, bar, bytes done of total,
+ * percent, rate and ETA.  On a TTY one line redrawn in place; elsewhere (a
+ * pipe, --progress) at most one line a second.  progress_show has the
+ * signature of the library's progress callbacks; ctx is a progress_line. */
+typedef struct progress_line {
+    const char *label;
+    bool tty;
+    double start;
+    long last_second;
+} progress_line;
+void progress_show(void *ctx, uint64_t done, uint64_t total);
 
 #endif

@@ -35,19 +35,25 @@
  * Free space is checked first (holes of a sparse input count as holes).  Each
  * shard is written to OUT.tmp-XXXXXX beside its final name, sized with
  * ftruncate (holes stay holes: only the 64 KiB chunks that hold data are
- * read and written), data copied by up to n_threads workers with pread/pwrite
- * (or copy_file_range with GGUFMAP_REPACK_COPY=cfr, falling back where the
- * kernel or file system cannot), each tensor hashed (sparse digest, see
- * ggufmap/hash.h) as it is copied; then every shard is read back: its header
- * re-parsed by our reader, its pairs compared, every tensor hashed again and
- * checked, by name, against the copy's hash; then fsynced.  Only then are
- * the shards renamed into place with RENAME_NOREPLACE, the first shard last,
- * and the folder fsynced.  On any error or cancellation every temporary file
- * (and any shard already placed) is removed and the input is untouched.
- * A SIGKILL can leave OUT.tmp-* files, never a partial file under a final name.
+ * read and written).  Up to n_threads workers copy whole tensors in 8 MiB
+ * pieces, each piece added to the tensor's copy digest (sparse digest, see
+ * ggufmap/hash.h) as it is copied; a few pieces later the worker waits until
+ * the disk has the piece (sync_file_range), reads it back from the output,
+ * adds it to the read-back digest and drops it from the page cache; the two
+ * digests of every tensor must agree.  Then every shard's header is
+ * re-parsed by our reader and its pairs, tensor names, types and offsets
+ * compared with the input and the layout; then each shard is fsynced.  Only
+ * then are the shards renamed into place with RENAME_NOREPLACE, the first
+ * shard last, and the folder fsynced.  On any error or cancellation every
+ * temporary file (and any shard already placed) is removed and the input is
+ * untouched.  A SIGKILL can leave OUT.tmp-* files, never a partial file under
+ * a final name.
+ *
+ * Copying: see ggufmap_copy_mode.
  *
  * Memory: one 8 MiB buffer per worker (at most 4 by default) plus the
- * headers; not the tensor sizes.
+ * headers; not the tensor sizes.  Page cache: a few pieces per worker of
+ * output at a time.
  */
 #ifndef GGUFMAP_REPACK_H
 #define GGUFMAP_REPACK_H
@@ -70,6 +76,26 @@ typedef enum ggufmap_order {
     GGUFMAP_ORDER_MOE = 2,
     GGUFMAP_ORDER_CPU_LAST = 3
 } ggufmap_order;
+
+/* How tensor bytes move.  The digest needs every byte in memory, so the
+ * input is always read into a buffer; the question is who writes:
+ *   AUTO    copy_file_range where the output's file system can share blocks
+ *           or copy on the server (Btrfs, XFS, bcachefs, ZFS, NFS, SMB),
+ *           write() elsewhere: on ext4 or tmpfs copy_file_range is a second
+ *           page-cache copy of bytes already read (measured slower,
+ *           docs/repack.md);
+ *   KERNEL  copy_file_range wherever the kernel accepts it, write() where
+ *           it refuses (another file system, no support);
+ *   WRITE   write() always. */
+typedef enum ggufmap_copy_mode {
+    GGUFMAP_COPY_AUTO = 0,
+    GGUFMAP_COPY_KERNEL = 1,
+    GGUFMAP_COPY_WRITE = 2
+} ggufmap_copy_mode;
+
+/* "auto", "kernel", "write"; parsing: GGUFMAP_OK or GGUFMAP_EINVAL. */
+const char *ggufmap_copy_mode_name(ggufmap_copy_mode mode);
+int ggufmap_copy_mode_parse(const char *text, ggufmap_copy_mode *out);
 
 /* "auto", "canonical", "moe", "cpu-last". */
 const char *ggufmap_order_name(ggufmap_order order);
@@ -99,7 +125,8 @@ typedef struct ggufmap_repack_result {
     uint64_t hole_bytes;          /* tensor bytes left as holes */
     bool written;                 /* false for a dry run */
     bool used_copy_file_range;    /* the kernel copied (else pread/pwrite) */
-    double seconds_copy, seconds_check; /* copying, read-back check */
+    double seconds_copy;          /* copying, with each piece read back and checked */
+    double seconds_sync;          /* checking the headers, fsync */
 } ggufmap_repack_result;
 
 typedef struct ggufmap_repack_opts {
@@ -110,12 +137,14 @@ typedef struct ggufmap_repack_opts {
     bool move_across_shards;
     bool dry_run;                 /* evaluate only: nothing is written */
     unsigned n_threads;           /* copy/check workers; 0: up to 4 */
+    ggufmap_copy_mode copy;
     /* Polled; when it becomes non-zero the repack stops, removes its
      * partial output and fails.  A signal handler may set it. */
     volatile sig_atomic_t *cancel;
     /* Called from the calling thread about 5 times a second while copying
-     * and checking (phase 0 copy, 1 check), and once at the end of each. */
-    void (*progress)(void *ctx, int phase, uint64_t done, uint64_t total);
+     * (each piece is read back and checked as it is written), and once at
+     * the end; done and total count tensor bytes, holes included. */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
     /* Called once the order is chosen and the figures computed, before any
      * output is written (the result's files are not written yet). */

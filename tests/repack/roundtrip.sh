@@ -29,10 +29,11 @@ kvdump() { "$ggufmap" inspect --json --full --metadata "$1" | node -e '
     const j = JSON.parse(s);
     for (const m of j.metadata) console.log(m.key + " " + m.type + " " + JSON.stringify(m.value)); });'; }
 
-# case ARCH SHARDS ORDER MOVE  -- placement flags for plan/repack come from the order
+# case ARCH SHARDS ORDER MOVE [COPY] -- placement flags for plan/repack come
+# from the order; COPY is repack's --copy mode (default: auto)
 run_case() {
-  local arch=$1 shards=$2 order=$3 move=$4
-  local id="$arch-$shards-$order${move:+-move}" d="$work/$arch-$shards-$order${move:+-move}"
+  local arch=$1 shards=$2 order=$3 move=$4 copy=${5:-}
+  local id="$arch-$shards-$order${move:+-move}${copy:+-$copy}" d="$work/$arch-$shards-$order${move:+-move}${copy:+-$copy}"
   mkdir -p "$d"
   local fx=(--arch "$arch" --type q8_0 --layers 3 --order shuffle:7 --seed 3)
   [[ $arch == llama ]] && fx+=(--alignment 64)
@@ -54,10 +55,16 @@ run_case() {
   esac
   local ra=("${pa[@]}" --order "$order" -o "$out")
   [[ -n $move ]] && ra+=(--move-across-shards)
+  [[ -n $copy ]] && ra+=(--copy "$copy")
   if ! "$ggufmap" repack "$first_in" "${ra[@]}" >"$d/repack.out" 2>"$d/repack.err"; then
     bad "$id: repack failed: $(tail -c 400 "$d/repack.err")"; return
   fi
   ok
+  # who copied: the kernel when asked (input and output share a file system here)
+  case $copy in
+    kernel) grep -q 'copy_file_range)' "$d/repack.out" && ok || bad "$id: --copy kernel did not use copy_file_range: $(grep written "$d/repack.out")" ;;
+    write) grep -q 'pread/pwrite)' "$d/repack.out" && ok || bad "$id: --copy write used copy_file_range: $(grep written "$d/repack.out")" ;;
+  esac
   # the names llama.cpp expects
   local nfiles; nfiles=$(ls "$d"/out*.gguf 2>/dev/null | wc -l)
   [[ $nfiles == "$shards" ]] && ok || bad "$id: $nfiles output files, expected $shards"
@@ -105,6 +112,10 @@ for arch in llama qwen3moe gemma4 qwen4exp; do
   run_case "$arch" 3 auto move
   run_case "$arch" 3 cpu-last move
 done
+# both ways of writing, whatever auto picks on this file system
+run_case llama 3 canonical "" kernel
+run_case qwen3moe 1 moe "" kernel
+run_case gemma4 3 auto move write
 
 # The family (no flags): a dry run prints every -ngl and writes nothing.
 "$fixture" --arch qwen3moe --layers 3 --order reverse -o "$work/fam.gguf" >/dev/null

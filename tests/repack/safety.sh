@@ -8,6 +8,8 @@
 #     bytes) and a digest that survives repacking and resharding;
 #   - SIGTERM removes the partial output; kill -9 at 20 random points leaves
 #     the input intact and either no output or a complete, verified one;
+#   - the output does not stay in the page cache (each piece is dropped once
+#     the disk has it and it was read back): fincore shows it nearly absent;
 #   - ENOSPC on a small tmpfs fails cleanly (free-space check, and a real
 #     ENOSPC mid-write with the check disabled).  Needs root to mount: FAILS
 #     (does not skip) when the mount is refused.
@@ -42,6 +44,18 @@ fx --arch qwen3moe --type q8_0 --shards 3 --order shuffle:2 -o "$work/s.gguf"
 d1=$("$ggufmap" hash --digest-only "$work/s-00001-of-00003.gguf" | cut -d' ' -f5)
 d2=$("$ggufmap" hash --digest-only "$work/r-00003-of-00003.gguf" | cut -d' ' -f5)
 [[ -n $d1 && $d1 == "$d2" ]] && ok || bad "digest changed: $d1 vs $d2"
+
+# ---- page cache: the output's pieces leave it once on disk and read back
+fx --arch llama --type f32 --n-embd 1024 --n-ff 4096 --vocab 8192 --layers 2 -o "$work/pc.gguf"
+"$ggufmap" repack "$work/pc.gguf" -o "$work/pc-out.gguf" >/dev/null 2>"$work/err" && ok || bad "repack (page cache): $(cat "$work/err")"
+cat "$work/pc.gguf" >/dev/null
+res_out=$(fincore -b -n -o RES "$work/pc-out.gguf" | tr -d ' ') res_in=$(fincore -b -n -o RES "$work/pc.gguf" | tr -d ' ')
+size=$(stat -c %s "$work/pc-out.gguf")
+echo "page cache after repack: output $res_out of $size bytes, input $res_in"
+# the input, just read, is all there (fincore works here); of the output at
+# most the header pages and a few pieces' edges
+(( res_in * 10 >= size * 9 )) && ok || bad "fincore sees only $res_in bytes of the input in the page cache"
+(( res_out < 4 * 1024 * 1024 && size > 64 * 1024 * 1024 )) && ok || bad "the output stayed in the page cache: $res_out of $size bytes"
 
 # ---- one flipped byte: verify names the tensor (exit 1)
 cp "$work/a.gguf" "$work/flip.gguf"
@@ -109,6 +123,11 @@ if mount -t tmpfs -o size=4m tmpfs "$mnt" 2>"$work/err"; then
   GGUFMAP_REPACK_TEST_NO_SPACE_CHECK=1 "$ggufmap" repack "$work/big-00001-of-00003.gguf" -o "$mnt/o.gguf" >/dev/null 2>"$work/err"; st=$?
   [[ $st == 2 ]] && grep -q "No space left" "$work/err" && ok || bad "real ENOSPC: exit $st $(cat "$work/err")"
   [[ -z $(ls -A "$mnt") ]] && ok || bad "ENOSPC left files: $(ls "$mnt")"
+  # the same with copy_file_range asked for: across file systems the kernel
+  # refuses (EXDEV) and write() takes over, or it copies until ENOSPC
+  GGUFMAP_REPACK_TEST_NO_SPACE_CHECK=1 "$ggufmap" repack "$work/big-00001-of-00003.gguf" -o "$mnt/o.gguf" --copy kernel >/dev/null 2>"$work/err"; st=$?
+  [[ $st == 2 ]] && grep -q "No space left" "$work/err" && ok || bad "real ENOSPC, --copy kernel: exit $st $(cat "$work/err")"
+  [[ -z $(ls -A "$mnt") ]] && ok || bad "ENOSPC (--copy kernel) left files: $(ls "$mnt")"
   [[ $(cat "$work"/big-0000*.gguf | sha256sum) == "$insum" ]] && ok || bad "ENOSPC changed the input"
   umount "$mnt"
 else
