@@ -17,11 +17,7 @@
 # Network: only the npm registry, and only for steps 1 and 2.
 set -euo pipefail
 
-NLC_VERSION=3.22.1
-LLAMA_RELEASE=v0.5.0
-LLAMA_COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 BIN_PKG="@node-llama-cpp/linux-x64"
-SRC_PKG="node-llama-cpp"
 
 die() { printf 'oracle setup: %s\n' "$*" >&2; exit 1; }
 
@@ -38,6 +34,8 @@ mkdir -p "$1" || die "cannot create directory '$1'"
 DIR=$(cd "$1" && pwd)
 LOG="$DIR/setup.log"
 : >"$LOG" || die "cannot write $LOG"
+# shellcheck source=tests/oracle/common.sh
+. "$SCRIPT_DIR/common.sh"
 
 # --- prerequisites ----------------------------------------------------------
 need() {
@@ -56,22 +54,6 @@ case "$(uname -s)-$(uname -m)" in
     Linux-x86_64) ;;
     *) die "unsupported platform $(uname -s)-$(uname -m): the prebuilt package is linux-x64 only" ;;
 esac
-
-# Explain an npm failure from its log.
-npm_fail() {
-    local what=$1
-    if grep -Eq 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH|network|socket hang up|self.signed|CERT' "$LOG"; then
-        die "$what failed: npm registry unreachable (see $LOG)"
-    elif grep -Eq 'E404|404 Not Found|ETARGET|notarget' "$LOG"; then
-        die "$what failed: package version not found on the npm registry (see $LOG)"
-    elif grep -Eq 'EBADPLATFORM|EBADENGINE' "$LOG"; then
-        die "$what failed: npm refused the package on this platform (see $LOG)"
-    else
-        die "$what failed (see $LOG): $(tail -n 3 "$LOG" | tr '\n' ' ')"
-    fi
-}
-
-NPM_FLAGS=(--no-audit --no-fund --loglevel=error --ignore-scripts)
 
 # --- 1. prebuilt libraries ----------------------------------------------------
 BINS="$DIR/npm/node_modules/$BIN_PKG/bins/linux-x64"
@@ -100,29 +82,7 @@ if [ ! -f "$STAMP_HDR" ] || [ ! -f "$HDR/include/llama.h" ]; then
     TMP="$DIR/tmp-headers"
     rm -rf "$TMP" "$HDR"
     mkdir -p "$TMP"
-    if ! (cd "$TMP" && npm pack "${NPM_FLAGS[@]}" "$SRC_PKG@$NLC_VERSION") >>"$LOG" 2>&1; then
-        npm_fail "npm pack $SRC_PKG@$NLC_VERSION"
-    fi
-    TGZ="$TMP/$SRC_PKG-$NLC_VERSION.tgz"
-    [ -f "$TGZ" ] || die "npm pack did not produce $TGZ"
-    tar -xzf "$TGZ" -C "$TMP" package/llama/gitRelease.bundle package/llama/binariesGithubRelease.json >>"$LOG" 2>&1 ||
-        die "$TGZ lacks package/llama/gitRelease.bundle or binariesGithubRelease.json"
-    rm -f "$TGZ"
-    grep -Eq "\"release\"[[:space:]]*:[[:space:]]*\"$LLAMA_RELEASE\"" "$TMP/package/llama/binariesGithubRelease.json" ||
-        die "$SRC_PKG@$NLC_VERSION: binariesGithubRelease.json does not say $LLAMA_RELEASE"
-    GIT=(git -c init.defaultBranch=main -c advice.detachedHead=false)
-    "${GIT[@]}" init -q "$TMP/src" >>"$LOG" 2>&1 || die "git init failed"
-    "${GIT[@]}" -C "$TMP/src" fetch -q "$TMP/package/llama/gitRelease.bundle" HEAD >>"$LOG" 2>&1 ||
-        die "git fetch from the llama.cpp source bundle failed (see $LOG)"
-    head=$(git -C "$TMP/src" rev-parse FETCH_HEAD)
-    [ "$head" = "$LLAMA_COMMIT" ] || die "llama.cpp bundle is at $head, expected $LLAMA_COMMIT"
-    mkdir -p "$TMP/hdr"
-    git -C "$TMP/src" archive FETCH_HEAD include ggml/include ggml/src/ggml-backend-impl.h |
-        tar -x -C "$TMP/hdr" || die "extracting headers from the llama.cpp bundle failed"
-    for h in include/llama.h ggml/include/gguf.h ggml/src/ggml-backend-impl.h; do
-        [ -f "$TMP/hdr/$h" ] || die "$h missing after extracting the llama.cpp bundle"
-    done
-    printf '%s %s (node-llama-cpp %s)\n' "$LLAMA_RELEASE" "$LLAMA_COMMIT" "$NLC_VERSION" >"$TMP/hdr/VERSION"
+    extract_headers "$TMP"
     mv "$TMP/hdr" "$HDR"
     rm -rf "$TMP"
     touch "$STAMP_HDR"

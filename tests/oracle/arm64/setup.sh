@@ -22,11 +22,7 @@
 # (steps 1 and 2, first run only).
 set -euo pipefail
 
-NLC_VERSION=3.22.1
-LLAMA_RELEASE=v0.5.0
-LLAMA_COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 BIN_PKG="@node-llama-cpp/linux-arm64"
-SRC_PKG="node-llama-cpp"
 # Apple Silicon-like: DOTPROD, FP16, I8MM, BF16, no SVE/SME (qemu 7.2 has no
 # Apple model; 'max' minus SVE, which also drops SME). Override at run time
 # with --cpu or GGUFMAP_ORACLE_ARM64_CPU.
@@ -56,6 +52,8 @@ mkdir -p "$1" || die "cannot create directory '$1'"
 DIR=$(cd "$1" && pwd)
 LOG="$DIR/setup.log"
 : >"$LOG" || die "cannot write $LOG"
+# shellcheck source=tests/oracle/common.sh
+. "$ORACLE_DIR/common.sh"
 
 for f in "$ORACLE_SRC" "$REPORT_SRC" "$PROBE_SRC"; do [ -f "$f" ] || die "missing $f"; done
 case "$(uname -s)-$(uname -m)" in
@@ -90,20 +88,6 @@ fi
 command -v node >/dev/null 2>&1 || die "node not found in PATH (install nodejs and npm; Debian: apt-get install nodejs npm)"
 command -v npm  >/dev/null 2>&1 || die "npm not found in PATH (Debian: apt-get install npm)"
 
-npm_fail() {
-    local what=$1
-    if grep -Eq 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH|network|socket hang up|self.signed|CERT' "$LOG"; then
-        die "$what failed: npm registry unreachable (see $LOG)"
-    elif grep -Eq 'E404|404 Not Found|ETARGET|notarget' "$LOG"; then
-        die "$what failed: package version not found on the npm registry (see $LOG)"
-    elif grep -Eq 'EBADPLATFORM|EBADENGINE' "$LOG"; then
-        die "$what failed: npm refused the package on this platform even with --force (see $LOG)"
-    else
-        die "$what failed (see $LOG): $(tail -n 3 "$LOG" | tr '\n' ' ')"
-    fi
-}
-NPM_FLAGS=(--no-audit --no-fund --loglevel=error --ignore-scripts)
-
 # --- 1. prebuilt arm64 libraries ----------------------------------------------------
 BINS="$DIR/npm/node_modules/$BIN_PKG/bins/linux-arm64"
 STAMP_NPM="$DIR/.stamp-npm-$NLC_VERSION"
@@ -136,7 +120,6 @@ fi
 # --- 2. matching headers ----------------------------------------------------------
 HDR="$DIR/hdr"
 STAMP_HDR="$DIR/.stamp-headers-$NLC_VERSION"
-HDR_VERSION="$LLAMA_RELEASE $LLAMA_COMMIT (node-llama-cpp $NLC_VERSION)"
 if [ ! -f "$STAMP_HDR" ] || [ ! -f "$HDR/include/llama.h" ]; then
     rm -f "$STAMP_HDR"
     TMP="$DIR/tmp-headers"
@@ -149,27 +132,7 @@ if [ ! -f "$STAMP_HDR" ] || [ ! -f "$HDR/include/llama.h" ]; then
         if [ -n "$X86_DIR" ]; then
             printf 'oracle-arm64 setup: %s/hdr missing or not "%s"; extracting headers\n' "$X86_DIR" "$HDR_VERSION" >>"$LOG"
         fi
-        command -v git >/dev/null 2>&1 || die "git not found in PATH (needed to read the llama.cpp source bundle)"
-        if ! (cd "$TMP" && npm pack "${NPM_FLAGS[@]}" "$SRC_PKG@$NLC_VERSION") >>"$LOG" 2>&1; then
-            npm_fail "npm pack $SRC_PKG@$NLC_VERSION"
-        fi
-        TGZ="$TMP/$SRC_PKG-$NLC_VERSION.tgz"
-        [ -f "$TGZ" ] || die "npm pack did not produce $TGZ"
-        tar -xzf "$TGZ" -C "$TMP" package/llama/gitRelease.bundle package/llama/binariesGithubRelease.json >>"$LOG" 2>&1 ||
-            die "$TGZ lacks package/llama/gitRelease.bundle or binariesGithubRelease.json"
-        rm -f "$TGZ"
-        grep -Eq "\"release\"[[:space:]]*:[[:space:]]*\"$LLAMA_RELEASE\"" "$TMP/package/llama/binariesGithubRelease.json" ||
-            die "$SRC_PKG@$NLC_VERSION: binariesGithubRelease.json does not say $LLAMA_RELEASE"
-        GIT=(git -c init.defaultBranch=main -c advice.detachedHead=false)
-        "${GIT[@]}" init -q "$TMP/src" >>"$LOG" 2>&1 || die "git init failed"
-        "${GIT[@]}" -C "$TMP/src" fetch -q "$TMP/package/llama/gitRelease.bundle" HEAD >>"$LOG" 2>&1 ||
-            die "git fetch from the llama.cpp source bundle failed (see $LOG)"
-        head=$(git -C "$TMP/src" rev-parse FETCH_HEAD)
-        [ "$head" = "$LLAMA_COMMIT" ] || die "llama.cpp bundle is at $head, expected $LLAMA_COMMIT"
-        mkdir -p "$TMP/hdr"
-        git -C "$TMP/src" archive FETCH_HEAD include ggml/include ggml/src/ggml-backend-impl.h |
-            tar -x -C "$TMP/hdr" || die "extracting headers from the llama.cpp bundle failed"
-        printf '%s\n' "$HDR_VERSION" >"$TMP/hdr/VERSION"
+        extract_headers "$TMP"
     fi
     for h in include/llama.h ggml/include/gguf.h ggml/include/ggml-backend.h ggml/src/ggml-backend-impl.h; do
         [ -f "$TMP/hdr/$h" ] || die "$h missing in the extracted headers"

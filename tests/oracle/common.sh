@@ -1,0 +1,57 @@
+# common.sh - what tests/oracle/setup.sh (x86-64) and tests/oracle/arm64/setup.sh
+# share: the pinned versions, npm's failures explained, and the extraction of
+# llama.cpp's headers from the source bundle inside node-llama-cpp.
+# Sourced; the caller defines die MSG and LOG (the setup log) first.
+
+NLC_VERSION=3.22.1
+LLAMA_RELEASE=v0.5.0
+LLAMA_COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
+SRC_PKG="node-llama-cpp"
+# What the headers' VERSION file says; a copy with another text is stale.
+HDR_VERSION="$LLAMA_RELEASE $LLAMA_COMMIT (node-llama-cpp $NLC_VERSION)"
+NPM_FLAGS=(--no-audit --no-fund --loglevel=error --ignore-scripts)
+
+# Dies with the cause of an npm failure, read from the log.
+npm_fail() {
+    local what=$1
+    if grep -Eq 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH|network|socket hang up|self.signed|CERT' "$LOG"; then
+        die "$what failed: npm registry unreachable (see $LOG)"
+    elif grep -Eq 'E404|404 Not Found|ETARGET|notarget' "$LOG"; then
+        die "$what failed: package version not found on the npm registry (see $LOG)"
+    elif grep -Eq 'EBADPLATFORM|EBADENGINE' "$LOG"; then
+        die "$what failed: npm refused the package on this platform (see $LOG)"
+    else
+        die "$what failed (see $LOG): $(tail -n 3 "$LOG" | tr '\n' ' ')"
+    fi
+}
+
+# extract_headers TMP: npm-packs node-llama-cpp into TMP, checks that its
+# bundle is release LLAMA_RELEASE at LLAMA_COMMIT, and writes TMP/hdr with
+# include/, ggml/include/, ggml/src/ggml-backend-impl.h and VERSION.
+extract_headers() {
+    local tmp=$1 tgz head
+    command -v git >/dev/null 2>&1 || die "git not found in PATH (needed to read the llama.cpp source bundle)"
+    if ! (cd "$tmp" && npm pack "${NPM_FLAGS[@]}" "$SRC_PKG@$NLC_VERSION") >>"$LOG" 2>&1; then
+        npm_fail "npm pack $SRC_PKG@$NLC_VERSION"
+    fi
+    tgz="$tmp/$SRC_PKG-$NLC_VERSION.tgz"
+    [ -f "$tgz" ] || die "npm pack did not produce $tgz"
+    tar -xzf "$tgz" -C "$tmp" package/llama/gitRelease.bundle package/llama/binariesGithubRelease.json >>"$LOG" 2>&1 ||
+        die "$tgz lacks package/llama/gitRelease.bundle or binariesGithubRelease.json"
+    rm -f "$tgz"
+    grep -Eq "\"release\"[[:space:]]*:[[:space:]]*\"$LLAMA_RELEASE\"" "$tmp/package/llama/binariesGithubRelease.json" ||
+        die "$SRC_PKG@$NLC_VERSION: binariesGithubRelease.json does not say $LLAMA_RELEASE"
+    local git=(git -c init.defaultBranch=main -c advice.detachedHead=false)
+    "${git[@]}" init -q "$tmp/src" >>"$LOG" 2>&1 || die "git init failed"
+    "${git[@]}" -C "$tmp/src" fetch -q "$tmp/package/llama/gitRelease.bundle" HEAD >>"$LOG" 2>&1 ||
+        die "git fetch from the llama.cpp source bundle failed (see $LOG)"
+    head=$(git -C "$tmp/src" rev-parse FETCH_HEAD)
+    [ "$head" = "$LLAMA_COMMIT" ] || die "llama.cpp bundle is at $head, expected $LLAMA_COMMIT"
+    mkdir -p "$tmp/hdr"
+    git -C "$tmp/src" archive FETCH_HEAD include ggml/include ggml/src/ggml-backend-impl.h |
+        tar -x -C "$tmp/hdr" || die "extracting headers from the llama.cpp bundle failed"
+    for h in include/llama.h ggml/include/gguf.h ggml/include/ggml-backend.h ggml/src/ggml-backend-impl.h; do
+        [ -f "$tmp/hdr/$h" ] || die "$h missing after extracting the llama.cpp bundle"
+    done
+    printf '%s\n' "$HDR_VERSION" >"$tmp/hdr/VERSION"
+}
