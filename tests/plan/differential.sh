@@ -36,17 +36,10 @@
 set -uo pipefail
 export LC_ALL=C
 
-usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 && !/shellcheck/ { sub(/^# ?/, ""); print }' "$0"; exit 2; }
-
 # ---------------------------------------------------------------- arguments
-if [[ $# -ge 3 && -d ${1:-} ]]; then
-  build=$1 oracle=$2 work=$3; shift 3
-  ggufmap=$build/tools/ggufmap fixture=$build/tools/fixture/ggufmap-fixture
-elif [[ $# -ge 4 && -f ${1:-} ]]; then
-  ggufmap=$1 fixture=$2 oracle=$3 work=$4; shift 4
-else
-  usage
-fi
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+tool_args "$@"; shift "$nargs"
 quick=0 selftest=0 inject=0 jobs=${PLAN_JOBS:-2} listonly=0 only="" keep=0
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -70,7 +63,6 @@ if (( ! selftest )) && [[ ! -x $ggufmap ]]; then
 fi
 work=$(mkdir -p "$work" && cd "$work" && pwd)
 rm -rf "$work/fixtures" "$work/cases" "$work/results" && mkdir -p "$work/fixtures" "$work/cases" "$work/results"
-here=$(cd "$(dirname "$0")" && pwd)
 
 # ---------------------------------------------------------------- generator
 # Park-Miller minimal standard generator: exact in any shell/awk, so the case
@@ -281,8 +273,6 @@ corrupt() {
   esac
   mv "$f.t" "$f"
 }
-
-. "$here/lib.sh"
 
 run_case() { # the fields of a case line
   local id=$1 key=$2 oargs=$3 pargs=$4 desc=$5

@@ -1,6 +1,23 @@
 # shellcheck shell=bash
 # Helpers shared by differential.sh and seeds.sh (sourced).
 
+# usage: the calling script's header comment (its help), exit status 2
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 && !/shellcheck/ { sub(/^# ?/, ""); print }' "$0"; exit 2; }
+
+# tool_args ARGS...: the two ways to name the programs,
+#   BUILD_DIR ORACLE_BIN WORKDIR ...  or  GGUFMAP_BIN FIXTURE_BIN ORACLE_BIN WORKDIR ...
+# Sets ggufmap, fixture, oracle, work, and nargs (how many to shift); else usage.
+tool_args() {
+  if [[ $# -ge 3 && -d ${1:-} ]]; then
+    oracle=$2 work=$3 nargs=3
+    ggufmap=$1/tools/ggufmap fixture=$1/tools/fixture/ggufmap-fixture
+  elif [[ $# -ge 4 && -f ${1:-} ]]; then
+    ggufmap=$1 fixture=$2 oracle=$3 work=$4 nargs=4
+  else
+    usage
+  fi
+}
+
 # q ARGS...: the arguments, shell-quoted, as one line to paste
 q() { local s="" a; for a in "$@"; do s+=" $(printf '%q' "$a")"; done; printf '%s' "${s# }"; }
 

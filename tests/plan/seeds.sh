@@ -27,15 +27,9 @@
 set -uo pipefail
 export LC_ALL=C
 
-usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 && !/shellcheck/ { sub(/^# ?/, ""); print }' "$0"; exit 2; }
-if [[ $# -ge 3 && -d ${1:-} ]]; then
-  build=$1 oracle=$2 work=$3; shift 3
-  ggufmap=$build/tools/ggufmap fixture=$build/tools/fixture/ggufmap-fixture
-elif [[ $# -ge 4 && -f ${1:-} ]]; then
-  ggufmap=$1 fixture=$2 oracle=$3 work=$4; shift 4
-else
-  usage
-fi
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+tool_args "$@"; shift "$nargs"
 selftest=0 full=${PLAN_SEEDS_FULL:-1}
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -45,8 +39,6 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/lib.sh"
 work=$(mkdir -p "$work" && cd "$work" && pwd)
 rm -rf "$work" && mkdir -p "$work/f"
 passed=0 failed=0

@@ -5,15 +5,8 @@
 # real llama.cpp's buffers for the output equal plan's prediction.
 #   replica.sh GGUFMAP FIXTURE_MAKER ORACLE WORKDIR
 set -uo pipefail
-export LC_ALL=C
 ggufmap=$1 fixture=$2 oracle=$3 work=$4
-rm -rf "$work" && mkdir -p "$work"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
-foreign() { "$ggufmap" plan "$@" --json | node -e '
-  let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
-    let f = 0; for (const b of JSON.parse(s).buffers) if (b.mapped) f += b.foreign_bytes; console.log(f); });'; }
+. "$(dirname "$0")/lib.sh"
 
 "$fixture" --replica qwen3.8-flash-next -o "$work/Q" >/dev/null || bad "fixture maker"
 in=$work/Q-00001-of-00004.gguf out=$work/R-00001-of-00004.gguf
@@ -38,5 +31,4 @@ grep -E '^(MAPPED|ALLOC) ' "$work/o.out" >"$work/o.lines"
 cmp -s "$work/o.lines" "$work/p.lines" && [[ -s $work/o.lines ]] && ok || { bad "llama.cpp's buffers differ from plan's"; diff "$work/o.lines" "$work/p.lines"; }
 echo "llama.cpp:"; cat "$work/o.lines"
 rm -rf "$work"
-echo "$passed passed, $failed failed"
-(( failed == 0 && passed > 0 ))
+summary

@@ -9,19 +9,8 @@
 #   - plan says 0 foreign bytes in every mapped buffer for that placement.
 #   roundtrip.sh GGUFMAP FIXTURE_MAKER ORACLE WORKDIR
 set -uo pipefail
-export LC_ALL=C
 ggufmap=$1 fixture=$2 oracle=$3 work=$4
-rm -rf "$work" && mkdir -p "$work"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
-
-# foreign bytes in mapped buffers, from plan --json
-foreign() { "$ggufmap" plan "$@" --json | node -e '
-  let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
-    const j = JSON.parse(s); let f = 0;
-    for (const b of j.buffers) if (b.mapped) f += b.foreign_bytes;
-    console.log(f); });'; }
+. "$(dirname "$0")/lib.sh"
 
 # kv dump of every shard (key, type, value bytes) from inspect --json --full --metadata
 kvdump() { "$ggufmap" inspect --json --full --metadata "$1" | node -e '
@@ -139,5 +128,4 @@ done
 f=$(foreign "$work/famm.gguf" --device metal -ngl all --cpu-moe -nr)
 [[ $f == 0 ]] && ok || bad "moe order: $f foreign bytes at --cpu-moe"
 
-echo "$passed passed, $failed failed"
-(( failed == 0 && passed > 0 ))
+summary

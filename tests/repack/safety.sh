@@ -15,12 +15,8 @@
 #     (does not skip) when the mount is refused.
 #   safety.sh GGUFMAP FIXTURE_MAKER WORKDIR
 set -uo pipefail
-export LC_ALL=C
 ggufmap=$1 fixture=$2 work=$3
-rm -rf "$work" && mkdir -p "$work"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/lib.sh"
 fx() { "$fixture" "$@" >/dev/null || bad "fixture maker $*"; }
 
 # ---- hash: gguf_hash.py's lines, checked against sha256sum of each range
@@ -134,5 +130,4 @@ else
   bad "cannot mount a tmpfs for the ENOSPC test (needs root): $(cat "$work/err")"
 fi
 
-echo "$passed passed, $failed failed"
-(( failed == 0 && passed > 0 ))
+summary

@@ -1,0 +1,15 @@
+# shellcheck shell=bash
+# Shared by the repack tests (sourced after ggufmap and work are set): the
+# check counters, and plan's foreign bytes.  Each test ends with `summary`.
+export LC_ALL=C
+rm -rf "$work" && mkdir -p "$work"
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+# "P passed, F failed"; the exit status says whether all passed (and any ran)
+summary() { echo "$passed passed, $failed failed"; (( failed == 0 && passed > 0 )); }
+
+# foreign PLAN_ARGS...: foreign bytes in llama.cpp's mapped buffers, from plan --json
+foreign() { "$ggufmap" plan "$@" --json | node -e '
+  let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
+    let f = 0; for (const b of JSON.parse(s).buffers) if (b.mapped) f += b.foreign_bytes; console.log(f); });'; }
