@@ -10,6 +10,8 @@
 #     the input intact and either no output or a complete, verified one;
 #   - the output does not stay in the page cache (each piece is dropped once
 #     the disk has it and it was read back): fincore shows it nearly absent;
+#   - progress: none when stderr is a file, lines with --progress, a line
+#     redrawn in place on a TTY (script(1) provides one);
 #   - ENOSPC on a small tmpfs fails cleanly (free-space check, and a real
 #     ENOSPC mid-write with the check disabled).  Needs root to mount: FAILS
 #     (does not skip) when the mount is refused.
@@ -52,6 +54,17 @@ echo "page cache after repack: output $res_out of $size bytes, input $res_in"
 # most the header pages and a few pieces' edges
 (( res_in * 10 >= size * 9 )) && ok || bad "fincore sees only $res_in bytes of the input in the page cache"
 (( res_out < 4 * 1024 * 1024 && size > 64 * 1024 * 1024 )) && ok || bad "the output stayed in the page cache: $res_out of $size bytes"
+
+# ---- progress: bytes, rate and ETA on a TTY or with --progress; nothing in a file
+[[ ! -s $work/err ]] && ok || bad "repack wrote to a non-TTY stderr without --progress: $(head -c 300 "$work/err")"
+"$ggufmap" repack "$work/pc.gguf" -o "$work/pc-p.gguf" --progress >/dev/null 2>"$work/err" && ok || bad "repack --progress failed"
+grep -q '^repack \[#*\.*\] .* / 184\.[0-9]* MiB .*% .*/s ETA [0-9]*s$' "$work/err" && ok || bad "repack --progress line: $(head -c 300 "$work/err")"
+tail -n 1 "$work/err" | grep -q ' 100% ' && ok || bad "repack --progress does not end at 100%: $(tail -n 1 "$work/err")"
+"$ggufmap" hash --progress --digest-only "$work/pc.gguf" >/dev/null 2>"$work/err" && ok || bad "hash --progress failed"
+tail -n 1 "$work/err" | grep -q '^hash .* 100% .*ETA' && ok || bad "hash --progress line: $(tail -n 1 "$work/err")"
+script -qec "$(printf '%q ' "$ggufmap" repack "$work/pc.gguf" -o "$work/pc-t.gguf")" /dev/null >"$work/tty" 2>&1 && ok || bad "repack on a TTY failed: $(tail -c 300 "$work/tty")"
+grep -q $'\rrepack \[' "$work/tty" && grep -q $'100%.*ETA 0s\e\[K' "$work/tty" && ok || bad "no progress redrawn on a TTY: $(head -c 300 "$work/tty" | od -c | head -5)"
+rm -f "$work"/pc-*.gguf
 
 # ---- one flipped byte: verify names the tensor (exit 1)
 cp "$work/a.gguf" "$work/flip.gguf"
