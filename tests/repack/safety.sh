@@ -53,7 +53,7 @@ echo "page cache after repack: output $res_out of $size bytes, input $res_in"
 # the input, just read, is all there (fincore works here); of the output at
 # most the header pages and a few pieces' edges
 (( res_in * 10 >= size * 9 )) && ok || bad "fincore sees only $res_in bytes of the input in the page cache"
-(( res_out < 4 * 1024 * 1024 && size > 64 * 1024 * 1024 )) && ok || bad "the output stayed in the page cache: $res_out of $size bytes"
+(( res_out < 4 * 1024 * 1024 && size > 64 * 1024 * 1024 )) && ok || bad "the output stayed in the page cache: $res_out of $size bytes (file system: $(stat -f -c %T "$work"))"
 
 # ---- progress: bytes, rate and ETA on a TTY or with --progress; nothing in a file
 [[ ! -s $work/err ]] && ok || bad "repack wrote to a non-TTY stderr without --progress: $(head -c 300 "$work/err")"
