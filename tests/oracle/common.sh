@@ -25,6 +25,31 @@ npm_fail() {
     fi
 }
 
+# install_prebuilt PKG PREFIX BINS NAME [FILE...]: npm-installs PKG@NLC_VERSION
+# under PREFIX (its package.json named NAME), again with --force when npm
+# refuses the platform (a package's "cpu"/"os" fields may refuse an x86-64
+# host for the arm64 one); then BINS must hold llama.cpp's libraries, build
+# metadata naming LLAMA_RELEASE, and every FILE.
+install_prebuilt() {
+    local pkg=$1 prefix=$2 bins=$3 name=$4 f
+    shift 4
+    mkdir -p "$prefix"
+    [ -f "$prefix/package.json" ] || printf '{"name":"%s","private":true}\n' "$name" >"$prefix/package.json"
+    if ! npm install -E --prefix "$prefix" "${NPM_FLAGS[@]}" "$pkg@$NLC_VERSION" >>"$LOG" 2>&1; then
+        if grep -Eq 'EBADPLATFORM' "$LOG"; then
+            npm install -E --force --prefix "$prefix" "${NPM_FLAGS[@]}" "$pkg@$NLC_VERSION" >>"$LOG" 2>&1 ||
+                npm_fail "npm install --force $pkg@$NLC_VERSION"
+        else
+            npm_fail "npm install $pkg@$NLC_VERSION"
+        fi
+    fi
+    for f in "libllama.$LLAMA_RELEASE.so" "libggml.$LLAMA_RELEASE.so" libggml-base.so _nlcBuildMetadata.json "$@"; do
+        [ -f "$bins/$f" ] || die "$pkg@$NLC_VERSION installed but $bins/$f is missing"
+    done
+    grep -q "\"release\":\"$LLAMA_RELEASE\"" "$bins/_nlcBuildMetadata.json" ||
+        die "$bins/_nlcBuildMetadata.json does not name llama.cpp release $LLAMA_RELEASE"
+}
+
 # extract_headers TMP: npm-packs node-llama-cpp into TMP, checks that its
 # bundle is release LLAMA_RELEASE at LLAMA_COMMIT, and writes TMP/hdr with
 # include/, ggml/include/, ggml/src/ggml-backend-impl.h and VERSION.

@@ -60,16 +60,7 @@ BINS="$DIR/npm/node_modules/$BIN_PKG/bins/linux-x64"
 STAMP_NPM="$DIR/.stamp-npm-$NLC_VERSION"
 if [ ! -f "$STAMP_NPM" ] || [ ! -f "$BINS/libllama.$LLAMA_RELEASE.so" ]; then
     rm -f "$STAMP_NPM"
-    mkdir -p "$DIR/npm"
-    [ -f "$DIR/npm/package.json" ] || printf '{"name":"ggufmap-oracle-deps","private":true}\n' >"$DIR/npm/package.json"
-    if ! npm install -E --prefix "$DIR/npm" "${NPM_FLAGS[@]}" "$BIN_PKG@$NLC_VERSION" >>"$LOG" 2>&1; then
-        npm_fail "npm install $BIN_PKG@$NLC_VERSION"
-    fi
-    for f in "libllama.$LLAMA_RELEASE.so" "libggml.$LLAMA_RELEASE.so" libggml-base.so _nlcBuildMetadata.json; do
-        [ -f "$BINS/$f" ] || die "$BIN_PKG@$NLC_VERSION installed but $BINS/$f is missing"
-    done
-    grep -q "\"release\":\"$LLAMA_RELEASE\"" "$BINS/_nlcBuildMetadata.json" ||
-        die "$BINS/_nlcBuildMetadata.json does not name llama.cpp release $LLAMA_RELEASE"
+    install_prebuilt "$BIN_PKG" "$DIR/npm" "$BINS" ggufmap-oracle-deps
     ls "$BINS"/libggml-cpu-*.so >/dev/null 2>&1 || die "no CPU backend (libggml-cpu-*.so) in $BINS"
     touch "$STAMP_NPM"
 fi

@@ -93,23 +93,7 @@ BINS="$DIR/npm/node_modules/$BIN_PKG/bins/linux-arm64"
 STAMP_NPM="$DIR/.stamp-npm-$NLC_VERSION"
 if [ ! -f "$STAMP_NPM" ] || [ ! -f "$BINS/libllama.$LLAMA_RELEASE.so" ]; then
     rm -f "$STAMP_NPM"
-    mkdir -p "$DIR/npm"
-    [ -f "$DIR/npm/package.json" ] || printf '{"name":"ggufmap-oracle-arm64-deps","private":true}\n' >"$DIR/npm/package.json"
-    if ! npm install -E --prefix "$DIR/npm" "${NPM_FLAGS[@]}" "$BIN_PKG@$NLC_VERSION" >>"$LOG" 2>&1; then
-        # the package's "cpu"/"os" fields may refuse an x86-64 host on some npm versions
-        if grep -Eq 'EBADPLATFORM' "$LOG"; then
-            npm install -E --force --prefix "$DIR/npm" "${NPM_FLAGS[@]}" "$BIN_PKG@$NLC_VERSION" >>"$LOG" 2>&1 ||
-                npm_fail "npm install --force $BIN_PKG@$NLC_VERSION"
-        else
-            npm_fail "npm install $BIN_PKG@$NLC_VERSION"
-        fi
-    fi
-    for f in "libllama.$LLAMA_RELEASE.so" "libggml.$LLAMA_RELEASE.so" libggml-base.so _nlcBuildMetadata.json \
-             "$EXPECTED_VARIANT"; do
-        [ -f "$BINS/$f" ] || die "$BIN_PKG@$NLC_VERSION installed but $BINS/$f is missing"
-    done
-    grep -q "\"release\":\"$LLAMA_RELEASE\"" "$BINS/_nlcBuildMetadata.json" ||
-        die "$BINS/_nlcBuildMetadata.json does not name llama.cpp release $LLAMA_RELEASE"
+    install_prebuilt "$BIN_PKG" "$DIR/npm" "$BINS" ggufmap-oracle-arm64-deps "$EXPECTED_VARIANT"
     grep -q '"arch":"arm64"' "$BINS/_nlcBuildMetadata.json" ||
         die "$BINS/_nlcBuildMetadata.json does not say arch arm64"
     file_out=$(LC_ALL=C od -An -tx1 -j18 -N2 "$BINS/libllama.$LLAMA_RELEASE.so" | tr -d ' ')
