@@ -45,18 +45,11 @@ static int feed_zeros(EVP_MD_CTX *ctx, uint64_t n) {
     return 0;
 }
 
-/* Next data at or after pos, limited to end (end when the rest is a hole or
- * the file system cannot tell: then everything counts as data). */
-static uint64_t next_data(int fd, uint64_t pos, uint64_t end) {
-    off_t d = lseek(fd, (off_t)pos, SEEK_DATA);
-    if (d < 0) return errno == ENXIO ? end : pos;
-    return (uint64_t)d > end ? end : (uint64_t)d;
-}
-
-static uint64_t next_hole(int fd, uint64_t pos, uint64_t end) {
-    off_t h = lseek(fd, (off_t)pos, SEEK_HOLE);
-    if (h < 0) return end;
-    return (uint64_t)h > end ? end : (uint64_t)h;
+/* The error for a gm_pread_full of k bytes at pos that returned sys. */
+static int read_failed(ggufmap_error *err, const char *path, int sys, uint64_t pos, size_t k) {
+    if (sys == GM_SHORT_FILE)
+        return gm_fail(err, GGUFMAP_EIO, "%s: the file ends before offset %llu", path, (unsigned long long)(pos + k));
+    return gm_fail_errno(err, sys, "%s: read at offset %llu", path, (unsigned long long)pos);
 }
 
 /* The shared body: hashes [offset, offset+size) of fd into ctx (already
@@ -66,24 +59,21 @@ static int hash_into(int fd, const char *path, uint64_t offset, uint64_t size, E
                      uint8_t *buf, ggufmap_error *err) {
     uint64_t end = offset + size, pos = offset;
     while (pos < end) {
-        uint64_t d = next_data(fd, pos, end);
+        uint64_t d = gm_next_data(fd, pos, end);
         if (d > pos) {
             if (feed_zeros(ctx, d - pos) || (stream && feed_zeros(stream, d - pos)))
                 return gm_fail(err, GGUFMAP_ENOMEM, "%s: SHA-256 failed", path);
             pos = d;
             continue;
         }
-        uint64_t h = next_hole(fd, pos, end);
-        if (h <= pos) h = end;
+        uint64_t h = gm_next_hole(fd, pos, end);
         while (pos < h) {
             size_t k = h - pos < HASH_CHUNK ? (size_t)(h - pos) : HASH_CHUNK;
-            ssize_t r = pread(fd, buf, k, (off_t)pos);
-            if (r < 0 && errno == EINTR) continue;
-            if (r < 0) return gm_fail_errno(err, errno, "%s: read at offset %llu", path, (unsigned long long)pos);
-            if (r == 0) return gm_fail(err, GGUFMAP_EIO, "%s: the file ends at offset %llu", path, (unsigned long long)pos);
-            if (EVP_DigestUpdate(ctx, buf, (size_t)r) != 1 || (stream && EVP_DigestUpdate(stream, buf, (size_t)r) != 1))
+            int sys = gm_pread_full(fd, buf, k, pos);
+            if (sys) return read_failed(err, path, sys, pos, k);
+            if (EVP_DigestUpdate(ctx, buf, k) != 1 || (stream && EVP_DigestUpdate(stream, buf, k) != 1))
                 return gm_fail(err, GGUFMAP_ENOMEM, "%s: SHA-256 failed", path);
-            pos += (uint64_t)r;
+            pos += k;
         }
     }
     return GGUFMAP_OK;
@@ -92,6 +82,14 @@ static int hash_into(int fd, const char *path, uint64_t offset, uint64_t size, E
 /* ------------------------------------------------------------------------ */
 /* The sparse digest                                                         */
 /* ------------------------------------------------------------------------ */
+
+/* Feeds v to ctx as n little-endian bytes (n <= 8), as every integer of the
+ * sparse and model digests is written.  0, or -1 when SHA-256 fails. */
+static int update_le(EVP_MD_CTX *ctx, uint64_t v, int n) {
+    uint8_t b[8];
+    for (int i = 0; i < n; i++) b[i] = (uint8_t)(v >> (8 * i));
+    return EVP_DigestUpdate(ctx, b, (size_t)n) == 1 ? 0 : -1;
+}
 
 struct ggufmap_sparse {
     EVP_MD_CTX *ctx;
@@ -126,17 +124,13 @@ static bool is_zero(const uint8_t *p, size_t n) {
 
 int ggufmap_sparse_chunk(ggufmap_sparse *s, uint64_t index, const void *bytes, size_t len) {
     if (is_zero(bytes, len)) return GGUFMAP_OK;
-    uint8_t le[8];
-    for (int i = 0; i < 8; i++) le[i] = (uint8_t)(index >> (8 * i));
-    if (EVP_DigestUpdate(s->ctx, le, 8) != 1 || EVP_DigestUpdate(s->ctx, bytes, len) != 1) return GGUFMAP_ENOMEM;
+    if (update_le(s->ctx, index, 8) || EVP_DigestUpdate(s->ctx, bytes, len) != 1) return GGUFMAP_ENOMEM;
     return GGUFMAP_OK;
 }
 
 int ggufmap_sparse_final(ggufmap_sparse *s, uint64_t size, uint8_t out[GGUFMAP_SHA256_LEN]) {
-    uint8_t le[8];
     unsigned int n = 0;
-    for (int i = 0; i < 8; i++) le[i] = (uint8_t)(size >> (8 * i));
-    if (EVP_DigestUpdate(s->ctx, le, 8) != 1 || EVP_DigestFinal_ex(s->ctx, out, &n) != 1) return GGUFMAP_ENOMEM;
+    if (update_le(s->ctx, size, 8) || EVP_DigestFinal_ex(s->ctx, out, &n) != 1) return GGUFMAP_ENOMEM;
     return GGUFMAP_OK;
 }
 
@@ -147,30 +141,13 @@ static int sparse_range(int fd, const char *path, uint64_t offset, uint64_t size
     ggufmap_sparse *sp = ggufmap_sparse_new();
     if (!sp) return gm_fail(err, GGUFMAP_ENOMEM, "%s: cannot start SHA-256", path);
     const uint64_t ch = GGUFMAP_SPARSE_CHUNK, end = offset + size;
-    uint64_t pos = offset;
+    uint64_t pos = offset, s, e;
     int rc = GGUFMAP_OK;
-    while (pos < end && !rc) {
-        uint64_t d = next_data(fd, pos, end);
-        if (d >= end) break;
-        uint64_t s = offset + (d - offset) / ch * ch;
-        if (s < pos) s = pos;
-        uint64_t h = next_hole(fd, d, end);
-        if (h <= d) h = end;
-        uint64_t e = offset + (h - offset + ch - 1) / ch * ch;
-        if (e > end) e = end;
+    while (!rc && pos < end && gm_next_data_run(fd, offset, end, ch, pos, &s, &e)) {
         while (s < e && !rc) {
             size_t k = e - s < HASH_CHUNK ? (size_t)(e - s) : HASH_CHUNK;
-            size_t got = 0;
-            while (got < k) {
-                ssize_t r = pread(fd, buf + got, k - got, (off_t)(s + got));
-                if (r < 0 && errno == EINTR) continue;
-                if (r <= 0) {
-                    rc = r < 0 ? gm_fail_errno(err, errno, "%s: read at offset %llu", path, (unsigned long long)(s + got))
-                               : gm_fail(err, GGUFMAP_EIO, "%s: the file ends at offset %llu", path, (unsigned long long)(s + got));
-                    break;
-                }
-                got += (size_t)r;
-            }
+            int sys = gm_pread_full(fd, buf, k, s);
+            if (sys) rc = read_failed(err, path, sys, s, k);
             for (size_t q = 0; q < k && !rc; q += ch)
                 rc = ggufmap_sparse_chunk(sp, (s + q - offset) / ch, buf + q, k - q < ch ? k - q : (size_t)ch);
             s += k;
@@ -348,13 +325,6 @@ static int hash_parallel(const ggufmap_model *model, unsigned flags, unsigned n_
 /* The model digest                                                          */
 /* ------------------------------------------------------------------------ */
 
-static void le64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void le32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static int cmp_bytes(const char *a, size_t na, const char *b, size_t nb) {
     int c = memcmp(a, b, na < nb ? na : nb);
     return c ? c : (na < nb ? -1 : na > nb ? 1 : 0);
@@ -382,8 +352,7 @@ static int digest(const ggufmap_model *model, const ggufmap_tensor_hash *th, uin
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     int rc = GGUFMAP_ENOMEM;
     if (!idx || !ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) goto done;
-    uint8_t b[16];
-    EVP_DigestUpdate(ctx, "ggufmap-digest/1\n", 17);
+    int bad = EVP_DigestUpdate(ctx, "ggufmap-digest/1\n", 17) != 1;
     int64_t k = 0;
     for (int64_t i = 0; i < n_kv; i++) {
         const ggufmap_kv *kv = ggufmap_source_kv(s0, i);
@@ -391,45 +360,28 @@ static int digest(const ggufmap_model *model, const ggufmap_tensor_hash *th, uin
     }
     sort_src = s0;
     qsort(idx, (size_t)k, sizeof *idx, cmp_kv);
-    le64(b, (uint64_t)k);
-    EVP_DigestUpdate(ctx, b, 8);
+    bad |= update_le(ctx, (uint64_t)k, 8);
     for (int64_t i = 0; i < k; i++) {
         const ggufmap_kv *kv = ggufmap_source_kv(s0, idx[i]);
-        le64(b, kv->key_len);
-        EVP_DigestUpdate(ctx, b, 8);
-        EVP_DigestUpdate(ctx, kv->key, kv->key_len);
-        le32(b, (uint32_t)kv->type);
-        EVP_DigestUpdate(ctx, b, 4);
-        if (kv->type == GGUFMAP_VALUE_ARRAY) {
-            le32(b, (uint32_t)kv->elem_type);
-            le64(b + 4, kv->count);
-            EVP_DigestUpdate(ctx, b, 12);
-        }
-        le64(b, kv->value_size);
-        EVP_DigestUpdate(ctx, b, 8);
-        EVP_DigestUpdate(ctx, kv->value, kv->value_size);
+        bad |= update_le(ctx, kv->key_len, 8) | (EVP_DigestUpdate(ctx, kv->key, kv->key_len) != 1) |
+               update_le(ctx, (uint32_t)kv->type, 4);
+        if (kv->type == GGUFMAP_VALUE_ARRAY)
+            bad |= update_le(ctx, (uint32_t)kv->elem_type, 4) | update_le(ctx, kv->count, 8);
+        bad |= update_le(ctx, kv->value_size, 8) | (EVP_DigestUpdate(ctx, kv->value, kv->value_size) != 1);
     }
     for (int64_t i = 0; i < n_t; i++) idx[i] = i;
     sort_model = model;
     qsort(idx, (size_t)n_t, sizeof *idx, cmp_tensor);
-    le64(b, (uint64_t)n_t);
-    EVP_DigestUpdate(ctx, b, 8);
+    bad |= update_le(ctx, (uint64_t)n_t, 8);
     for (int64_t i = 0; i < n_t; i++) {
         const ggufmap_tensor *t = ggufmap_model_tensor(model, idx[i]);
-        le64(b, t->name_len);
-        EVP_DigestUpdate(ctx, b, 8);
-        EVP_DigestUpdate(ctx, t->name, t->name_len);
-        le32(b, (uint32_t)t->type);
-        le32(b + 4, t->n_dims);
-        EVP_DigestUpdate(ctx, b, 8);
-        for (uint32_t d = 0; d < t->n_dims; d++) {
-            le64(b, (uint64_t)t->ne[d]);
-            EVP_DigestUpdate(ctx, b, 8);
-        }
-        EVP_DigestUpdate(ctx, th[idx[i]].sha256, GGUFMAP_SHA256_LEN);
+        bad |= update_le(ctx, t->name_len, 8) | (EVP_DigestUpdate(ctx, t->name, t->name_len) != 1) |
+               update_le(ctx, (uint32_t)t->type, 4) | update_le(ctx, t->n_dims, 4);
+        for (uint32_t d = 0; d < t->n_dims; d++) bad |= update_le(ctx, (uint64_t)t->ne[d], 8);
+        bad |= EVP_DigestUpdate(ctx, th[idx[i]].sha256, GGUFMAP_SHA256_LEN) != 1;
     }
     unsigned int len = 0;
-    if (EVP_DigestFinal_ex(ctx, out, &len) == 1 && len == GGUFMAP_SHA256_LEN) rc = GGUFMAP_OK;
+    if (!bad && EVP_DigestFinal_ex(ctx, out, &len) == 1 && len == GGUFMAP_SHA256_LEN) rc = GGUFMAP_OK;
 done:
     EVP_MD_CTX_free(ctx);
     free(idx);

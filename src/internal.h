@@ -4,6 +4,7 @@
 #ifndef GGUFMAP_INTERNAL_H
 #define GGUFMAP_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -21,6 +22,27 @@ int gm_fail(ggufmap_error *err, int status, const char *fmt, ...) GM_PRINTF(3, 4
 
 /* Like gm_fail for GGUFMAP_EIO/ENOSPC/EEXIST: appends strerror(sys_errno). */
 int gm_fail_errno(ggufmap_error *err, int sys_errno, const char *fmt, ...) GM_PRINTF(3, 4);
+
+/* ---- fileio.c ---- */
+
+/* pread/pwrite of all n bytes at pos, through short counts and EINTR.
+ * Return 0, an errno, or (reading) GM_SHORT_FILE when the file ends first;
+ * a write that moves nothing reports ENOSPC. */
+#define GM_SHORT_FILE (-1)
+int gm_pread_full(int fd, void *buf, size_t n, uint64_t pos);
+int gm_pwrite_full(int fd, const void *buf, size_t n, uint64_t pos);
+
+/* The first byte of data at or after pos, at most end (end when only a hole
+ * follows; pos when the file system cannot tell: then all is data). */
+uint64_t gm_next_data(int fd, uint64_t pos, uint64_t end);
+/* The first hole after pos, at most end (the end of the file counts). */
+uint64_t gm_next_hole(int fd, uint64_t pos, uint64_t end);
+/* The next run at or after pos of whole chunks (chunk bytes, counted from
+ * base; the last one may end at end) that hold data: [*start, *stop).  A
+ * chunk that straddles a hole's edge is in the run, zeros and all, so the
+ * run covers every byte of data.  False when only holes remain. */
+bool gm_next_data_run(int fd, uint64_t base, uint64_t end, uint64_t chunk, uint64_t pos, uint64_t *start,
+                      uint64_t *stop);
 
 /* Renames tmp onto path unless path exists (RENAME_NOREPLACE, or link +
  * unlink where the file system lacks it).  Returns 0 or an error naming path. */

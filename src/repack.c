@@ -527,40 +527,10 @@ static void set_error(copier *c, const ggufmap_error *e) {
     pthread_mutex_unlock(&c->lock);
 }
 
-static uint64_t data_at(int fd, uint64_t pos, uint64_t end) {
-    off_t d = lseek(fd, (off_t)pos, SEEK_DATA);
-    if (d < 0) return errno == ENXIO ? end : pos;
-    return (uint64_t)d > end ? end : (uint64_t)d;
-}
-
-static uint64_t hole_at(int fd, uint64_t pos, uint64_t end) {
-    off_t h = lseek(fd, (off_t)pos, SEEK_HOLE);
-    if (h < 0 || (uint64_t)h <= pos) return end;
-    return (uint64_t)h > end ? end : (uint64_t)h;
-}
-
-static int read_full(int fd, uint8_t *buf, size_t k, uint64_t pos) {
-    size_t got = 0;
-    while (got < k) {
-        ssize_t r = pread(fd, buf + got, k - got, (off_t)(pos + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return errno;
-        if (r == 0) return EIO;
-        got += (size_t)r;
-    }
-    return 0;
-}
-
-static int write_full(int fd, const uint8_t *buf, size_t k, uint64_t pos) {
-    size_t put = 0;
-    while (put < k) {
-        ssize_t r = pwrite(fd, buf + put, k - put, (off_t)(pos + put));
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return errno;
-        if (r == 0) return ENOSPC;
-        put += (size_t)r;
-    }
-    return 0;
+/* gm_pread_full, a file that ends early counting as EIO. */
+static int read_piece(int fd, uint8_t *buf, size_t k, uint64_t pos) {
+    int sys = gm_pread_full(fd, buf, k, pos);
+    return sys == GM_SHORT_FILE ? EIO : sys;
 }
 
 /* Has the kernel copy k bytes; *copied says how many it did.  Returns 0, an
@@ -600,7 +570,7 @@ static int copy_piece(copier *c, const task *t, const piece *p, uint8_t *buf, gg
     int dfd = c->dst_fd[t->shard], sys;
     uint64_t in = t->src_off + p->rel, out = t->dst_off + p->rel;
     size_t done = 0;
-    if ((sys = read_full(t->src_fd, buf, p->len, in)))
+    if ((sys = read_piece(t->src_fd, buf, p->len, in)))
         return gm_fail_errno(e, sys, "%s: read at offset %llu (tensor '%s')", t->src_path, (unsigned long long)in,
                              t->name);
     if (digest_piece(sp, p->rel, buf, p->len)) return gm_fail(e, GGUFMAP_ENOMEM, "SHA-256 failed");
@@ -610,7 +580,7 @@ static int copy_piece(copier *c, const task *t, const piece *p, uint8_t *buf, gg
         if (sys < 0) atomic_store(&c->use_cfr, 0);
         else atomic_store(&c->cfr_used, 1);
     }
-    if (done < p->len && (sys = write_full(dfd, buf + done, p->len - done, out + done))) goto write_failed;
+    if (done < p->len && (sys = gm_pwrite_full(dfd, buf + done, p->len - done, out + done))) goto write_failed;
     return GGUFMAP_OK;
 write_failed:
     return gm_fail_errno(e, sys, "%s: write at offset %llu (tensor '%s')", c->tmp[t->shard],
@@ -631,7 +601,7 @@ static int check_piece(copier *c, const task *t, const piece *p, uint8_t *buf, g
                                  (unsigned long long)out, t->name);
         atomic_store(&c->use_sfr, 0);
     }
-    if ((sys = read_full(dfd, buf, p->len, out)))
+    if ((sys = read_piece(dfd, buf, p->len, out)))
         return gm_fail_errno(e, sys, "%s: read back at offset %llu (tensor '%s')", c->tmp[t->shard],
                              (unsigned long long)out, t->name);
     if (digest_piece(sp, p->rel, buf, p->len)) return gm_fail(e, GGUFMAP_ENOMEM, "SHA-256 failed");
@@ -665,15 +635,8 @@ static int run_task(copier *c, const task *t, uint8_t *buf, ggufmap_error *e) {
         rc = gm_fail(e, GGUFMAP_ENOMEM, "out of memory");
         goto done;
     }
-    uint64_t pos = base;
-    while (pos < end) {
-        uint64_t d = data_at(t->src_fd, pos, end);
-        if (d >= end) break;
-        uint64_t s = base + (d - base) / ch * ch;
-        if (s < pos) s = pos;
-        uint64_t h = hole_at(t->src_fd, d, end);
-        uint64_t stop = base + (h - base + ch - 1) / ch * ch;
-        if (stop > end) stop = end;
+    uint64_t pos = base, s, stop;
+    while (pos < end && gm_next_data_run(t->src_fd, base, end, ch, pos, &s, &stop)) {
         atomic_fetch_add(&c->done, s - pos);
         while (s < stop) {
             if (c->cancel && *c->cancel) {
@@ -1018,13 +981,13 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
             snprintf(tk->name, sizeof tk->name, "%.*s", (int)t->name_len, t->name);
             total += t->size;
             for (uint64_t pos = t->offset, end = t->offset + t->size; pos < end;) {
-                uint64_t d = data_at(tk->src_fd, pos, end);
+                uint64_t d = gm_next_data(tk->src_fd, pos, end);
                 if (d >= end) {
                     res->hole_bytes += end - pos;
                     break;
                 }
                 res->hole_bytes += d - pos;
-                uint64_t h = hole_at(tk->src_fd, d, end);
+                uint64_t h = gm_next_hole(tk->src_fd, d, end);
                 res->data_bytes += h - d;
                 pos = h;
             }
@@ -1089,7 +1052,7 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
             rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
             goto done;
         }
-        int e = write_full(cp.dst_fd[s], h, hl, 0);
+        int e = gm_pwrite_full(cp.dst_fd[s], h, hl, 0);
         free(h);
         if (e) {
             rc = gm_fail_errno(err, e, "%s: write of the header", cp.tmp[s]);

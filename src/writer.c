@@ -385,17 +385,9 @@ typedef struct sink {
 } sink;
 
 static int write_all(sink *s, const uint8_t *p, size_t n) {
-    while (n > 0) {
-        ssize_t k = pwrite(s->fd, p, n, (off_t)s->pos);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return gm_fail_errno(s->err, errno, "%s: write at offset %llu", s->path, (unsigned long long)s->pos);
-        }
-        if (k == 0) return gm_fail_errno(s->err, ENOSPC, "%s: write at offset %llu", s->path, (unsigned long long)s->pos);
-        p += k;
-        n -= (size_t)k;
-        s->pos += (uint64_t)k;
-    }
+    int sys = gm_pwrite_full(s->fd, p, n, s->pos);
+    if (sys) return gm_fail_errno(s->err, sys, "%s: write at offset %llu", s->path, (unsigned long long)s->pos);
+    s->pos += n;
     return GGUFMAP_OK;
 }
 
@@ -439,18 +431,14 @@ static int emit_tensor(sink *s, const wtensor *t) {
         switch (d->kind) {
         case GGUFMAP_DATA_BUFFER: p = (const uint8_t *)d->buffer + done; break;
         case GGUFMAP_DATA_FILE: {
-            size_t got = 0;
-            while (got < k) {
-                ssize_t r = pread(d->fd, s->buf + got, k - got, (off_t)(d->file_offset + done + got));
-                if (r < 0 && errno == EINTR) continue;
-                if (r < 0)
-                    return gm_fail_errno(s->err, errno, "tensor '%s': read of its source at offset %llu", t->name,
-                                         (unsigned long long)(d->file_offset + done + got));
-                if (r == 0)
-                    return gm_fail(s->err, GGUFMAP_EIO, "tensor '%s': its source ends at offset %llu", t->name,
-                                   (unsigned long long)(d->file_offset + done + got));
-                got += (size_t)r;
-            }
+            uint64_t at = d->file_offset + done;
+            int sys = gm_pread_full(d->fd, s->buf, k, at);
+            if (sys == GM_SHORT_FILE)
+                return gm_fail(s->err, GGUFMAP_EIO, "tensor '%s': its source ends before offset %llu", t->name,
+                               (unsigned long long)(at + k));
+            if (sys)
+                return gm_fail_errno(s->err, sys, "tensor '%s': read of its source at offset %llu", t->name,
+                                     (unsigned long long)at);
         } break;
         case GGUFMAP_DATA_CALLBACK:
             if (!d->fill || d->fill(d->ctx, done, s->buf, k) != 0)
