@@ -75,8 +75,30 @@ extract_headers() {
     mkdir -p "$tmp/hdr"
     git -C "$tmp/src" archive FETCH_HEAD include ggml/include ggml/src/ggml-backend-impl.h |
         tar -x -C "$tmp/hdr" || die "extracting headers from the llama.cpp bundle failed"
-    for h in include/llama.h ggml/include/gguf.h ggml/include/ggml-backend.h ggml/src/ggml-backend-impl.h; do
-        [ -f "$tmp/hdr/$h" ] || die "$h missing after extracting the llama.cpp bundle"
-    done
     printf '%s\n' "$HDR_VERSION" >"$tmp/hdr/VERSION"
+}
+
+# install_headers DIR [FROM]: makes DIR/hdr (stamped, so done once): a copy
+# of FROM/hdr when that holds headers of HDR_VERSION, else extract_headers.
+install_headers() {
+    local dir=$1 from=${2:-} stamp="$1/.stamp-headers-$NLC_VERSION" tmp="$1/tmp-headers" h
+    [ -f "$stamp" ] && [ -f "$dir/hdr/include/llama.h" ] && return 0
+    rm -f "$stamp"
+    rm -rf "$tmp" "$dir/hdr"
+    mkdir -p "$tmp"
+    if [ -n "$from" ] && [ -f "$from/hdr/include/llama.h" ] &&
+       [ "$(cat "$from/hdr/VERSION" 2>/dev/null || true)" = "$HDR_VERSION" ]; then
+        cp -a "$from/hdr" "$tmp/hdr" || die "cannot copy headers from $from/hdr"
+    else
+        if [ -n "$from" ]; then
+            printf '%s/hdr missing or not "%s"; extracting headers\n' "$from" "$HDR_VERSION" >>"$LOG"
+        fi
+        extract_headers "$tmp"
+    fi
+    for h in include/llama.h ggml/include/gguf.h ggml/include/ggml-backend.h ggml/src/ggml-backend-impl.h; do
+        [ -f "$tmp/hdr/$h" ] || die "$h missing in the headers"
+    done
+    mv "$tmp/hdr" "$dir/hdr"
+    rm -rf "$tmp"
+    touch "$stamp"
 }

@@ -67,17 +67,7 @@ fi
 
 # --- 2. matching headers ------------------------------------------------------
 HDR="$DIR/hdr"
-STAMP_HDR="$DIR/.stamp-headers-$NLC_VERSION"
-if [ ! -f "$STAMP_HDR" ] || [ ! -f "$HDR/include/llama.h" ]; then
-    rm -f "$STAMP_HDR"
-    TMP="$DIR/tmp-headers"
-    rm -rf "$TMP" "$HDR"
-    mkdir -p "$TMP"
-    extract_headers "$TMP"
-    mv "$TMP/hdr" "$HDR"
-    rm -rf "$TMP"
-    touch "$STAMP_HDR"
-fi
+install_headers "$DIR"
 
 # --- 3. compile ---------------------------------------------------------------
 mkdir -p "$DIR/bin"

@@ -103,28 +103,7 @@ fi
 
 # --- 2. matching headers ----------------------------------------------------------
 HDR="$DIR/hdr"
-STAMP_HDR="$DIR/.stamp-headers-$NLC_VERSION"
-if [ ! -f "$STAMP_HDR" ] || [ ! -f "$HDR/include/llama.h" ]; then
-    rm -f "$STAMP_HDR"
-    TMP="$DIR/tmp-headers"
-    rm -rf "$TMP" "$HDR"
-    mkdir -p "$TMP"
-    if [ -n "$X86_DIR" ] && [ -f "$X86_DIR/hdr/include/llama.h" ] &&
-       [ "$(cat "$X86_DIR/hdr/VERSION" 2>/dev/null || true)" = "$HDR_VERSION" ]; then
-        cp -a "$X86_DIR/hdr" "$TMP/hdr" || die "cannot copy headers from $X86_DIR/hdr"
-    else
-        if [ -n "$X86_DIR" ]; then
-            printf 'oracle-arm64 setup: %s/hdr missing or not "%s"; extracting headers\n' "$X86_DIR" "$HDR_VERSION" >>"$LOG"
-        fi
-        extract_headers "$TMP"
-    fi
-    for h in include/llama.h ggml/include/gguf.h ggml/include/ggml-backend.h ggml/src/ggml-backend-impl.h; do
-        [ -f "$TMP/hdr/$h" ] || die "$h missing in the extracted headers"
-    done
-    mv "$TMP/hdr" "$HDR"
-    rm -rf "$TMP"
-    touch "$STAMP_HDR"
-fi
+install_headers "$DIR" "$X86_DIR"
 
 # --- 3. cross-compile -------------------------------------------------------------------
 mkdir -p "$DIR/bin" "$DIR/lib/syms"
