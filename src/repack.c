@@ -342,9 +342,9 @@ static int header_model(const layout *l, const char *dir, int tag, ggufmap_model
             break;
         }
         int fd = open(paths[s], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fd < 0 || pwrite(fd, h, hl, 0) != (ssize_t)hl ||
-            ftruncate(fd, (off_t)ggufmap_writer_file_size(l->w[s])) != 0)
-            rc = gm_fail_errno(err, errno, "%s: cannot write a scratch header", paths[s]);
+        int sys = fd < 0 ? errno : gm_pwrite_full(fd, h, hl, 0);
+        if (!sys && ftruncate(fd, (off_t)ggufmap_writer_file_size(l->w[s])) != 0) sys = errno;
+        if (sys) rc = gm_fail_errno(err, sys, "%s: cannot write a scratch header", paths[s]);
         if (fd >= 0) close(fd);
         free(h);
     }
@@ -810,17 +810,28 @@ typedef struct eval {
     uint64_t *case_mapped, *case_foreign;
 } eval;
 
-static int evaluate(const ggufmap_model *m, const layout *l, const char *dir, int tag, const cases *cs,
-                    const ggufmap_plan_opts *plo, eval *ev, ggufmap_error *err) {
-    ggufmap_model *hm = NULL;
-    int rc = header_model(l, dir, tag, &hm, err);
-    (void)m;
+/* Mapped and foreign bytes of model in every case, and their sums. */
+static int evaluate(const ggufmap_model *model, const cases *cs, const ggufmap_plan_opts *plo, eval *ev,
+                    ggufmap_error *err) {
     ev->mapped = ev->foreign = 0;
-    for (uint32_t k = 0; !rc && k < cs->n; k++) {
-        rc = figures(hm, &cs->opts[k], plo, &ev->case_mapped[k], &ev->case_foreign[k], err);
+    ev->case_mapped = calloc(cs->n, sizeof(uint64_t));
+    ev->case_foreign = calloc(cs->n, sizeof(uint64_t));
+    if (!ev->case_mapped || !ev->case_foreign) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    for (uint32_t k = 0; k < cs->n; k++) {
+        int rc = figures(model, &cs->opts[k], plo, &ev->case_mapped[k], &ev->case_foreign[k], err);
+        if (rc) return rc;
         ev->mapped += ev->case_mapped[k];
         ev->foreign += ev->case_foreign[k];
     }
+    return GGUFMAP_OK;
+}
+
+/* evaluate for a layout: on its headers, written to dir (header_model). */
+static int evaluate_layout(const layout *l, const char *dir, int tag, const cases *cs, const ggufmap_plan_opts *plo,
+                           eval *ev, ggufmap_error *err) {
+    ggufmap_model *hm = NULL;
+    int rc = header_model(l, dir, tag, &hm, err);
+    if (!rc) rc = evaluate(hm, cs, plo, ev, err);
     ggufmap_model_close(hm);
     return rc;
 }
@@ -897,26 +908,10 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
         }
         snprintf(scratch_dir, sizeof scratch_dir, "%s", scratch);
     }
-    before.case_mapped = calloc(cs.n, sizeof(uint64_t));
-    before.case_foreign = calloc(cs.n, sizeof(uint64_t));
-    if (!before.case_mapped || !before.case_foreign) {
-        rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
-        goto done;
-    }
-    for (uint32_t k = 0; k < cs.n; k++) {
-        if ((rc = figures(m, &cs.opts[k], &o->plan, &before.case_mapped[k], &before.case_foreign[k], err))) goto done;
-        before.mapped += before.case_mapped[k];
-        before.foreign += before.case_foreign[k];
-    }
+    if ((rc = evaluate(m, &cs, &o->plan, &before, err))) goto done;
     for (uint32_t c = 0; c < res->n_candidates; c++) {
-        ev[c].case_mapped = calloc(cs.n, sizeof(uint64_t));
-        ev[c].case_foreign = calloc(cs.n, sizeof(uint64_t));
-        if (!ev[c].case_mapped || !ev[c].case_foreign) {
-            rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
-            goto done;
-        }
         if ((rc = build_layout(m, ti, res->candidates[c], o->move_across_shards, &lay[c], err))) goto done;
-        if ((rc = evaluate(m, &lay[c], scratch_dir, (int)c, &cs, &o->plan, &ev[c], err))) goto done;
+        if ((rc = evaluate_layout(&lay[c], scratch_dir, (int)c, &cs, &o->plan, &ev[c], err))) goto done;
         res->candidate_foreign[c] = ev[c].foreign;
         if (ev[c].foreign < ev[chosen].foreign ||
             (ev[c].foreign == ev[chosen].foreign && ev[c].mapped < ev[chosen].mapped))
