@@ -65,6 +65,11 @@ static inline uint64_t gm_le64(const uint8_t *p) { return (uint64_t)gm_le32(p) |
 /* Round x up to a multiple of the power of two n, wrapping like GGML_PAD on overflow. */
 static inline uint64_t gm_pad(uint64_t x, uint64_t n) { return (x + n - 1) & ~(n - 1); }
 
+/* x rounded down / up to a multiple of n (any n > 0: page sizes are given by
+ * users, not only powers of two). */
+static inline uint64_t gm_floor_to(uint64_t x, uint64_t n) { return x - x % n; }
+static inline uint64_t gm_ceil_to(uint64_t x, uint64_t n) { return x % n ? x + n - x % n : x; }
+
 /* FNV-1a over bytes: the hash behind duplicate detection and name lookup. */
 static inline uint64_t gm_hash_bytes(const void *data, size_t len) {
     const uint8_t *p = data;

@@ -178,8 +178,6 @@ uint64_t gm_page_size(void) {
     return p > 0 ? (uint64_t)p : 4096;
 }
 
-static uint64_t floor_pg(uint64_t x, uint64_t p) { return x - x % p; }
-static uint64_t ceil_pg(uint64_t x, uint64_t p) { return x % p ? x + p - x % p : x; }
 
 static int by_first(const void *a, const void *b) {
     const ggufmap_range *x = a, *y = b;
@@ -215,7 +213,7 @@ static int union_bytes(const ggufmap_mapped *m, uint32_t shard, int gpu, uint64_
     for (uint32_t i = 0; i < m->n_ranges; i++) {
         const ggufmap_mapped_range *r = &m->ranges[i];
         if (r->shard != shard || (gpu >= 0 && r->gpu != (gpu != 0))) continue;
-        tmp[n++] = (ggufmap_range){floor_pg(r->first, page), ceil_pg(r->last, page)};
+        tmp[n++] = (ggufmap_range){gm_floor_to(r->first, page), gm_ceil_to(r->last, page)};
     }
     n = union_pages(tmp, n);
     *out += pages_bytes(tmp, n);
@@ -238,7 +236,7 @@ static void teardown(ggufmap_mapped *m) {
             munmap(sm->base, sm->len);
         } else {
             for (uint32_t k = 0; k < sm->n_keep; k++) {
-                uint64_t last = sm->keep[k].last < ceil_pg(sm->len, page) ? sm->keep[k].last : ceil_pg(sm->len, page);
+                uint64_t last = sm->keep[k].last < gm_ceil_to(sm->len, page) ? sm->keep[k].last : gm_ceil_to(sm->len, page);
                 if (last > sm->keep[k].first) munmap(sm->base + sm->keep[k].first, (size_t)(last - sm->keep[k].first));
             }
         }
@@ -320,7 +318,7 @@ static int add_range(ggufmap_mapped *m, uint32_t bi, const ggufmap_buffer *b, ui
     if (gpu) {
         m->stats.gpu_ns += r->ns;
         m->stats.n_gpu_ranges++;
-        m->stats.gpu_resident += ceil_pg(last, m->stats.page) - floor_pg(first, m->stats.page);
+        m->stats.gpu_resident += gm_ceil_to(last, m->stats.page) - gm_floor_to(first, m->stats.page);
     } else {
         m->stats.cpu_ns += r->ns;
     }
@@ -394,8 +392,8 @@ int ggufmap_map(const ggufmap_plan *plan, const ggufmap_map_opts *opts_in, ggufm
         }
         for (uint32_t i = 0; i < m->n_ranges; i++)
             if (m->ranges[i].shard == s)
-                sm->keep[sm->n_keep++] = (ggufmap_range){floor_pg(m->ranges[i].first, m->stats.page),
-                                                         ceil_pg(m->ranges[i].last, m->stats.page)};
+                sm->keep[sm->n_keep++] = (ggufmap_range){gm_floor_to(m->ranges[i].first, m->stats.page),
+                                                         gm_ceil_to(m->ranges[i].last, m->stats.page)};
         sm->n_keep = union_pages(sm->keep, sm->n_keep);
         m->stats.planned_pages += pages_bytes(sm->keep, sm->n_keep);
         if (union_bytes(m, s, 1, m->stats.page, &m->stats.gpu_pages) ||
@@ -422,7 +420,7 @@ int ggufmap_mapped_release(ggufmap_mapped *m, uint64_t *released, ggufmap_error 
     for (uint32_t s = 0; s < m->n_shards && rc == GGUFMAP_OK; s++) {
         shard_map *sm = &m->shards[s];
         if (!sm->base || sm->released) continue;
-        uint64_t end = ceil_pg(sm->len, page), at = 0;
+        uint64_t end = gm_ceil_to(sm->len, page), at = 0;
         for (uint32_t k = 0; k <= sm->n_keep && rc == GGUFMAP_OK; k++) {
             uint64_t stop = k < sm->n_keep ? sm->keep[k].first : end;
             if (stop > end) stop = end;
@@ -455,7 +453,7 @@ static int resolved_from(const ggufmap_mapped *m, const ggufmap_bufmap_entry *e,
                        (unsigned long long)offset, (unsigned long long)size, sm->len);
     if (e->index < 0 && sm->released) {
         /* A catch-all after release: only kept pages can be read. */
-        uint64_t page = m->stats.page, f = floor_pg(offset, page), l = ceil_pg(offset + size, page);
+        uint64_t page = m->stats.page, f = gm_floor_to(offset, page), l = gm_ceil_to(offset + size, page);
         bool kept = false;
         for (uint32_t k = 0; k < sm->n_keep && !kept; k++) kept = sm->keep[k].first <= f && l <= sm->keep[k].last;
         if (!kept)
@@ -519,7 +517,7 @@ uint64_t ggufmap_mapped_touch(const ggufmap_mapped *m) {
         for (uint32_t k = 0; k < sm->n_keep; k++) {
             uint64_t last = sm->keep[k].last < sm->len ? sm->keep[k].last : sm->len;
             for (uint64_t off = sm->keep[k].first; off < last; off += page) sink ^= sm->base[off];
-            if (last > sm->keep[k].first) bytes += ceil_pg(last, page) - sm->keep[k].first;
+            if (last > sm->keep[k].first) bytes += gm_ceil_to(last, page) - sm->keep[k].first;
         }
     }
     (void)sink;

@@ -134,10 +134,9 @@ static int by_piece(const void *a, const void *b) {
 static void *pinning_from_ptr(void *ctx, void *ptr, size_t size, size_t max_tensor_size, ggufmap_error *err) {
     (void)max_tensor_size;
     backend_state *st = ctx;
-    uintptr_t page = (uintptr_t)gm_page_size();
-    uintptr_t a = (uintptr_t)ptr - (uintptr_t)ptr % page;
-    uintptr_t b = (uintptr_t)ptr + size;
-    if (b % page) b += page - b % page;
+    uint64_t page = gm_page_size();
+    uintptr_t a = (uintptr_t)gm_floor_to((uintptr_t)ptr, page);
+    uintptr_t b = (uintptr_t)gm_ceil_to((uintptr_t)ptr + size, page);
     pin_buffer *buf = malloc(sizeof *buf);
     /* Holes of [a, b) between existing pieces: at most n + 1 of them. */
     pin_piece *holes = malloc((st->n + 1) * sizeof *holes);

@@ -126,13 +126,10 @@ void ggufmap_plan_opts_init(ggufmap_plan_opts *o) {
 /* Page arithmetic and Metal views                                           */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t floor_page(uint64_t x, uint64_t page) { return x - x % page; }
-static uint64_t ceil_page(uint64_t x, uint64_t page) { return x % page ? x + page - x % page : x; }
-
 uint64_t ggufmap_ranges_resident(const ggufmap_range *r, uint32_t n, uint64_t page) {
     uint64_t sum = 0;
     if (page == 0) page = 1;
-    for (uint32_t i = 0; i < n; i++) sum += ceil_page(r[i].last, page) - floor_page(r[i].first, page);
+    for (uint32_t i = 0; i < n; i++) sum += gm_ceil_to(r[i].last, page) - gm_floor_to(r[i].first, page);
     return sum;
 }
 
@@ -141,7 +138,7 @@ uint32_t ggufmap_metal_views(uint64_t first, uint64_t last, uint64_t page, uint6
                              uint64_t *bytes) {
     if (page == 0) page = 1;
     uint64_t size = last - first + first % page; /* pointer aligned down, size grown */
-    uint64_t size_aligned = ceil_page(size, page);
+    uint64_t size_aligned = gm_ceil_to(size, page);
     if (max_buffer == 0 || size_aligned <= max_buffer) {
         *bytes = size_aligned;
         return 1;
@@ -221,7 +218,7 @@ uint32_t ggufmap_plan_ranges(const ggufmap_planner *pl, uint64_t page, const ggu
         gap_weight *w = malloc((n > 1 ? n - 1 : 1) * sizeof *w);
         uint32_t taken = 0;
         for (uint32_t i = 0; w && i + 1 < n; i++) {
-            int64_t d = (int64_t)floor_page(runs[i + 1].first, page) - (int64_t)ceil_page(runs[i].last, page);
+            int64_t d = (int64_t)gm_floor_to(runs[i + 1].first, page) - (int64_t)gm_ceil_to(runs[i].last, page);
             w[i].weight = d - (int64_t)pl->cost;
             w[i].index = i;
             if (w[i].weight <= 0) {
