@@ -1,6 +1,6 @@
 # common.sh - what tests/oracle/setup.sh (x86-64) and tests/oracle/arm64/setup.sh
-# share: the pinned versions, npm's failures explained, and the extraction of
-# llama.cpp's headers from the source bundle inside node-llama-cpp.
+# share: the pinned versions, npm's failures explained, llama.cpp's source tree
+# from the bundle inside node-llama-cpp, and the extraction of its headers.
 # Sourced; the caller defines die MSG and LOG (the setup log) first.
 
 NLC_VERSION=3.22.1
@@ -50,12 +50,17 @@ install_prebuilt() {
         die "$bins/_nlcBuildMetadata.json does not name llama.cpp release $LLAMA_RELEASE"
 }
 
-# extract_headers TMP: npm-packs node-llama-cpp into TMP, checks that its
-# bundle is release LLAMA_RELEASE at LLAMA_COMMIT, and writes TMP/hdr with
-# include/, ggml/include/, ggml/src/ggml-backend-impl.h and VERSION.
-extract_headers() {
-    local tmp=$1 tgz head
+# install_source DIR: makes DIR/llama.git (stamped, so done once), a bare git
+# repository holding llama.cpp's whole source tree at LLAMA_COMMIT, fetched
+# from the bundle inside node-llama-cpp@NLC_VERSION (release LLAMA_RELEASE is
+# checked).  Read it with source_tree, or `git --git-dir=DIR/llama.git`.
+install_source() {
+    local dir=$1 stamp="$1/.stamp-source-$NLC_VERSION" tmp="$1/tmp-source" tgz head
+    [ -f "$stamp" ] && git --git-dir="$dir/llama.git" cat-file -e "$LLAMA_COMMIT^{commit}" 2>/dev/null && return 0
     command -v git >/dev/null 2>&1 || die "git not found in PATH (needed to read the llama.cpp source bundle)"
+    rm -f "$stamp"
+    rm -rf "$tmp" "$dir/llama.git"
+    mkdir -p "$tmp"
     if ! (cd "$tmp" && npm pack "${NPM_FLAGS[@]}" "$SRC_PKG@$NLC_VERSION") >>"$LOG" 2>&1; then
         npm_fail "npm pack $SRC_PKG@$NLC_VERSION"
     fi
@@ -66,20 +71,30 @@ extract_headers() {
     rm -f "$tgz"
     grep -Eq "\"release\"[[:space:]]*:[[:space:]]*\"$LLAMA_RELEASE\"" "$tmp/package/llama/binariesGithubRelease.json" ||
         die "$SRC_PKG@$NLC_VERSION: binariesGithubRelease.json does not say $LLAMA_RELEASE"
-    local git=(git -c init.defaultBranch=main -c advice.detachedHead=false)
-    "${git[@]}" init -q "$tmp/src" >>"$LOG" 2>&1 || die "git init failed"
-    "${git[@]}" -C "$tmp/src" fetch -q "$tmp/package/llama/gitRelease.bundle" HEAD >>"$LOG" 2>&1 ||
+    git -c init.defaultBranch=main init -q --bare "$tmp/llama.git" >>"$LOG" 2>&1 || die "git init failed"
+    git --git-dir="$tmp/llama.git" fetch -q "$tmp/package/llama/gitRelease.bundle" HEAD >>"$LOG" 2>&1 ||
         die "git fetch from the llama.cpp source bundle failed (see $LOG)"
-    head=$(git -C "$tmp/src" rev-parse FETCH_HEAD)
+    head=$(git --git-dir="$tmp/llama.git" rev-parse FETCH_HEAD)
     [ "$head" = "$LLAMA_COMMIT" ] || die "llama.cpp bundle is at $head, expected $LLAMA_COMMIT"
-    mkdir -p "$tmp/hdr"
-    git -C "$tmp/src" archive FETCH_HEAD include ggml/include ggml/src/ggml-backend-impl.h |
-        tar -x -C "$tmp/hdr" || die "extracting headers from the llama.cpp bundle failed"
-    printf '%s\n' "$HDR_VERSION" >"$tmp/hdr/VERSION"
+    git --git-dir="$tmp/llama.git" tag "$LLAMA_RELEASE" "$LLAMA_COMMIT" >>"$LOG" 2>&1 || die "git tag failed"
+    mv "$tmp/llama.git" "$dir/llama.git"
+    rm -rf "$tmp"
+    touch "$stamp"
+}
+
+# source_tree DIR OUT [PATH...]: writes the llama.cpp tree at LLAMA_COMMIT (or
+# only the given paths) from DIR/llama.git into OUT (created).
+source_tree() {
+    local dir=$1 out=$2
+    shift 2
+    mkdir -p "$out" || die "cannot create $out"
+    git --git-dir="$dir/llama.git" archive "$LLAMA_COMMIT" "$@" | tar -x -C "$out" ||
+        die "extracting ${*:-the source tree} from $dir/llama.git failed"
 }
 
 # install_headers DIR [FROM]: makes DIR/hdr (stamped, so done once): a copy
-# of FROM/hdr when that holds headers of HDR_VERSION, else extract_headers.
+# of FROM/hdr when that holds headers of HDR_VERSION, else extracted from the
+# source tree (install_source).
 install_headers() {
     local dir=$1 from=${2:-} stamp="$1/.stamp-headers-$NLC_VERSION" tmp="$1/tmp-headers" h
     [ -f "$stamp" ] && [ -f "$dir/hdr/include/llama.h" ] && return 0
@@ -93,7 +108,9 @@ install_headers() {
         if [ -n "$from" ]; then
             printf '%s/hdr missing or not "%s"; extracting headers\n' "$from" "$HDR_VERSION" >>"$LOG"
         fi
-        extract_headers "$tmp"
+        install_source "$dir"
+        source_tree "$dir" "$tmp/hdr" include ggml/include ggml/src/ggml-backend-impl.h
+        printf '%s\n' "$HDR_VERSION" >"$tmp/hdr/VERSION"
     fi
     for h in include/llama.h ggml/include/gguf.h ggml/include/ggml-backend.h ggml/src/ggml-backend-impl.h; do
         [ -f "$tmp/hdr/$h" ] || die "$h missing in the headers"

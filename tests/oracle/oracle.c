@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -493,7 +494,12 @@ static void usage(FILE *out)
           "  --no-populate      strip MAP_POPULATE from llama.cpp's mmap (same buffers, no\n"
           "                     prefetch; for big sparse replicas)\n"
           "  --fake-gpu K       register a fake GPU: metal (MTL0, mapped weights) or cuda\n"
-          "                     (CUDA0 + CUDA_Host); default none\n",
+          "                     (CUDA0 + CUDA_Host); default none\n"
+          "  --decode N         after loading, create a context and decode N tokens (ids\n"
+          "                     1..N mod n_vocab); prints a DECODE line with a hash of the\n"
+          "                     last token's logits (embeddings for encoder-only models)\n"
+          "  --ctx N            n_ctx of that context (default: max(N, 256))\n"
+          "  --threads N        threads for decoding (default 2)\n",
           out);
 }
 
@@ -596,6 +602,79 @@ static int gguf_check(const char *path)
     return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* --decode: does the loaded model run?                                */
+/* ------------------------------------------------------------------ */
+
+/* FNV-1a over the bytes of n floats: bit-identical outputs give equal hashes. */
+static uint64_t hash_floats(const float *v, size_t n, bool *finite)
+{
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *b = (const unsigned char *)v;
+    *finite = true;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            *finite = false;
+    for (size_t i = 0; i < n * sizeof *v; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* Creates a context (llama_context_default_params, swa_full off as llama.cpp's
+ * CLI sets it) and decodes tokens 1..n (mod n_vocab) in one batch; an
+ * encoder-only model is run with llama_encode and its pooled embedding is
+ * hashed instead of logits.  Prints DECODE ok|fail. */
+static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_threads)
+{
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)(n_ctx > 0 ? n_ctx : (n_tokens > 256 ? n_tokens : 256));
+    cp.n_batch = cp.n_ubatch = (uint32_t)n_tokens;
+    cp.n_threads = cp.n_threads_batch = n_threads;
+    cp.swa_full = false;
+    const bool encoder_only = llama_model_has_encoder(m) && !llama_model_has_decoder(m);
+    cp.embeddings = encoder_only;
+    struct llama_context *ctx = llama_init_from_model(m, cp);
+    if (!ctx) {
+        printf("DECODE fail stage=context\n");
+        return false;
+    }
+    const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(m));
+    struct llama_batch b = llama_batch_init(n_tokens, 0, 1);
+    for (int i = 0; i < n_tokens; i++) {
+        b.token[i] = (llama_token)(n_vocab > 1 ? 1 + i % (n_vocab - 1) : 0);
+        b.pos[i] = i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = encoder_only || i == n_tokens - 1;
+    }
+    b.n_tokens = n_tokens;
+    int rc = encoder_only ? llama_encode(ctx, b) : llama_decode(ctx, b);
+    bool ok = rc == 0;
+    if (!ok) {
+        printf("DECODE fail stage=%s rc=%d\n", encoder_only ? "encode" : "decode", rc);
+    } else {
+        const float *out = encoder_only ? llama_get_embeddings_seq(ctx, 0) : llama_get_logits_ith(ctx, -1);
+        if (encoder_only && !out)
+            out = llama_get_embeddings_ith(ctx, -1);
+        size_t n = encoder_only ? (size_t)llama_model_n_embd(m) : (size_t)n_vocab;
+        if (!out) {
+            printf("DECODE fail stage=output\n");
+            ok = false;
+        } else {
+            bool finite;
+            uint64_t h = hash_floats(out, n, &finite);
+            printf("DECODE ok kind=%s n_tokens=%d n_out=%zu hash=%016" PRIx64 " finite=%d\n",
+                   encoder_only ? "embd" : "logits", n_tokens, n, h, finite ? 1 : 0);
+            ok = finite;
+        }
+    }
+    llama_batch_free(b);
+    llama_free(ctx);
+    return ok;
+}
+
 static const char *backend_dir(void)
 {
     const char *env = getenv("GGUFMAP_ORACLE_BACKEND_DIR");
@@ -626,6 +705,7 @@ int main(int argc, char **argv)
     int lazy_mode = -1;
     int ngl = 0;
     enum fake_gpu_kind fake_gpu = FAKE_GPU_NONE;
+    long n_decode = 0, n_ctx = 0, n_threads = 2;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -699,6 +779,15 @@ int main(int argc, char **argv)
                 }
                 ngl = (int)n;
             }
+        } else if (strcmp(a, "--decode") == 0 && has_next) {
+            if (!parse_count(a, argv[++i], &n_decode))
+                return 2;
+        } else if (strcmp(a, "--ctx") == 0 && has_next) {
+            if (!parse_count(a, argv[++i], &n_ctx))
+                return 2;
+        } else if (strcmp(a, "--threads") == 0 && has_next) {
+            if (!parse_count(a, argv[++i], &n_threads) || n_threads < 1)
+                return 2;
         } else if (strcmp(a, "--gguf-check") == 0 && has_next) {
             check_file = argv[++i];
         } else if (strcmp(a, "--list-bufts") == 0) {
@@ -811,9 +900,10 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("MODEL size=%" PRIu64 " n_params=%" PRIu64 "\n", llama_model_size(m), llama_model_n_params(m));
+    bool decoded = n_decode == 0 || decode_tokens(m, (int)n_decode, (int)n_ctx, (int)n_threads);
     llama_model_free(m);
     llama_backend_free();
-    printf("RESULT ok\n");
+    printf("RESULT %s\n", decoded ? "ok" : "fail");
     free(ot);
     for (size_t i = 0; i < g_n_ot; i++) {
         free(g_ot[i].pattern);
@@ -823,5 +913,5 @@ int main(int argc, char **argv)
     for (int i = 0; i < g_n_shards; i++)
         free(g_shard_real[i]);
     free(g_bufs);
-    return 0;
+    return decoded ? 0 : 1;
 }

@@ -6,9 +6,10 @@
 # Into DIR (created if needed) this
 #   1. installs the prebuilt llama.cpp v0.5.0 shared libraries from the npm
 #      package @node-llama-cpp/linux-x64@3.22.1 (npm i -E --prefix DIR/npm),
-#   2. extracts the matching headers (include/, ggml/include/,
-#      ggml/src/ggml-backend-impl.h) from the llama.cpp source bundle inside
-#      node-llama-cpp@3.22.1 (checks release v0.5.0 and the pinned commit),
+#   2. keeps the llama.cpp source tree from the bundle inside
+#      node-llama-cpp@3.22.1 as the bare repository DIR/llama.git (checks
+#      release v0.5.0 and the pinned commit; tag v0.5.0) and extracts the
+#      matching headers (include/, ggml/include/, ggml/src/ggml-backend-impl.h),
 #   3. compiles DIR/bin/ggufmap-oracle (oracle.c + fake_gpu.c) and
 #      DIR/bin/ggml-read-bench with gcc.
 # Each step leaves a stamp file and is skipped when already done.
@@ -65,8 +66,9 @@ if [ ! -f "$STAMP_NPM" ] || [ ! -f "$BINS/libllama.$LLAMA_RELEASE.so" ]; then
     touch "$STAMP_NPM"
 fi
 
-# --- 2. matching headers ------------------------------------------------------
+# --- 2. source tree and matching headers -------------------------------------
 HDR="$DIR/hdr"
+install_source "$DIR"
 install_headers "$DIR"
 
 # --- 3. compile ---------------------------------------------------------------
