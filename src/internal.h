@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ggufmap/error.h"
+#include "ggufmap/source.h"
 
 #if defined(__GNUC__)
 #define GM_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -22,6 +23,15 @@ int gm_fail(ggufmap_error *err, int status, const char *fmt, ...) GM_PRINTF(3, 4
 
 /* Like gm_fail for GGUFMAP_EIO/ENOSPC/EEXIST: appends strerror(sys_errno). */
 int gm_fail_errno(ggufmap_error *err, int sys_errno, const char *fmt, ...) GM_PRINTF(3, 4);
+
+/* ---- source.c, for the model module and byte-exact comparisons ---- */
+
+/* Sets the shard index of every tensor of src (the model module numbers them). */
+void gm_source_set_shard(ggufmap_source *src, uint32_t shard);
+/* Index of the pair whose key is exactly these len bytes (NULs included), or
+ * -1.  For comparing two files' metadata pair by pair (verify); a lookup of
+ * a key's meaning uses ggufmap_source_find_kv, ggml's rule. */
+int64_t gm_source_find_kv_bytes(const ggufmap_source *src, const char *key, size_t len);
 
 /* ---- fileio.c ---- */
 

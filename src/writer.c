@@ -43,7 +43,7 @@ struct ggufmap_writer {
     uint32_t alignment;
     bytes kv;            /* encoded pairs */
     int64_t n_kv;
-    char **keys;         /* copies, for the duplicate check */
+    struct wkey { char *bytes; size_t len; } *keys; /* copies, for the duplicate check */
     gm_hashtab key_index;
     wtensor *tensors;
     int64_t n_tensors, cap_tensors;
@@ -106,8 +106,8 @@ static int table_add(gm_hashtab *t, const char *key, size_t len, int64_t value,
 }
 
 static const char *key_at(const ggufmap_writer *w, int64_t i, size_t *len) {
-    *len = strlen(w->keys[i]);
-    return w->keys[i];
+    *len = w->keys[i].len;
+    return w->keys[i].bytes;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -124,7 +124,7 @@ ggufmap_writer *ggufmap_writer_new(void) {
 
 void ggufmap_writer_free(ggufmap_writer *w) {
     if (!w) return;
-    for (int64_t i = 0; i < w->n_kv; i++) free(w->keys[i]);
+    for (int64_t i = 0; i < w->n_kv; i++) free(w->keys[i].bytes);
     free(w->keys);
     free(w->kv.p);
     free(w->tensors);
@@ -146,21 +146,24 @@ int ggufmap_writer_set_alignment(ggufmap_writer *w, uint32_t alignment) {
     return GGUFMAP_OK;
 }
 
-/* Registers key and writes its string and type; the caller appends the value. */
+/* Registers key and writes its string and type; the caller appends the value.
+ * A key is any non-empty byte string, NUL bytes included: ggml keeps such a
+ * key whole, so copying a file's pairs must too (duplicates are byte for byte). */
 static int begin_kv(ggufmap_writer *w, const char *key, size_t key_len, int32_t type) {
-    if (key_len == 0 || memchr(key, '\0', key_len)) return GGUFMAP_EINVAL;
-    char **keys = realloc(w->keys, (size_t)(w->n_kv + 1) * sizeof *keys);
+    if (key_len == 0) return GGUFMAP_EINVAL;
+    struct wkey *keys = realloc(w->keys, (size_t)(w->n_kv + 1) * sizeof *keys);
     if (!keys) goto nomem;
     w->keys = keys;
-    char *copy = strndup(key, key_len);
+    char *copy = malloc(key_len);
     if (!copy) goto nomem;
+    memcpy(copy, key, key_len);
     int r = table_add(&w->key_index, copy, key_len, w->n_kv, key_at, w);
     if (r != 0) {
         free(copy);
         if (r > 0) return GGUFMAP_EINVAL;
         goto nomem;
     }
-    w->keys[w->n_kv++] = copy;
+    w->keys[w->n_kv++] = (struct wkey){copy, key_len};
     if (put_str(&w->kv, key, key_len) || put_u32(&w->kv, (uint32_t)type)) goto nomem;
     return GGUFMAP_OK;
 nomem:

@@ -53,7 +53,8 @@ const ggufmap_tensor *ggufmap_model_tensor(const ggufmap_model *model, int64_t i
 /* Index (as for ggufmap_model_tensor) of the tensor with this name, or -1. */
 int64_t ggufmap_model_find_tensor(const ggufmap_model *model, const char *name);
 
-/* The pair with this key in the first shard, or NULL. */
+/* The pair with this key in the first shard, found as ggml finds keys (the
+ * first whose C string equals key: ggufmap_source_find_kv), or NULL. */
 const ggufmap_kv *ggufmap_model_find_kv(const ggufmap_model *model, const char *key);
 
 /* Sum of all shards' file sizes, and of all tensors' data bytes. */

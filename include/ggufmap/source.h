@@ -9,7 +9,9 @@
  *                   bits are 0 is a big-endian file and is refused too)
  *   3. n_tensors    i64
  *   4. n_kv         i64
- *   5. n_kv pairs   string key (non-empty, unique); i32 value type; the value.
+ *   5. n_kv pairs   string key (non-empty, unique byte for byte; it may hold
+ *                   NUL bytes, see ggufmap_source_find_kv); i32 value type;
+ *                   the value.
  *                   An ARRAY is i32 element type, u64 count, then the elements;
  *                   arrays of arrays are refused.
  *   6. n_tensors tensor infos: string name (< 64 bytes, unique as a C string);
@@ -114,7 +116,22 @@ int ggufmap_source_fd(const ggufmap_source *src);
 int64_t ggufmap_source_n_kv(const ggufmap_source *src);
 /* The i-th pair in file order, or NULL when i is out of range. */
 const ggufmap_kv *ggufmap_source_kv(const ggufmap_source *src, int64_t i);
-/* Index of the pair with this NUL-terminated key, or -1. */
+
+/* THE key lookup: every reader of a key's meaning in ggufmap goes through
+ * this function (or ggufmap_model_find_kv, which calls it on the first
+ * shard), because it finds keys exactly as ggml's gguf_find_key and
+ * llama.cpp's loader (get_key, get_arr) do:
+ *
+ *   the index of the FIRST pair, in file order, whose key read as a C
+ *   string (its bytes up to the first NUL, all of them when there is none)
+ *   equals the NUL-terminated key; -1 when there is none.
+ *
+ * A stored key may hold a NUL byte, and ggml keeps it whole: two keys that
+ * differ only after a NUL are distinct (duplicate detection compares every
+ * byte), but "general.alignment\0xyz" answers a lookup of
+ * "general.alignment" when no earlier pair does.  The reader applies the
+ * same rule to general.alignment, the model module to split.*, placement to
+ * general.architecture and <arch>.* keys.  O(1). */
 int64_t ggufmap_source_find_kv(const ggufmap_source *src, const char *key);
 
 int64_t ggufmap_source_n_tensors(const ggufmap_source *src);
@@ -139,7 +156,9 @@ int ggufmap_kv_array_float(const ggufmap_kv *kv, uint64_t i, double *out);
  * element and advances *cursor.  Returns GGUFMAP_ENOTFOUND after the last. */
 int ggufmap_kv_array_next_string(const ggufmap_kv *kv, uint64_t *cursor, const char **str, uint64_t *len);
 
-/* True when kv's key equals the NUL-terminated key. */
+/* True when kv's key, read as a C string (up to its first NUL), equals the
+ * NUL-terminated key: the comparison behind ggufmap_source_find_kv (ggml's
+ * strcmp). */
 bool ggufmap_kv_key_is(const ggufmap_kv *kv, const char *key);
 
 #ifdef __cplusplus

@@ -86,8 +86,12 @@ int ggufmap_writer_add_array(ggufmap_writer *w, const char *key, int32_t elem_ty
                              const void *values);
 int ggufmap_writer_add_string_array(ggufmap_writer *w, const char *key, uint64_t count,
                                     const char *const *values);
-/* A pair copied verbatim from a file: value type, element type (arrays),
- * count (arrays) and the encoded value bytes as ggufmap_kv gives them. */
+/* A pair copied verbatim from a file: the key's key_len bytes (NUL bytes
+ * included: ggml keeps such a key whole and so does the copy), value type,
+ * element type (arrays), count (arrays) and the encoded value bytes as
+ * ggufmap_kv gives them.  Every pair ggufmap_source_open accepts can be
+ * copied; EINVAL only for an empty key, a key equal byte for byte to one
+ * already added, or a value type out of range. */
 int ggufmap_writer_add_raw(ggufmap_writer *w, const char *key, size_t key_len, int32_t type, int32_t elem_type,
                            uint64_t count, const void *encoded, uint64_t encoded_size);
 
