@@ -167,12 +167,6 @@ bool ggufmap_buft_is_gpu(const char *buft) {
     return strncmp(buft, "CUDA", 4) == 0 && strcmp(buft, "CUDA_Host") != 0;
 }
 
-uint64_t gm_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 uint64_t gm_page_size(void) {
     long p = sysconf(_SC_PAGESIZE);
     return p > 0 ? (uint64_t)p : 4096;

@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ggufmap/writer.h"
@@ -458,62 +457,34 @@ static int emit_tensor(sink *s, const wtensor *t) {
 }
 
 
+/* Streams the header, the padding and every tensor (with its padding) into s. */
+static int write_body(const ggufmap_writer *w, sink *s, const bytes *header) {
+    int rc = write_all(s, header->p, header->len);
+    if (!rc) rc = emit_zeros(s, data_offset(w) - s->pos);
+    for (int64_t i = 0; i < w->n_tensors && !rc; i++) {
+        const wtensor *t = &w->tensors[i];
+        rc = emit_tensor(s, t);
+        if (!rc) rc = emit_zeros(s, gm_pad(t->size, w->alignment) - t->size);
+    }
+    if (!rc && ftruncate(s->fd, (off_t)s->pos) != 0)
+        rc = gm_fail_errno(s->err, errno, "%s: cannot size the file to %llu bytes", s->path,
+                           (unsigned long long)s->pos);
+    return rc;
+}
+
 int ggufmap_writer_write(ggufmap_writer *w, const char *path, unsigned flags, ggufmap_error *err) {
     ggufmap_error_clear(err);
     if (w->failed) return gm_fail(err, GGUFMAP_ENOMEM, "%s: an earlier add ran out of memory", path);
-    struct stat st;
-    if (lstat(path, &st) == 0)
-        return gm_fail_errno(err, EEXIST, "%s: refusing to overwrite", path);
     bytes header = {0};
-    sink s = {.fd = -1, .path = path, .sparse = (flags & GGUFMAP_WRITE_SPARSE) != 0, .err = err};
-    size_t tmp_len = strlen(path) + 16;
-    char *tmp = malloc(tmp_len);
+    gm_tempfile out;
+    int rc = gm_temp_create(&out, path, err);
+    if (rc) return rc;
+    sink s = {.fd = out.fd, .path = path, .sparse = (flags & GGUFMAP_WRITE_SPARSE) != 0, .err = err};
     s.buf = malloc(COPY_CHUNK);
-    int rc = GGUFMAP_OK;
-    if (!tmp || !s.buf || encode_header(w, &header)) {
-        rc = gm_fail(err, GGUFMAP_ENOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    snprintf(tmp, tmp_len, "%s.tmp-XXXXXX", path);
-    s.fd = mkstemp(tmp);
-    if (s.fd < 0) {
-        rc = gm_fail_errno(err, errno, "%s: cannot create a temporary file beside it", path);
-        tmp[0] = '\0';
-        goto done;
-    }
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(s.fd, 0666 & ~mask);
-
-    if ((rc = write_all(&s, header.p, header.len))) goto done;
-    uint64_t base = data_offset(w);
-    if ((rc = emit_zeros(&s, base - s.pos))) goto done;
-    for (int64_t i = 0; i < w->n_tensors; i++) {
-        const wtensor *t = &w->tensors[i];
-        if ((rc = emit_tensor(&s, t))) goto done;
-        if ((rc = emit_zeros(&s, gm_pad(t->size, w->alignment) - t->size))) goto done;
-    }
-    if (ftruncate(s.fd, (off_t)s.pos) != 0) {
-        rc = gm_fail_errno(err, errno, "%s: cannot size the file to %llu bytes", path, (unsigned long long)s.pos);
-        goto done;
-    }
-    if (fsync(s.fd) != 0) {
-        rc = gm_fail_errno(err, errno, "%s: fsync", path);
-        goto done;
-    }
-    if (close(s.fd) != 0) {
-        s.fd = -1;
-        rc = gm_fail_errno(err, errno, "%s: close", path);
-        goto done;
-    }
-    s.fd = -1;
-    if ((rc = gm_place_file(tmp, path, err))) goto done;
-    tmp[0] = '\0'; /* placed: nothing to remove */
-    gm_sync_parent(path);
-done:
-    if (s.fd >= 0) close(s.fd);
-    if (tmp && tmp[0]) unlink(tmp);
-    free(tmp);
+    if (!s.buf || encode_header(w, &header)) rc = gm_fail(err, GGUFMAP_ENOMEM, "%s: out of memory", path);
+    if (!rc) rc = write_body(w, &s, &header);
+    if (!rc) rc = gm_temp_commit(&out, err);
+    gm_temp_discard(&out); /* after a commit there is nothing left to remove */
     free(s.buf);
     free(header.p);
     return rc;

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# repack on hostile inputs, and its signals (issue 13, item 3):
+#   - a 128-byte model whose one tensor is blk.999999.x, and the same with
+#     an expert tensor (blk.999999.ffn_up_exps.weight): repack (and its dry
+#     run) takes well under a second and little memory (once 3 s and 222 MB,
+#     and over 12 minutes for the expert name), and the copy verifies;
+#   - keys that hold a NUL byte are copied byte for byte: repack works,
+#     verify says identical, every key's bytes are in the output;
+#   - SIGTERM, SIGINT, SIGHUP while planning a model that claims 256 MoE
+#     layers (planning takes seconds) and while copying (slowed by the test
+#     hook): the process is gone within a second, exit 2, "interrupted", no
+#     output, no temporary file, no scratch folder;
+#   - bad input is exit 2, never 1 (the usage status): a corrupt model, a
+#     FIFO, a directory.
+#   hostile.sh GGUFMAP FIXTURE_MAKER WORKDIR GGUFMAP_TESTHOOKS HOSTILE_MAKER RUNSTAT
+set -uo pipefail
+ggufmap=$1 fixture=$2 work=$3 hooks=$4 hostile=$5 runstat=$6
+. "$(dirname "$0")/lib.sh"
+export TMPDIR=$work/tmp
+mkdir -p "$TMPDIR"
+
+# runs "$@" under runstat; sets wall (seconds) and rss (KiB), returns its status
+measure() {
+  local line; line=$("$runstat" "$@" 2>"$work/err") || true
+  wall=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' <<<"$line") rss=$(sed -n 's/.*maxrss_kib=\([0-9]*\).*/\1/p' <<<"$line")
+  return "$(sed -n 's/.*status=\([0-9]*\).*/\1/p' <<<"$line")"
+}
+fast() { awk -v w="$1" 'BEGIN { exit !(w < 1.0) }'; }
+
+# ---- a tensor a million layers up, plain and as an expert
+for name in blk.999999.x blk.999999.ffn_up_exps.weight; do
+  f=$work/$name.gguf
+  "$hostile" one-tensor "$name" "$f" || bad "cannot make $name"
+  [[ $(stat -c %s "$f") == 128 ]] && ok || bad "$name: $(stat -c %s "$f") bytes, expected 128"
+  measure "$ggufmap" repack "$f" --dry-run; st=$?
+  [[ $st == 0 ]] && ok || bad "$name: dry run exit $st: $(cat "$work/err")"
+  fast "$wall" && ok || bad "$name: dry run took $wall s"
+  (( rss < 100 * 1024 )) && ok || bad "$name: dry run peaked at $rss KiB"
+  echo "$name: dry run $wall s, $rss KiB"
+  measure "$ggufmap" repack "$f" -o "$work/$name.out.gguf"; st=$?
+  [[ $st == 0 ]] && ok || bad "$name: repack exit $st: $(cat "$work/err")"
+  fast "$wall" && ok || bad "$name: repack took $wall s"
+  "$ggufmap" verify "$f" "$work/$name.out.gguf" >/dev/null && ok || bad "$name: verify after repack"
+done
+
+# ---- keys holding a NUL byte are copied byte for byte
+"$fixture" --arch qwen3moe --shards 2 -o "$work/m.gguf" >/dev/null || bad "fixture"
+"$hostile" nul-keys "$work/m-00001-of-00002.gguf" "$work/nul-00001-of-00002.gguf" || bad "cannot add NUL keys"
+cp "$work/m-00002-of-00002.gguf" "$work/nul-00002-of-00002.gguf"
+"$ggufmap" repack "$work/nul-00001-of-00002.gguf" --move-across-shards -o "$work/nul-out.gguf" >/dev/null 2>"$work/err"; st=$?
+[[ $st == 0 ]] && ok || bad "repack with NUL keys: exit $st: $(cat "$work/err")"
+"$ggufmap" verify "$work/nul-00001-of-00002.gguf" "$work/nul-out-00001-of-00002.gguf" >"$work/out"; st=$?
+[[ $st == 0 ]] && grep -q '^same' "$work/out" && ok || bad "verify after repack with NUL keys: exit $st $(cat "$work/out")"
+for key in 'test.nul\x00key' 'tokenizer.ggml.model\x00x' 'a\x00b\x00c'; do
+  n=$(grep -c -a -P "$key" "$work/nul-out-00001-of-00002.gguf")
+  [[ $n == 1 ]] && ok || bad "key $key: found $n times in the output"
+done
+d1=$("$ggufmap" hash --digest-only "$work/nul-00001-of-00002.gguf" | cut -d' ' -f5)
+d2=$("$ggufmap" hash --digest-only "$work/nul-out-00001-of-00002.gguf" | cut -d' ' -f5)
+[[ -n $d1 && $d1 == "$d2" ]] && ok || bad "digest changed by repack with NUL keys: $d1 vs $d2"
+
+# ---- signals: gone within a second, nothing left behind
+"$fixture" --arch qwen3moe --layers 256 --n-embd 32 --n-ff 32 --n-ff-exp 32 --vocab 64 -o "$work/moe256.gguf" >/dev/null ||
+  bad "fixture (256 layers)"
+measure "$ggufmap" repack "$work/moe256.gguf" --dry-run; st=$?
+echo "planning a 256-layer MoE model: $wall s"
+awk -v w="$wall" 'BEGIN { exit !(w > 2.0) }' && ok || bad "planning took only $wall s: too fast to interrupt"
+"$fixture" --arch llama --type f32 --n-embd 512 --vocab 4096 --n-ff 1024 --layers 2 -o "$work/big.gguf" >/dev/null ||
+  bad "fixture (big)"
+
+# interrupt SIGNAL WHEN LABEL CMD...: starts CMD, sends SIGNAL after WHEN
+# seconds, and checks the exit (2, within a second, "interrupted") and that
+# $work/sig and $TMPDIR are empty afterwards.
+interrupt() {
+  local sig=$1 when=$2 label=$3; shift 3
+  rm -rf "$work/sig" && mkdir -p "$work/sig"
+  "$@" >/dev/null 2>"$work/err" &
+  local pid=$!
+  sleep "$when"
+  local t0; t0=$(date +%s%N)
+  kill -s "$sig" "$pid"; wait "$pid"; local st=$?
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  echo "$label: SIG$sig answered in $ms ms, exit $st"
+  [[ $st == 2 ]] && ok || bad "$label, SIG$sig: exit $st: $(cat "$work/err")"
+  (( ms < 1000 )) && ok || bad "$label, SIG$sig: took $ms ms to stop"
+  grep -q "interrupted" "$work/err" && ok || bad "$label, SIG$sig: message $(cat "$work/err")"
+  [[ -z $(ls -A "$work/sig") ]] && ok || bad "$label, SIG$sig: left $(ls "$work/sig")"
+  [[ -z $(ls -A "$TMPDIR") ]] && ok || bad "$label, SIG$sig: left $(ls "$TMPDIR") in TMPDIR"
+}
+for sig in TERM INT HUP; do
+  interrupt "$sig" 1 planning "$ggufmap" repack "$work/moe256.gguf" -o "$work/sig/o.gguf"
+  interrupt "$sig" 1 copying env GGUFMAP_REPACK_TEST_DELAY_US=100000 "$hooks" repack "$work/big.gguf" -o "$work/sig/o.gguf" --threads 1
+done
+
+# ---- bad input: exit 2, never 1
+cp "$work/big.gguf" "$work/corrupt.gguf"
+printf 'GGUX' | dd of="$work/corrupt.gguf" bs=1 conv=notrunc status=none
+mkfifo "$work/fifo.gguf"
+for f in "$work/corrupt.gguf" "$work/fifo.gguf" "$work" "$work/missing.gguf"; do
+  timeout 10 "$ggufmap" repack "$f" -o "$work/never.gguf" >/dev/null 2>"$work/err"; st=$?
+  [[ $st == 2 ]] && ok || bad "repack of $f: exit $st, expected 2: $(cat "$work/err")"
+done
+[[ ! -e $work/never.gguf ]] && ok || bad "bad input left an output"
+
+summary
