@@ -3,6 +3,7 @@
 #   - libggufmap.so exports exactly the functions the public headers declare
 #     (all ggufmap_*), nothing else: no gm_*, no json_* (json_string would
 #     collide with jansson's);
+#   - no object of the library is writable global state (.data, .bss);
 #   - the release library and the ggufmap tool carry no test hook: the
 #     names of the GGUFMAP_REPACK_TEST_* variables appear nowhere in them,
 #     while the test build (ggufmap-testhooks) has them (so this check can
@@ -18,7 +19,7 @@ exported=$(nm -D --defined-only "$so" | awk '{ print $NF }' | sort -u)
 others=$(grep -v '^ggufmap_' <<<"$exported")
 [[ -z $others ]] && ok || bad "libggufmap.so exports symbols outside the API: $(tr '\n' ' ' <<<"$others")"
 # Every ggufmap_ function the headers declare (comments stripped).
-declared=$(for h in "$inc"/ggufmap/*.h; do gcc -fpreprocessed -dD -E -P "$h"; done |
+declared=$(for h in "$inc"/ggufmap/*.h; do gcc -fpreprocessed -dD -E -P "$h" 2>/dev/null; done |
            grep -oE '\bggufmap_[a-z0-9_]+[[:space:]]*\(' | tr -d '( \t' | sort -u)
 n=$(wc -l <<<"$declared")
 (( n > 100 )) && ok || bad "only $n functions found in the headers"
@@ -27,6 +28,13 @@ missing=$(comm -23 <(echo "$declared") <(echo "$exported"))
 extra=$(comm -13 <(echo "$declared") <(grep '^ggufmap_' <<<"$exported"))
 [[ -z $extra ]] && ok || bad "exported but not declared in a public header: $(tr '\n' ' ' <<<"$extra")"
 echo "libggufmap.so: $(wc -l <<<"$exported") symbols exported, $n functions declared"
+
+# No mutable global state: no object of the library lives in a writable
+# section (two threads calling it must not share anything).
+writable=$(objdump -t "$static" | awk '$3 == "O" && $4 ~ /^\.(data|bss|data\.rel|data\.rel\.local|tdata|tbss)$/ { print $NF }')
+[[ -z $writable ]] && ok || bad "writable globals in the library: $(tr '\n' ' ' <<<"$writable")"
+n=$(objdump -t "$static" | awk '$3 == "O"' | wc -l)
+(( n > 5 )) && ok || bad "objdump lists only $n objects: is the check able to fail?"
 
 for f in "$so" "$static" "$tool"; do
   n=$(strings "$f" | grep -c 'GGUFMAP_REPACK_TEST')
