@@ -146,9 +146,13 @@ GGUFMAP_API const ggufmap_bufmap_entry *ggufmap_bufmap_at(const ggufmap_bufmap *
 /* ------------------------------------------------------------------------ */
 
 enum {
-    /* Leave the pages outside every planned range mapped; the caller copies
-     * allocated contexts' tensors first, then calls ggufmap_mapped_release(). */
-    GGUFMAP_MAP_KEEP_UNPLANNED = 1u << 0
+    /* Leave the pages outside every planned range mapped until the caller
+     * calls ggufmap_mapped_release(). */
+    GGUFMAP_MAP_KEEP_UNPLANNED = 1u << 0,
+    /* Do not read the tensors of allocated contexts into buffers of their
+     * own: the caller copies them (to a device, say) from the mapping, with
+     * GGUFMAP_MAP_KEEP_UNPLANNED, before ggufmap_mapped_release(). */
+    GGUFMAP_MAP_NO_COPY = 1u << 1
 };
 
 typedef struct ggufmap_map_opts {
@@ -194,6 +198,12 @@ typedef struct ggufmap_mapped_stats {
     uint64_t release_ns;
     uint64_t page;              /* the system page size */
     uint32_t n_ranges, n_gpu_ranges;
+    /* Allocated contexts (CPU_REPACK, --no-mmap, GPU types that copy): */
+    uint64_t alloc_bytes;       /* their buffers' bytes (each tensor at the buft alignment) */
+    uint64_t copied_bytes;      /* tensor bytes read into them */
+    uint32_t n_alloc_buffers;   /* one per allocated context with tensors in a mapped file */
+    uint32_t n_copied;          /* tensors read in */
+    uint64_t copy_ns;           /* time reading them */
 } ggufmap_mapped_stats;
 
 typedef struct ggufmap_mapped ggufmap_mapped;
@@ -201,8 +211,12 @@ typedef struct ggufmap_mapped ggufmap_mapped;
 /* Maps the files of plan's model (opts->shard: one or all), gives each
  * planned range of each mapped buffer to its backend (cpu or gpu, by the
  * buffer type of its context) and builds the buffer map: the ranges of
- * mapped contexts, one catch-all per file for allocated contexts.  Unless
- * opts->flags has GGUFMAP_MAP_KEEP_UNPLANNED, it then releases the pages
+ * mapped contexts, one catch-all per file for allocated contexts.  Then,
+ * as llama.cpp's load_all_data, it reads every tensor of an allocated
+ * context (CPU_REPACK, --no-mmap, a GPU type that copies) into a buffer of
+ * that context's own (host memory, one per context, each tensor at the
+ * buffer type's alignment; unless GGUFMAP_MAP_NO_COPY), and only then,
+ * unless opts->flags has GGUFMAP_MAP_KEEP_UNPLANNED, releases the pages
  * outside every range (ggufmap_mapped_release).  opts NULL: defaults.
  * On success *out owns the mappings and the buffers and borrows plan and the
  * backends, which must outlive it.  On failure (mmap: EIO; a backend
@@ -219,19 +233,21 @@ GGUFMAP_API void ggufmap_unmap(ggufmap_mapped *mapped);
 
 /* Where a tensor lives after mapping. */
 typedef struct ggufmap_resolved {
-    int64_t range;            /* index in ggufmap_mapped_range(), or -1 (catch-all) */
-    void *buffer;             /* the backend's handle; NULL for a catch-all */
-    const uint8_t *addr;      /* mapping base + offset: the tensor's data */
+    int64_t range;            /* index in ggufmap_mapped_range(), or -1 (allocated context) */
+    void *buffer;             /* the backend's handle; for an allocated context its buffer (NULL if not copied) */
+    const uint8_t *addr;      /* the tensor's data: mapping base + offset, or its copy */
     uint64_t offset, size;    /* in the file */
     uint32_t shard, context;
 } ggufmap_resolved;
 
 /* Resolves instance i of the placement (ggufmap_placement_instance): the
- * range of its context that contains its bytes.  Returns GGUFMAP_OK;
- * GGUFMAP_EINVAL for an index out of range; GGUFMAP_ENOTFOUND when its shard
- * is not mapped, when no range contains it (a mapped context: a planner bug
- * or a bad plan; the message names tensor, file and offset), or when it is in
- * an allocated context and its pages were released. */
+ * range of its context that contains its bytes or, for an allocated
+ * context, its copy in that context's buffer (range -1, buffer = the
+ * buffer's base).  Returns GGUFMAP_OK; GGUFMAP_EINVAL for an index out of
+ * range; GGUFMAP_ENOTFOUND when its shard is not mapped, when no range
+ * contains it (a mapped context: a planner bug or a bad plan; the message
+ * names tensor, file and offset), or when it is in an allocated context
+ * that was not copied (GGUFMAP_MAP_NO_COPY) and its pages were released. */
 GGUFMAP_API int ggufmap_mapped_resolve(const ggufmap_mapped *mapped, int64_t instance, ggufmap_resolved *out, ggufmap_error *err);
 
 /* The same for explicit bytes: (context, shard, offset, size), as an engine
