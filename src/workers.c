@@ -78,11 +78,8 @@ static void wait_all(pool *p) {
     unsigned ms = job->tick_ms ? job->tick_ms : 100;
     pthread_mutex_lock(&p->lock);
     while (p->running > 0) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += (time_t)(ms / 1000);
-        until.tv_nsec += (long)(ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        uint64_t at = gm_now_ns() + (uint64_t)ms * 1000000u; /* the condition's clock is CLOCK_MONOTONIC */
+        struct timespec until = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
         int w = pthread_cond_timedwait(&p->done, &p->lock, &until);
         if (w == ETIMEDOUT && p->running > 0 && job->tick) {
             pthread_mutex_unlock(&p->lock);

@@ -216,42 +216,31 @@ static void json_ranges(json *j, const load_report *r) {
     json_end_array(j);
 }
 
+/* "key": { names[0]: values[0], ... } */
+static void json_counts(json *j, const char *key, const char *const *names, const uint64_t *values, size_t n) {
+    json_key(j, key);
+    json_begin_object(j);
+    for (size_t i = 0; i < n; i++) json_field_u(j, names[i], values[i]);
+    json_end_object(j);
+}
+#define JSON_COUNTS(j, key, names, ...) \
+    json_counts(j, key, names, (const uint64_t[]){__VA_ARGS__}, sizeof names / sizeof names[0])
+
 static void json_figures(json *j, const load_report *r) {
-    json_key(j, "tensors");
-    json_begin_object(j);
-    json_key(j, "resolved");
-    json_int(j, r->n_resolved);
-    json_key(j, "in_ranges");
-    json_int(j, r->n_in_ranges);
-    json_key(j, "failed");
-    json_int(j, r->n_failed);
-    json_end_object(j);
-    json_key(j, "allocated"); /* contexts read into buffers of their own (CPU_REPACK, --no-mmap, copies) */
-    json_begin_object(j);
-    json_field_u(j, "buffers", r->ms.n_alloc_buffers);
-    json_field_u(j, "tensors", r->ms.n_copied);
-    json_field_u(j, "bytes", r->ms.alloc_bytes);
-    json_field_u(j, "copied_bytes", r->ms.copied_bytes);
-    json_end_object(j);
-    json_key(j, "predicted");
-    json_begin_object(j);
-    json_field_u(j, "pinned_bytes", r->predicted);
-    json_field_u(j, "llama_span_pinned_bytes", r->span_pred);
-    json_field_u(j, "planned_bytes", r->ms.planned_bytes);
-    json_field_u(j, "planned_pages", r->ms.planned_pages);
-    json_field_u(j, "released_bytes", r->ms.released_bytes);
-    json_end_object(j);
-    json_key(j, "measured");
-    json_begin_object(j);
-    json_field_u(j, "vmlck_bytes", r->vmlck);
-    json_field_u(j, "vmpin_bytes", r->vmpin);
-    json_field_u(j, "backend_pinned_bytes", r->pinned);
-    json_field_u(j, "vmrss_before", r->before.vm_rss);
-    json_field_u(j, "vmrss_after", r->after.vm_rss);
-    json_field_u(j, "vmsize_before", r->before.vm_size);
-    json_field_u(j, "vmsize_after", r->after.vm_size);
-    json_field_u(j, "touched_bytes", r->touched);
-    json_end_object(j);
+    static const char *const tensors[] = {"resolved", "in_ranges", "failed"};
+    JSON_COUNTS(j, "tensors", tensors, (uint64_t)r->n_resolved, (uint64_t)r->n_in_ranges, (uint64_t)r->n_failed);
+    /* contexts read into buffers of their own (CPU_REPACK, --no-mmap, copies) */
+    static const char *const allocated[] = {"buffers", "tensors", "bytes", "copied_bytes"};
+    JSON_COUNTS(j, "allocated", allocated, r->ms.n_alloc_buffers, r->ms.n_copied, r->ms.alloc_bytes, r->ms.copied_bytes);
+    static const char *const predicted[] = {"pinned_bytes", "llama_span_pinned_bytes", "planned_bytes", "planned_pages",
+                                            "released_bytes"};
+    JSON_COUNTS(j, "predicted", predicted, r->predicted, r->span_pred, r->ms.planned_bytes, r->ms.planned_pages,
+                r->ms.released_bytes);
+    static const char *const measured[] = {"vmlck_bytes",  "vmpin_bytes",   "backend_pinned_bytes",
+                                           "vmrss_before", "vmrss_after",   "vmsize_before",
+                                           "vmsize_after", "touched_bytes"};
+    JSON_COUNTS(j, "measured", measured, r->vmlck, r->vmpin, r->pinned, r->before.vm_rss, r->after.vm_rss,
+                r->before.vm_size, r->after.vm_size, r->touched);
 }
 
 static void print_json(const load_report *r) {
@@ -278,18 +267,10 @@ static void print_json(const load_report *r) {
     json_end_object(&j);
     json_ranges(&j, r);
     json_figures(&j, r);
-    json_key(&j, "time_ns");
-    json_begin_object(&j);
-    json_field_u(&j, "map", r->t_map);
-    json_field_u(&j, "mmap", r->ms.map_ns);
-    json_field_u(&j, "gpu_backend", r->ms.gpu_ns);
-    json_field_u(&j, "cpu_backend", r->ms.cpu_ns);
-    json_field_u(&j, "pin", r->pin_ns);
-    json_field_u(&j, "copy", r->ms.copy_ns);
-    json_field_u(&j, "release", r->ms.release_ns);
-    json_field_u(&j, "resolve", r->t_resolve);
-    json_field_u(&j, "touch", r->t_touch);
-    json_end_object(&j);
+    static const char *const times[] = {"map", "mmap", "gpu_backend", "cpu_backend", "pin",
+                                        "copy", "release", "resolve", "touch"};
+    JSON_COUNTS(&j, "time_ns", times, r->t_map, r->ms.map_ns, r->ms.gpu_ns, r->ms.cpu_ns, r->pin_ns, r->ms.copy_ns,
+                r->ms.release_ns, r->t_resolve, r->t_touch);
     json_end_object(&j);
     json_finish(&j);
 }

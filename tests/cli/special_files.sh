@@ -5,10 +5,7 @@
 #   special_files.sh GGUFMAP FIXTURE_MAKER WORKDIR
 set -uo pipefail
 ggufmap=$1 fixture=$2 work=$3
-rm -rf "$work" && mkdir -p "$work"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/../repack/lib.sh" # ok, bad, summary; a fresh $work
 
 "$fixture" --arch llama -o "$work/m.gguf" >/dev/null || bad "fixture"
 mkfifo "$work/fifo.gguf" && ok || bad "mkfifo"
@@ -24,5 +21,4 @@ for f in "$work/fifo.gguf" "$work" /dev/zero; do
   done
 done
 [[ ! -e $work/out.gguf ]] && ok || bad "an output was written"
-echo "$passed passed, $failed failed"
-(( failed == 0 && passed > 0 ))
+summary

@@ -14,10 +14,7 @@
 #   cli.sh GGUFMAP FIXTURE_MAKER WORKDIR
 set -uo pipefail
 ggufmap=$1 fixture=$2 work=$3
-rm -rf "$work" && mkdir -p "$work"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/../repack/lib.sh" # ok, bad, summary; a fresh $work
 
 "$fixture" --arch llama --type q4_0 --layers 4 -o "$work/q4.gguf" >/dev/null || bad "fixture q4_0"
 "$fixture" --arch qwen3moe --type q4_0 -o "$work/moe.gguf" >/dev/null || bad "fixture qwen3moe"
@@ -62,5 +59,4 @@ cp "$work/q4.gguf" "$odd"
 model=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).model)' "$work/odd.json")
 [[ $model == "$odd" ]] && ok || bad "the model path did not survive JSON: $(head -c 300 "$work/odd.json")"
 
-echo "$passed passed, $failed failed"
-(( failed == 0 && passed > 0 ))
+summary
