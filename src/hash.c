@@ -221,8 +221,9 @@ bool ggufmap_hash_skipped_name(const char *name, size_t len) {
 
 bool ggufmap_is_split_key(const char *key, size_t len) {
     static const char *const keys[] = {"split.no", "split.count", "split.tensors.count"};
+    size_t c_len = strnlen(key, len); /* ggml reads a key up to its first NUL */
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (len == strlen(keys[i]) && memcmp(key, keys[i], len) == 0) return true;
+        if (c_len == strlen(keys[i]) && memcmp(key, keys[i], c_len) == 0) return true;
     return false;
 }
 

@@ -114,7 +114,9 @@ GGUFMAP_API void ggufmap_model_hash_free(ggufmap_model_hash *h);
 GGUFMAP_API bool ggufmap_hash_skipped_name(const char *name, size_t len);
 
 /* True for the keys the model digest and the comparison leave out:
- * split.no, split.count, split.tensors.count. */
+ * split.no, split.count, split.tensors.count, read as ggml reads keys (up to
+ * the first NUL: "split.no\0x" is split.no to llama.cpp, see
+ * ggufmap_source_find_kv). */
 GGUFMAP_API bool ggufmap_is_split_key(const char *key, size_t len);
 
 /* Compares two models: the first shard's pairs without the split keys

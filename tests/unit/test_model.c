@@ -3,6 +3,7 @@
  * checks them, presented as one model with per-tensor shard and offset.
  */
 #include "check.h"
+#include "ggufmap/hash.h"
 #include "scratch.h"
 
 /* Writes an n-way split of `per_shard` f32 tensors per shard, as gguf-split
@@ -117,6 +118,9 @@ int main(int argc, char **argv) {
         CHECK(ggufmap_model_n_shards(m) == 3 && ggufmap_model_n_tensors(m) == 6);
         const ggufmap_kv *kv = ggufmap_model_find_kv(m, "split.count");
         CHECK(kv && kv->key_len == strlen("split.count") + 5);
+        /* ... and the digest and verify leave them out as split keys. */
+        CHECK(kv && ggufmap_is_split_key(kv->key, (size_t)kv->key_len));
+        CHECK(!ggufmap_is_split_key("split.countx", 12) && !ggufmap_is_split_key("split.coun", 10));
         ggufmap_model_close(m);
     }
     /* general.architecture\0x is what placement and the reports read as the architecture. */
