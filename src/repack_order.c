@@ -201,8 +201,13 @@ static void add_ngl_case(cases *c, int ngl) {
  * and all.  layers: the distinct layers of the tensors, sorted. */
 static void add_ngl_cases(cases *c, int32_t n_layers, int32_t *layers, size_t n) {
     size_t m = 0;
-    for (size_t i = n; i-- > 0;) /* descending layers: ascending -ngl */
+    for (size_t i = 0; i < n; i++) /* in place: m never passes i */
         if (layers[i] >= 1 && layers[i] < n_layers) layers[m++] = n_layers - layers[i] + 1;
+    for (size_t i = 0; i < m / 2; i++) { /* ascending layers gave descending -ngl */
+        int32_t x = layers[i];
+        layers[i] = layers[m - 1 - i];
+        layers[m - 1 - i] = x;
+    }
     m = spread(layers, m, FAMILY_MAX_CASES - 3);
     add_ngl_case(c, 0);
     if (n_layers >= 1) add_ngl_case(c, 1);

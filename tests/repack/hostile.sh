@@ -59,9 +59,24 @@ d1=$("$ggufmap" hash --digest-only "$work/nul-00001-of-00002.gguf" | cut -d' ' -
 d2=$("$ggufmap" hash --digest-only "$work/nul-out-00001-of-00002.gguf" | cut -d' ' -f5)
 [[ -n $d1 && $d1 == "$d2" ]] && ok || bad "digest changed by repack with NUL keys: $d1 vs $d2"
 
-# ---- signals: gone within a second, nothing left behind
+# ---- the family of cases: as before for a small model, capped for a big one
+# labels MODEL: the placements a dry run lists, one per line
+labels() { "$ggufmap" repack "$1" --dry-run | awk '/^placement/ { on = 1; next } /^(total|output)/ { on = 0 } on { print ($2 ~ /\./ ? $1 : $1 " " $2) }'; }
+# increasing FLAG: the values after FLAG in the labels on stdin rise strictly ("all" last)
+increasing() { awk -v f="$1" '$1 == f { v = $2 == "all" ? 1e12 : $2; if (n && v <= last) bad = 1; last = v; n++ }
+  END { print (bad ? "no" : "yes"), n }'; }
+"$fixture" --arch qwen3moe -o "$work/moe2.gguf" >/dev/null || bad "fixture (2 layers)"
+got=$(labels "$work/moe2.gguf" | tr '\n' ,)
+[[ $got == "-ngl 0,-ngl 1,-ngl 2,-ngl all,--n-cpu-moe 1,--n-cpu-moe 2,--cpu-moe," ]] && ok || bad "family of a 2-layer MoE: $got"
 "$fixture" --arch qwen3moe --layers 256 --n-embd 32 --n-ff 32 --n-ff-exp 32 --vocab 64 -o "$work/moe256.gguf" >/dev/null ||
   bad "fixture (256 layers)"
+labels "$work/moe256.gguf" >"$work/labels"
+[[ $(increasing -ngl <"$work/labels") == "yes 256" ]] && ok || bad "-ngl cases of 256 layers: $(increasing -ngl <"$work/labels")"
+[[ $(increasing --n-cpu-moe <"$work/labels") == "yes 255" ]] && ok || bad "--n-cpu-moe cases: $(increasing --n-cpu-moe <"$work/labels")"
+grep -qx -- '-ngl 256' "$work/labels" && grep -qx -- '--n-cpu-moe 256' "$work/labels" && grep -qx -- '--cpu-moe' "$work/labels" &&
+  ok || bad "the largest cases are missing: $(tail -3 "$work/labels")"
+
+# ---- signals: gone within a second, nothing left behind
 measure "$ggufmap" repack "$work/moe256.gguf" --dry-run; st=$?
 echo "planning a 256-layer MoE model: $wall s"
 awk -v w="$wall" 'BEGIN { exit !(w > 2.0) }' && ok || bad "planning took only $wall s: too fast to interrupt"
