@@ -6,6 +6,10 @@
  *       a model of one f32 tensor of 8 elements called NAME and no keys:
  *       with NAME blk.999999.x it is 128 bytes and names a layer a million
  *       layers up (repack once planned a million placements for it);
+ *   ggufmap-hostile expert-layers N OUT
+ *       N tensors blk.I.ffn_up_exps.weight (I = 0 .. N-1) and no keys: N
+ *       layers (counted from the names), each with an expert tensor, so the
+ *       family of placements repack compares is as large as it gets;
  *   ggufmap-hostile nul-keys IN OUT
  *       IN with three more pairs whose keys hold a NUL byte
  *       ("test.nul\0key", "tokenizer.ggml.model\0x", "a\0b\0c"), which
@@ -14,6 +18,7 @@
  * Exit status 0, or 2 with a message.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ggufmap/ggufmap.h"
@@ -23,15 +28,20 @@ static int fail(const char *what, const ggufmap_error *err) {
     return 2;
 }
 
-static int one_tensor(const char *name, const char *out) {
+/* A model of n f32 tensors of 8 elements, the i-th named by fmt with i. */
+static int tensors(const char *fmt, long n, const char *out) {
     ggufmap_writer *w = ggufmap_writer_new();
     static const float data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     int64_t ne[1] = {8};
     ggufmap_data d = {.kind = GGUFMAP_DATA_BUFFER, .buffer = data};
     ggufmap_error err;
-    int rc = !w || ggufmap_writer_add_tensor(w, name, 1, ne, 0, &d) ? fail("cannot add the tensor", NULL)
-             : ggufmap_writer_write(w, out, 0, &err)                 ? fail("write", &err)
-                                                                     : 0;
+    int rc = w ? 0 : fail("out of memory", NULL);
+    for (long i = 0; i < n && !rc; i++) {
+        char name[GGUFMAP_MAX_NAME];
+        snprintf(name, sizeof name, fmt, i);
+        if (ggufmap_writer_add_tensor(w, name, 1, ne, 0, &d)) rc = fail("cannot add a tensor", NULL);
+    }
+    if (!rc && ggufmap_writer_write(w, out, 0, &err)) rc = fail("write", &err);
     ggufmap_writer_free(w);
     return rc;
 }
@@ -77,8 +87,10 @@ static int nul_keys(const char *in, const char *out) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 4 && strcmp(argv[1], "one-tensor") == 0) return one_tensor(argv[2], argv[3]);
+    if (argc == 4 && strcmp(argv[1], "one-tensor") == 0 && !strchr(argv[2], '%')) return tensors(argv[2], 1, argv[3]);
+    if (argc == 4 && strcmp(argv[1], "expert-layers") == 0 && atol(argv[2]) > 0)
+        return tensors("blk.%ld.ffn_up_exps.weight", atol(argv[2]), argv[3]);
     if (argc == 4 && strcmp(argv[1], "nul-keys") == 0) return nul_keys(argv[2], argv[3]);
-    fprintf(stderr, "usage: ggufmap-hostile one-tensor NAME OUT | nul-keys IN OUT\n");
+    fprintf(stderr, "usage: ggufmap-hostile one-tensor NAME OUT | expert-layers N OUT | nul-keys IN OUT\n");
     return 2;
 }
