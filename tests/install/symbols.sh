@@ -4,6 +4,7 @@
 #     (all ggufmap_*), nothing else: no gm_*, no json_* (json_string would
 #     collide with jansson's);
 #   - no object of the library is writable global state (.data, .bss);
+#   - nothing calls umask() (files are created 0666 under the umask);
 #   - the release library and the ggufmap tool carry no test hook: the
 #     names of the GGUFMAP_REPACK_TEST_* variables appear nowhere in them,
 #     while the test build (ggufmap-testhooks) has them (so this check can
@@ -35,6 +36,11 @@ writable=$(objdump -t "$static" | awk '$3 == "O" && $4 ~ /^\.(data|bss|data\.rel
 [[ -z $writable ]] && ok || bad "writable globals in the library: $(tr '\n' ' ' <<<"$writable")"
 n=$(objdump -t "$static" | awk '$3 == "O"' | wc -l)
 (( n > 5 )) && ok || bad "objdump lists only $n objects: is the check able to fail?"
+
+# Files are created with mode 0666 and the kernel applies the umask: nothing
+# changes the process's umask (umask(0); umask(mask) raced other threads).
+n=$(nm -u "$static" "$tool" 2>/dev/null | grep -c ' U umask$')
+[[ $n == 0 ]] && ok || bad "the library or the tool calls umask ($n references)"
 
 for f in "$so" "$static" "$tool"; do
   n=$(strings "$f" | grep -c 'GGUFMAP_REPACK_TEST')
