@@ -5,14 +5,17 @@
  *   - where the data of a sparse file lies (SEEK_DATA / SEEK_HOLE), and the
  *     runs of whole chunks that hold data, which is how the sparse digest
  *     and repack skip holes without reading them;
- *   - how every output file is put in place: a temporary file beside the
- *     target is renamed onto it only if the target does not exist, then the
- *     folder is synced.
+ *   - how every output file is made (internal.h, gm_temp_*): a temporary
+ *     file beside the target, created with mode 0666 under the umask,
+ *     written, fsynced, renamed onto the target only if the target does not
+ *     exist, then the folder is synced; removed on any failure.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -62,6 +65,79 @@ bool gm_next_data_run(int fd, uint64_t base, uint64_t end, uint64_t chunk, uint6
     *start = s < pos ? pos : s;
     *stop = e > end ? end : e;
     return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Temporary file -> fsync -> into place                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Six letters or digits for a temporary name (mkstemp's alphabet). */
+static void random_suffix(char out[7]) {
+    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    uint8_t r[6];
+    if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+        uint64_t x = gm_now_ns() ^ ((uint64_t)getpid() << 32);
+        for (int i = 0; i < 6; i++, x >>= 8) r[i] = (uint8_t)(x * 2654435761u >> 24);
+    }
+    for (int i = 0; i < 6; i++) out[i] = alphabet[r[i] % (sizeof alphabet - 1)];
+    out[6] = '\0';
+}
+
+int gm_temp_create(gm_tempfile *t, const char *path, ggufmap_error *err) {
+    t->path = path;
+    t->fd = -1;
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        t->tmp = NULL;
+        return gm_fail_errno(err, EEXIST, "%s: exists; refusing to overwrite it", path);
+    }
+    size_t cap = strlen(path) + 16;
+    t->tmp = malloc(cap);
+    if (!t->tmp) return gm_fail(err, GGUFMAP_ENOMEM, "%s: out of memory", path);
+    for (int attempt = 0; attempt < 100; attempt++) {
+        char suffix[7];
+        random_suffix(suffix);
+        snprintf(t->tmp, cap, "%s.tmp-%s", path, suffix);
+        /* 0666: the kernel takes the umask off, as for any new file. */
+        t->fd = open(t->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (t->fd >= 0) return GGUFMAP_OK;
+        if (errno != EEXIST) break;
+    }
+    int e = errno;
+    free(t->tmp);
+    t->tmp = NULL;
+    return gm_fail_errno(err, e, "%s: cannot create a temporary file beside it", path);
+}
+
+int gm_temp_sync_close(gm_tempfile *t, ggufmap_error *err) {
+    if (t->fd < 0) return GGUFMAP_OK;
+    int fd = t->fd;
+    t->fd = -1;
+    if (fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        return gm_fail_errno(err, e, "%s: fsync", t->tmp);
+    }
+    if (close(fd) != 0) return gm_fail_errno(err, errno, "%s: close", t->tmp);
+    return GGUFMAP_OK;
+}
+
+int gm_temp_commit(gm_tempfile *t, ggufmap_error *err) {
+    int rc = gm_temp_sync_close(t, err);
+    if (!rc) rc = gm_place_file(t->tmp, t->path, err);
+    if (rc) return rc;
+    free(t->tmp);
+    t->tmp = NULL; /* placed: nothing to remove */
+    gm_sync_parent(t->path);
+    return GGUFMAP_OK;
+}
+
+void gm_temp_discard(gm_tempfile *t) {
+    if (t->fd >= 0) close(t->fd);
+    t->fd = -1;
+    if (t->tmp) unlink(t->tmp);
+    free(t->tmp);
+    t->tmp = NULL;
 }
 
 int gm_place_file(const char *tmp, const char *path, ggufmap_error *err) {

@@ -8,13 +8,13 @@
  * SHA-256 as zeros from a static zero page, or skipped by the sparse digest
  * (ggufmap/hash.h), which leaves out every all-zero 64 KiB chunk.
  *
- * Threads.  Tensors are independent: up to n_threads workers take the next
- * tensor from an atomic counter.  Each writes only its own result slot; the
- * first error stops the others.
+ * Threads.  Tensors are independent: the library's worker pool (workers.c)
+ * gives them to up to n_threads workers.  Each writes only its own result
+ * slot; the first error stops the others.  Nothing here is shared between
+ * calls: sorts carry their keys in the elements (no file-scope state).
  */
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,8 +221,9 @@ bool ggufmap_hash_skipped_name(const char *name, size_t len) {
 
 bool ggufmap_is_split_key(const char *key, size_t len) {
     static const char *const keys[] = {"split.no", "split.count", "split.tensors.count"};
+    size_t c_len = strnlen(key, len); /* ggml reads a key up to its first NUL */
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (len == strlen(keys[i]) && memcmp(key, keys[i], len) == 0) return true;
+        if (c_len == strlen(keys[i]) && memcmp(key, keys[i], c_len) == 0) return true;
     return false;
 }
 
@@ -230,125 +231,67 @@ bool ggufmap_is_split_key(const char *key, size_t len) {
 /* Many tensors in parallel                                                  */
 /* ------------------------------------------------------------------------ */
 
+/* One tensor per item of the worker pool (workers.c). */
 typedef struct job {
     const ggufmap_model *model;
     unsigned flags;
     ggufmap_tensor_hash *out;
-    atomic_llong next;
     atomic_ullong done_bytes;
-    atomic_int failed;
-    atomic_uint finished; /* workers that have returned */
-    pthread_mutex_t lock;
-    ggufmap_error err; /* the first error */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
+    uint64_t total;
 } job;
 
-static void *worker(void *arg) {
-    job *j = arg;
-    uint8_t *buf = malloc(HASH_CHUNK);
-    int64_t n = ggufmap_model_n_tensors(j->model);
-    for (;;) {
-        if (atomic_load(&j->failed)) break;
-        int64_t i = (int64_t)atomic_fetch_add(&j->next, 1);
-        if (i >= n) break;
-        const ggufmap_tensor *t = ggufmap_model_tensor(j->model, i);
-        const ggufmap_source *src = ggufmap_model_shard(j->model, t->shard);
-        ggufmap_error e;
-        ggufmap_error_clear(&e);
-        int rc = buf ? range_with(ggufmap_source_fd(src), ggufmap_source_path(src), t->offset, t->size, j->flags,
-                                  j->out[i].sha256, NULL, buf, &e)
-                     : gm_fail(&e, GGUFMAP_ENOMEM, "out of memory");
-        if (rc) {
-            pthread_mutex_lock(&j->lock);
-            if (!atomic_load(&j->failed)) {
-                snprintf(j->err.message, sizeof j->err.message, "%.900s (tensor '%.*s')", e.message, (int)t->name_len, t->name);
-                j->err.status = e.status;
-                j->err.sys_errno = e.sys_errno;
-                atomic_store(&j->failed, 1);
-            }
-            pthread_mutex_unlock(&j->lock);
-            break;
-        }
-        atomic_fetch_add(&j->done_bytes, t->size);
-    }
-    free(buf);
-    atomic_fetch_add(&j->finished, 1);
-    return NULL;
+static int hash_one(void *ctx, int64_t i, uint8_t *buf, ggufmap_error *err) {
+    job *j = ctx;
+    const ggufmap_tensor *t = ggufmap_model_tensor(j->model, i);
+    const ggufmap_source *src = ggufmap_model_shard(j->model, t->shard);
+    ggufmap_error e;
+    int rc = range_with(ggufmap_source_fd(src), ggufmap_source_path(src), t->offset, t->size, j->flags,
+                        j->out[i].sha256, NULL, buf, &e);
+    if (rc) return gm_fail(err, rc, "%.900s (tensor '%.*s')", e.message, (int)t->name_len, t->name);
+    atomic_fetch_add(&j->done_bytes, t->size);
+    return GGUFMAP_OK;
 }
 
-static unsigned default_threads(unsigned n) {
-    if (n) return n;
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    return c < 1 ? 1 : c > 4 ? 4 : (unsigned)c;
-}
-
-static void nap(void) {
-    struct timespec ts = {0, 100 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+static void hash_tick(void *ctx) {
+    job *j = ctx;
+    j->progress(j->progress_ctx, atomic_load(&j->done_bytes), j->total);
 }
 
 /* Hashes every tensor of model into out (n_tensors slots). */
 static int hash_parallel(const ggufmap_model *model, unsigned flags, unsigned n_threads, ggufmap_tensor_hash *out,
                          void (*progress)(void *, uint64_t, uint64_t), void *pctx, ggufmap_error *err) {
-    job j;
-    memset(&j, 0, sizeof j);
-    j.model = model;
-    j.flags = flags;
-    j.out = out;
-    atomic_init(&j.next, 0);
+    job j = {.model = model, .flags = flags, .out = out, .progress = progress, .progress_ctx = pctx,
+             .total = ggufmap_model_tensor_bytes(model)};
     atomic_init(&j.done_bytes, 0);
-    atomic_init(&j.failed, 0);
-    atomic_init(&j.finished, 0);
-    pthread_mutex_init(&j.lock, NULL);
-    n_threads = default_threads(n_threads);
-    pthread_t tids[64];
-    unsigned started = 0;
-    if (n_threads > 64) n_threads = 64;
-    for (; started < n_threads; started++)
-        if (pthread_create(&tids[started], NULL, worker, &j) != 0) break;
-    if (started == 0) worker(&j); /* no threads: do it here */
-    uint64_t total = ggufmap_model_tensor_bytes(model);
-    while (progress && atomic_load(&j.finished) < started) {
-        progress(pctx, atomic_load(&j.done_bytes), total);
-        nap();
-    }
-    for (unsigned k = 0; k < started; k++) pthread_join(tids[k], NULL);
-    if (progress) progress(pctx, atomic_load(&j.done_bytes), total);
-    pthread_mutex_destroy(&j.lock);
-    if (atomic_load(&j.failed)) {
-        if (err) *err = j.err;
-        return j.err.status ? j.err.status : GGUFMAP_EIO;
-    }
-    return GGUFMAP_OK;
+    gm_workers_job wj = {.n_items = ggufmap_model_n_tensors(model), .n_threads = n_threads,
+                         .scratch_bytes = HASH_CHUNK, .run = hash_one, .ctx = &j,
+                         .tick = progress ? hash_tick : NULL, .tick_ctx = &j, .tick_ms = 100};
+    return gm_workers_run(&wj, err);
 }
 
 /* ------------------------------------------------------------------------ */
 /* The model digest                                                          */
 /* ------------------------------------------------------------------------ */
 
-static int cmp_bytes(const char *a, size_t na, const char *b, size_t nb) {
-    int c = memcmp(a, b, na < nb ? na : nb);
-    return c ? c : (na < nb ? -1 : na > nb ? 1 : 0);
-}
+/* Sorting without shared state: each element carries the bytes it is sorted by. */
+typedef struct by_bytes {
+    const char *bytes;
+    uint64_t len;
+    int64_t index;
+} by_bytes;
 
-static const ggufmap_source *sort_src; /* qsort has no context argument */
-static const ggufmap_model *sort_model;
-
-static int cmp_kv(const void *x, const void *y) {
-    const ggufmap_kv *a = ggufmap_source_kv(sort_src, *(const int64_t *)x);
-    const ggufmap_kv *b = ggufmap_source_kv(sort_src, *(const int64_t *)y);
-    return cmp_bytes(a->key, a->key_len, b->key, b->key_len);
-}
-
-static int cmp_tensor(const void *x, const void *y) {
-    const ggufmap_tensor *a = ggufmap_model_tensor(sort_model, *(const int64_t *)x);
-    const ggufmap_tensor *b = ggufmap_model_tensor(sort_model, *(const int64_t *)y);
-    return cmp_bytes(a->name, a->name_len, b->name, b->name_len);
+static int cmp_by_bytes(const void *x, const void *y) {
+    const by_bytes *a = x, *b = y;
+    int c = memcmp(a->bytes, b->bytes, (size_t)(a->len < b->len ? a->len : b->len));
+    return c ? c : (a->len < b->len ? -1 : a->len > b->len ? 1 : 0);
 }
 
 static int digest(const ggufmap_model *model, const ggufmap_tensor_hash *th, uint8_t out[GGUFMAP_SHA256_LEN]) {
     const ggufmap_source *s0 = ggufmap_model_shard(model, 0);
     int64_t n_kv = ggufmap_source_n_kv(s0), n_t = ggufmap_model_n_tensors(model);
-    int64_t *idx = malloc((size_t)(n_kv > n_t ? n_kv : n_t) * sizeof *idx + 1);
+    by_bytes *idx = malloc((size_t)(n_kv > n_t ? n_kv : n_t) * sizeof *idx + 1);
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     int rc = GGUFMAP_ENOMEM;
     if (!idx || !ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) goto done;
@@ -356,29 +299,30 @@ static int digest(const ggufmap_model *model, const ggufmap_tensor_hash *th, uin
     int64_t k = 0;
     for (int64_t i = 0; i < n_kv; i++) {
         const ggufmap_kv *kv = ggufmap_source_kv(s0, i);
-        if (!ggufmap_is_split_key(kv->key, kv->key_len)) idx[k++] = i;
+        if (!ggufmap_is_split_key(kv->key, kv->key_len)) idx[k++] = (by_bytes){kv->key, kv->key_len, i};
     }
-    sort_src = s0;
-    qsort(idx, (size_t)k, sizeof *idx, cmp_kv);
+    qsort(idx, (size_t)k, sizeof *idx, cmp_by_bytes);
     bad |= update_le(ctx, (uint64_t)k, 8);
     for (int64_t i = 0; i < k; i++) {
-        const ggufmap_kv *kv = ggufmap_source_kv(s0, idx[i]);
+        const ggufmap_kv *kv = ggufmap_source_kv(s0, idx[i].index);
         bad |= update_le(ctx, kv->key_len, 8) | (EVP_DigestUpdate(ctx, kv->key, kv->key_len) != 1) |
                update_le(ctx, (uint32_t)kv->type, 4);
         if (kv->type == GGUFMAP_VALUE_ARRAY)
             bad |= update_le(ctx, (uint32_t)kv->elem_type, 4) | update_le(ctx, kv->count, 8);
         bad |= update_le(ctx, kv->value_size, 8) | (EVP_DigestUpdate(ctx, kv->value, kv->value_size) != 1);
     }
-    for (int64_t i = 0; i < n_t; i++) idx[i] = i;
-    sort_model = model;
-    qsort(idx, (size_t)n_t, sizeof *idx, cmp_tensor);
+    for (int64_t i = 0; i < n_t; i++) {
+        const ggufmap_tensor *t = ggufmap_model_tensor(model, i);
+        idx[i] = (by_bytes){t->name, t->name_len, i};
+    }
+    qsort(idx, (size_t)n_t, sizeof *idx, cmp_by_bytes);
     bad |= update_le(ctx, (uint64_t)n_t, 8);
     for (int64_t i = 0; i < n_t; i++) {
-        const ggufmap_tensor *t = ggufmap_model_tensor(model, idx[i]);
+        const ggufmap_tensor *t = ggufmap_model_tensor(model, idx[i].index);
         bad |= update_le(ctx, t->name_len, 8) | (EVP_DigestUpdate(ctx, t->name, t->name_len) != 1) |
                update_le(ctx, (uint32_t)t->type, 4) | update_le(ctx, t->n_dims, 4);
         for (uint32_t d = 0; d < t->n_dims; d++) bad |= update_le(ctx, (uint64_t)t->ne[d], 8);
-        bad |= EVP_DigestUpdate(ctx, th[idx[i]].sha256, GGUFMAP_SHA256_LEN) != 1;
+        bad |= EVP_DigestUpdate(ctx, th[idx[i].index].sha256, GGUFMAP_SHA256_LEN) != 1;
     }
     unsigned int len = 0;
     if (!bad && EVP_DigestFinal_ex(ctx, out, &len) == 1 && len == GGUFMAP_SHA256_LEN) rc = GGUFMAP_OK;
@@ -477,39 +421,48 @@ static const char *type_name(int32_t type) {
     return ti ? ti->name : "?";
 }
 
+/* A key for a message: printable, NULs and other control bytes as \xNN. */
+static const char *key_text(char *buf, size_t cap, const ggufmap_kv *kv) {
+    size_t o = 0;
+    for (uint64_t i = 0; i < kv->key_len && o + 5 < cap; i++) {
+        unsigned char c = (unsigned char)kv->key[i];
+        if (c >= 0x20 && c < 0x7f && c != '\'') buf[o++] = (char)c;
+        else o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", c);
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* Whether every pair of a (split keys aside) is in b, byte for byte (the
+ * lookup is by the key's bytes, NULs included: two keys that ggml tells
+ * apart are two keys here).  1 with the first difference in diff, or 0. */
+static int kv_missing_from(const ggufmap_source *a, const ggufmap_source *b, const char *which, char *diff,
+                           size_t cap, int64_t *counted) {
+    *counted = 0;
+    for (int64_t i = 0; i < ggufmap_source_n_kv(a); i++) {
+        const ggufmap_kv *kv = ggufmap_source_kv(a, i);
+        if (ggufmap_is_split_key(kv->key, kv->key_len)) continue;
+        ++*counted;
+        const ggufmap_kv *o = ggufmap_source_kv(b, gm_source_find_kv_bytes(b, kv->key, (size_t)kv->key_len));
+        char key[512];
+        if (!o) {
+            snprintf(diff, cap, "key '%s': only in the %s model", key_text(key, sizeof key, kv), which);
+            return 1;
+        }
+        if (!gm_kv_equal(kv, o)) {
+            snprintf(diff, cap, "key '%s': values differ", key_text(key, sizeof key, kv));
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Compares metadata; writes the first difference into diff and returns 1, or 0. */
 static int compare_kv(const ggufmap_model *a, const ggufmap_model *b, char *diff, size_t cap) {
     const ggufmap_source *sa = ggufmap_model_shard(a, 0), *sb = ggufmap_model_shard(b, 0);
-    int64_t na = 0, nb = 0;
-    for (int64_t i = 0; i < ggufmap_source_n_kv(sa); i++) {
-        const ggufmap_kv *kv = ggufmap_source_kv(sa, i);
-        if (ggufmap_is_split_key(kv->key, kv->key_len)) continue;
-        na++;
-        char key[512];
-        snprintf(key, sizeof key, "%.*s", (int)(kv->key_len < 500 ? kv->key_len : 500), kv->key);
-        int64_t j = ggufmap_source_find_kv(sb, key);
-        const ggufmap_kv *o = j >= 0 ? ggufmap_source_kv(sb, j) : NULL;
-        if (!o || o->key_len != kv->key_len || memcmp(o->key, kv->key, kv->key_len) != 0) {
-            snprintf(diff, cap, "key '%s': only in the first model", key);
-            return 1;
-        }
-        if (o->type != kv->type || o->elem_type != kv->elem_type || o->count != kv->count ||
-            o->value_size != kv->value_size || memcmp(o->value, kv->value, kv->value_size) != 0) {
-            snprintf(diff, cap, "key '%s': values differ", key);
-            return 1;
-        }
-    }
-    for (int64_t i = 0; i < ggufmap_source_n_kv(sb); i++) {
-        const ggufmap_kv *kv = ggufmap_source_kv(sb, i);
-        if (ggufmap_is_split_key(kv->key, kv->key_len)) continue;
-        nb++;
-        char key[512];
-        snprintf(key, sizeof key, "%.*s", (int)(kv->key_len < 500 ? kv->key_len : 500), kv->key);
-        if (ggufmap_source_find_kv(sa, key) < 0) {
-            snprintf(diff, cap, "key '%s': only in the second model", key);
-            return 1;
-        }
-    }
+    int64_t na, nb;
+    if (kv_missing_from(sa, sb, "first", diff, cap, &na) || kv_missing_from(sb, sa, "second", diff, cap, &nb))
+        return 1;
     if (na != nb) {
         snprintf(diff, cap, "metadata: %lld pairs vs %lld", (long long)na, (long long)nb);
         return 1;

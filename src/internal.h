@@ -4,12 +4,15 @@
 #ifndef GGUFMAP_INTERNAL_H
 #define GGUFMAP_INTERNAL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "ggufmap/error.h"
+#include "ggufmap/source.h"
 
 #if defined(__GNUC__)
 #define GM_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -22,6 +25,15 @@ int gm_fail(ggufmap_error *err, int status, const char *fmt, ...) GM_PRINTF(3, 4
 
 /* Like gm_fail for GGUFMAP_EIO/ENOSPC/EEXIST: appends strerror(sys_errno). */
 int gm_fail_errno(ggufmap_error *err, int sys_errno, const char *fmt, ...) GM_PRINTF(3, 4);
+
+/* ---- source.c, for the model module and byte-exact comparisons ---- */
+
+/* Sets the shard index of every tensor of src (the model module numbers them). */
+void gm_source_set_shard(ggufmap_source *src, uint32_t shard);
+/* Index of the pair whose key is exactly these len bytes (NULs included), or
+ * -1.  For comparing two files' metadata pair by pair (verify); a lookup of
+ * a key's meaning uses ggufmap_source_find_kv, ggml's rule. */
+int64_t gm_source_find_kv_bytes(const ggufmap_source *src, const char *key, size_t len);
 
 /* ---- fileio.c ---- */
 
@@ -44,11 +56,79 @@ uint64_t gm_next_hole(int fd, uint64_t pos, uint64_t end);
 bool gm_next_data_run(int fd, uint64_t base, uint64_t end, uint64_t chunk, uint64_t pos, uint64_t *start,
                       uint64_t *stop);
 
+/* ---- fileio.c: every output file goes the same way ----
+ *
+ *   gm_temp_create   PATH.tmp-XXXXXX beside PATH, created O_EXCL with mode
+ *                    0666 (the kernel applies the process's umask), refused
+ *                    when PATH exists;
+ *   ... the caller writes through t.fd ...
+ *   gm_temp_commit   fsync, close, rename onto PATH without replacing it
+ *                    (RENAME_NOREPLACE, or link + unlink), fsync the folder;
+ *   gm_temp_discard  on any failure: close and remove the temporary file.
+ *
+ * A caller that puts several files in place together (repack's shards)
+ * uses gm_temp_sync_close on each, then gm_place_file and gm_sync_parent. */
+typedef struct gm_tempfile {
+    char *tmp;        /* the temporary path (malloc'd), NULL once placed or discarded */
+    const char *path; /* the final path (borrowed) */
+    int fd;           /* open for reading and writing, -1 once closed */
+} gm_tempfile;
+
+int gm_temp_create(gm_tempfile *t, const char *path, ggufmap_error *err);
+int gm_temp_sync_close(gm_tempfile *t, ggufmap_error *err);
+int gm_temp_commit(gm_tempfile *t, ggufmap_error *err);
+void gm_temp_discard(gm_tempfile *t);
 /* Renames tmp onto path unless path exists (RENAME_NOREPLACE, or link +
  * unlink where the file system lacks it).  Returns 0 or an error naming path. */
 int gm_place_file(const char *tmp, const char *path, ggufmap_error *err);
 /* fsyncs the folder holding path (so a rename into it is durable). */
 void gm_sync_parent(const char *path);
+
+/* ---- workers.c: the one worker pool (hash, repack) ---- */
+
+#define GM_WORKERS_MAX 64u
+/* Workers for a request: requested (at most GM_WORKERS_MAX), or without one
+ * (0) the CPUs online, at most 4. */
+unsigned gm_workers_count(unsigned requested);
+
+typedef struct gm_workers_job {
+    int64_t n_items;
+    unsigned n_threads;                 /* 0: gm_workers_count's default */
+    size_t scratch_bytes;               /* a buffer of this size per worker (0: none) */
+    /* Does item i; returns 0 or a status with err filled.  Called from the
+     * workers, several at once. */
+    int (*run)(void *ctx, int64_t item, uint8_t *scratch, ggufmap_error *err);
+    void *ctx;
+    volatile sig_atomic_t *cancel;      /* no new item once non-zero (NULL: never) */
+    void (*tick)(void *tick_ctx);       /* from the calling thread while waiting, and once at the end */
+    void *tick_ctx;
+    unsigned tick_ms;                   /* 0: 100 */
+} gm_workers_job;
+
+/* Runs every item of job.  Returns GGUFMAP_OK; the first item's error (the
+ * others stop taking items); or GGUFMAP_EIO "interrupted by a signal" when
+ * *job->cancel was set and no item failed. */
+int gm_workers_run(const gm_workers_job *job, ggufmap_error *err);
+
+/* ---- time ---- */
+
+/* CLOCK_MONOTONIC in nanoseconds: the one clock for durations. */
+static inline uint64_t gm_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- key-value pairs ---- */
+
+/* Two pairs are equal when every byte of their keys and encoded values and
+ * their types and counts are: the one comparison behind verify and repack's
+ * read-back check. */
+static inline bool gm_kv_equal(const ggufmap_kv *a, const ggufmap_kv *b) {
+    return a->key_len == b->key_len && memcmp(a->key, b->key, (size_t)a->key_len) == 0 && a->type == b->type &&
+           a->elem_type == b->elem_type && a->count == b->count && a->value_size == b->value_size &&
+           memcmp(a->value, b->value, (size_t)a->value_size) == 0;
+}
 
 /* "1.50 GiB", "512 B" into buf; returns buf. */
 const char *gm_fmt_bytes(char *buf, size_t cap, uint64_t bytes);

@@ -145,6 +145,13 @@ typedef struct shard_map {
     bool released;
 } shard_map;
 
+/* A tensor of an allocated context, read into that context's buffer. */
+typedef struct alloc_copy {
+    uint32_t context, shard;
+    uint64_t offset, size;      /* in the file */
+    const uint8_t *addr;        /* in the context's buffer */
+} alloc_copy;
+
 struct ggufmap_mapped {
     const ggufmap_plan *plan;
     ggufmap_map_opts opts;
@@ -154,6 +161,10 @@ struct ggufmap_mapped {
     ggufmap_mapped_range *ranges;
     uint32_t n_ranges;
     ggufmap_bufmap *bufmap;
+    uint8_t **alloc_buffers;    /* per placement context: its allocated buffer, or NULL */
+    uint32_t n_contexts;
+    alloc_copy *copies;         /* sorted by (context, shard, offset) */
+    size_t n_copies;
     ggufmap_mapped_stats stats;
 };
 
@@ -165,12 +176,6 @@ void ggufmap_map_opts_init(ggufmap_map_opts *opts) {
 bool ggufmap_buft_is_gpu(const char *buft) {
     if (strncmp(buft, "MTL", 3) == 0) return true;
     return strncmp(buft, "CUDA", 4) == 0 && strcmp(buft, "CUDA_Host") != 0;
-}
-
-uint64_t gm_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 uint64_t gm_page_size(void) {
@@ -247,6 +252,9 @@ static void teardown(ggufmap_mapped *m) {
 void ggufmap_unmap(ggufmap_mapped *m) {
     if (!m) return;
     teardown(m);
+    for (uint32_t c = 0; m->alloc_buffers && c < m->n_contexts; c++) free(m->alloc_buffers[c]);
+    free(m->alloc_buffers);
+    free(m->copies);
     for (uint32_t s = 0; s < m->n_shards; s++) free(m->shards[s].keep);
     free(m->shards);
     free(m->ranges);
@@ -327,6 +335,94 @@ static int add_range(ggufmap_mapped *m, uint32_t bi, const ggufmap_buffer *b, ui
     return ggufmap_bufmap_add(m->bufmap, &e, err);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Allocated contexts: their tensors read into buffers of their own          */
+/* ------------------------------------------------------------------------ */
+
+static int by_copy_key(const void *x, const void *y) {
+    const alloc_copy *a = x, *b = y;
+    if (a->context != b->context) return a->context < b->context ? -1 : 1;
+    if (a->shard != b->shard) return a->shard < b->shard ? -1 : 1;
+    return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+/* The copy of (context, shard, offset, size), or NULL. */
+static const alloc_copy *find_copy(const ggufmap_mapped *m, uint32_t context, uint32_t shard, uint64_t offset,
+                                   uint64_t size) {
+    alloc_copy key = {context, shard, offset, 0, NULL};
+    const alloc_copy *c = m->n_copies ? bsearch(&key, m->copies, m->n_copies, sizeof key, by_copy_key) : NULL;
+    return c && c->size == size ? c : NULL;
+}
+
+/* The instances of allocated contexts in mapped files: how many, and the
+ * bytes each context's buffer needs (every tensor at its buft alignment). */
+static size_t count_allocated(const ggufmap_mapped *m, uint64_t *need) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(m->plan);
+    const ggufmap_model *model = ggufmap_placement_model(pl);
+    size_t n = 0;
+    for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
+        const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
+        const ggufmap_context *ctx = ggufmap_placement_context(pl, in->context);
+        const ggufmap_tensor *t = ggufmap_model_tensor(model, in->tensor);
+        if (ctx->mapped || !m->shards[t->shard].base) continue;
+        need[in->context] += gm_pad(t->size, ctx->alignment ? ctx->alignment : 32);
+        n++;
+    }
+    return n;
+}
+
+/* One buffer per allocated context, every tensor of it read in from its
+ * file: what llama.cpp's load_all_data does for CPU_REPACK, --no-mmap and
+ * GPU types that copy (ggml_backend_tensor_set from the file's bytes),
+ * before any page is released.  Read with pread, so the mapping's pages
+ * stay as they were. */
+static int copy_allocated(ggufmap_mapped *m, ggufmap_error *err) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(m->plan);
+    const ggufmap_model *model = ggufmap_placement_model(pl);
+    uint64_t t0 = gm_now_ns();
+    m->n_contexts = ggufmap_placement_n_contexts(pl);
+    uint64_t *cursor = calloc(m->n_contexts + 1, sizeof *cursor);
+    m->alloc_buffers = calloc(m->n_contexts + 1, sizeof *m->alloc_buffers);
+    if (!cursor || !m->alloc_buffers) {
+        free(cursor);
+        return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    }
+    size_t n = count_allocated(m, cursor);
+    m->copies = malloc((n ? n : 1) * sizeof *m->copies);
+    int rc = m->copies ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    for (uint32_t c = 0; !rc && c < m->n_contexts; c++) {
+        const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
+        size_t align = ctx->alignment > 64 ? ctx->alignment : 64;
+        if (cursor[c] && posix_memalign((void **)&m->alloc_buffers[c], align, (size_t)cursor[c]) != 0)
+            rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory for the %s buffer (%llu bytes)", ctx->buffer_name,
+                         (unsigned long long)cursor[c]);
+        m->stats.alloc_bytes += cursor[c];
+        m->stats.n_alloc_buffers += cursor[c] != 0;
+        cursor[c] = 0;
+    }
+    for (int64_t i = 0; !rc && i < ggufmap_placement_n_instances(pl); i++) {
+        const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
+        const ggufmap_context *ctx = ggufmap_placement_context(pl, in->context);
+        const ggufmap_tensor *t = ggufmap_model_tensor(model, in->tensor);
+        if (ctx->mapped || !m->shards[t->shard].base) continue;
+        uint8_t *dst = m->alloc_buffers[in->context] + cursor[in->context];
+        const ggufmap_source *src = ggufmap_model_shard(model, t->shard);
+        int sys = gm_pread_full(ggufmap_source_fd(src), dst, (size_t)t->size, t->offset);
+        if (sys)
+            rc = gm_fail_errno(err, sys == GM_SHORT_FILE ? EIO : sys, "%s: offset %llu: tensor '%.*s' (%s): read",
+                               ggufmap_source_path(src), (unsigned long long)t->offset, (int)t->name_len, t->name,
+                               ctx->buffer_name);
+        m->copies[m->n_copies++] = (alloc_copy){in->context, t->shard, t->offset, t->size, dst};
+        m->stats.copied_bytes += t->size;
+        cursor[in->context] += gm_pad(t->size, ctx->alignment ? ctx->alignment : 32);
+    }
+    free(cursor);
+    qsort(m->copies, m->n_copies, sizeof *m->copies, by_copy_key);
+    m->stats.n_copied = (uint32_t)m->n_copies;
+    m->stats.copy_ns = gm_now_ns() - t0;
+    return rc;
+}
+
 int ggufmap_map(const ggufmap_plan *plan, const ggufmap_map_opts *opts_in, ggufmap_mapped **out, ggufmap_error *err) {
     *out = NULL;
     ggufmap_error_clear(err);
@@ -402,7 +498,9 @@ int ggufmap_map(const ggufmap_plan *plan, const ggufmap_map_opts *opts_in, ggufm
     }
     m->stats.n_ranges = m->n_ranges;
     if (rc) goto done;
-    /* 5. Release what no range needs. */
+    /* 5. The allocated contexts' tensors, read in before any page goes. */
+    if (!(m->opts.flags & GGUFMAP_MAP_NO_COPY) && (rc = copy_allocated(m, err))) goto done;
+    /* 6. Release what no range needs. */
     if (!(m->opts.flags & GGUFMAP_MAP_KEEP_UNPLANNED)) rc = ggufmap_mapped_release(m, NULL, err);
 done:
     if (rc) {
@@ -451,6 +549,12 @@ static int resolved_from(const ggufmap_mapped *m, const ggufmap_bufmap_entry *e,
     if (offset + size > sm->len)
         return gm_fail(err, GGUFMAP_ENOTFOUND, "%s: offset %llu: %llu bytes end past the file (%zu bytes)", path,
                        (unsigned long long)offset, (unsigned long long)size, sm->len);
+    const alloc_copy *copy = e->index < 0 ? find_copy(m, e->context, e->shard, offset, size) : NULL;
+    if (copy) {
+        /* An allocated context's tensor: its copy in the context's buffer. */
+        *out = (ggufmap_resolved){-1, m->alloc_buffers[e->context], copy->addr, offset, size, e->shard, e->context};
+        return GGUFMAP_OK;
+    }
     if (e->index < 0 && sm->released) {
         /* A catch-all after release: only kept pages can be read. */
         uint64_t page = m->stats.page, f = gm_floor_to(offset, page), l = gm_ceil_to(offset + size, page);
@@ -458,8 +562,8 @@ static int resolved_from(const ggufmap_mapped *m, const ggufmap_bufmap_entry *e,
         for (uint32_t k = 0; k < sm->n_keep && !kept; k++) kept = sm->keep[k].first <= f && l <= sm->keep[k].last;
         if (!kept)
             return gm_fail(err, GGUFMAP_ENOTFOUND,
-                           "%s: offset %llu: the pages of these %llu bytes were released (copy allocated tensors "
-                           "before ggufmap_mapped_release)",
+                           "%s: offset %llu: the pages of these %llu bytes were released and no allocated "
+                           "buffer holds them (GGUFMAP_MAP_NO_COPY: copy before ggufmap_mapped_release)",
                            path, (unsigned long long)offset, (unsigned long long)size);
     }
     out->range = e->index;

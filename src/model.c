@@ -12,8 +12,6 @@
 #include "ggufmap/model.h"
 #include "internal.h"
 
-void gm_source_set_shard(ggufmap_source *src, uint32_t shard);
-
 struct ggufmap_model {
     uint32_t n_shards;
     ggufmap_source **shards;

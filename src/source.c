@@ -44,7 +44,8 @@ struct ggufmap_source {
     ggufmap_kv *kvs;
     int64_t n_tensors;
     ggufmap_tensor *tensors;
-    gm_hashtab kv_index;
+    gm_hashtab kv_index;     /* whole key bytes -> index: duplicate keys */
+    gm_hashtab kv_by_name;   /* key up to its first NUL -> first such index: lookups */
     gm_hashtab tensor_index;
 };
 
@@ -157,10 +158,15 @@ static int parse_kv(ggufmap_source *src, gm_cursor *c, int64_t i, ggufmap_error 
     if (kv->key_len == 0)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key %lld is empty", src->path,
                        (unsigned long long)kv->offset, (long long)i);
+    /* ggml refuses a key equal to an earlier one byte for byte (std::string
+     * ==), but finds keys with strcmp: "general.alignment\0xyz" is a key of
+     * its own, and a lookup of "general.alignment" finds the first key whose
+     * C string is that (gguf.cpp:572, 1041). */
     int64_t dup = gm_hashtab_insert(&src->kv_index, kv->key, (size_t)kv->key_len, i);
     if (dup >= 0)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key '%s': duplicate of key %lld", src->path,
                        (unsigned long long)kv->offset, quote(q, sizeof q, kv->key, kv->key_len), (long long)dup);
+    gm_hashtab_insert(&src->kv_by_name, kv->key, strnlen(kv->key, (size_t)kv->key_len), i);
 
     uint64_t type_at = c->pos;
     uint32_t t;
@@ -430,7 +436,7 @@ static int parse(ggufmap_source *src, unsigned flags, ggufmap_error *err) {
     src->kvs = calloc(nk ? nk : 1, sizeof *src->kvs);
     src->tensors = calloc(nt ? nt : 1, sizeof *src->tensors);
     if (!src->kvs || !src->tensors || gm_hashtab_init(&src->kv_index, (size_t)nk) ||
-        gm_hashtab_init(&src->tensor_index, (size_t)nt))
+        gm_hashtab_init(&src->kv_by_name, (size_t)nk) || gm_hashtab_init(&src->tensor_index, (size_t)nt))
         return gm_fail(err, GGUFMAP_ENOMEM, "%s: out of memory for %llu keys and %llu tensors", src->path,
                        (unsigned long long)nk, (unsigned long long)nt);
     int rc;
@@ -452,7 +458,9 @@ int ggufmap_source_open(const char *path, unsigned flags, ggufmap_source **out, 
     }
     src->fd = -1;
     int rc = GGUFMAP_OK;
-    src->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer;
+     * anything but a regular file is refused before a byte is read. */
+    src->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (src->fd < 0) {
         rc = gm_fail_errno(err, errno, "%s: cannot open", path);
         goto fail;
@@ -463,9 +471,12 @@ int ggufmap_source_open(const char *path, unsigned flags, ggufmap_source **out, 
         goto fail;
     }
     if (!S_ISREG(st.st_mode)) {
-        rc = gm_fail(err, GGUFMAP_EIO, "%s: not a regular file", path);
+        rc = gm_fail(err, GGUFMAP_EIO, "%s: not a regular file (a %s)", path,
+                     S_ISDIR(st.st_mode) ? "directory" : S_ISFIFO(st.st_mode) ? "FIFO"
+                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "device" : "socket or other special file");
         goto fail;
     }
+    fcntl(src->fd, F_SETFL, fcntl(src->fd, F_GETFL) & ~O_NONBLOCK);
     src->size = (uint64_t)st.st_size;
     if (src->size > 0) {
         void *m = mmap(NULL, (size_t)src->size, PROT_READ, MAP_PRIVATE, src->fd, 0);
@@ -488,6 +499,7 @@ void ggufmap_source_close(ggufmap_source *src) {
     if (src->map) munmap((void *)(uintptr_t)src->map, (size_t)src->size);
     if (src->fd >= 0) close(src->fd);
     gm_hashtab_free(&src->kv_index);
+    gm_hashtab_free(&src->kv_by_name);
     gm_hashtab_free(&src->tensor_index);
     free(src->kvs);
     free(src->tensors);
@@ -495,8 +507,6 @@ void ggufmap_source_close(ggufmap_source *src) {
     free(src);
 }
 
-/* Sets the shard index of every tensor; used by the model module only. */
-void gm_source_set_shard(ggufmap_source *src, uint32_t shard);
 void gm_source_set_shard(ggufmap_source *src, uint32_t shard) {
     for (int64_t i = 0; i < src->n_tensors; i++) src->tensors[i].shard = shard;
 }
@@ -521,7 +531,11 @@ const ggufmap_kv *ggufmap_source_kv(const ggufmap_source *src, int64_t i) {
 }
 
 int64_t ggufmap_source_find_kv(const ggufmap_source *src, const char *key) {
-    return gm_hashtab_find(&src->kv_index, key, strlen(key));
+    return gm_hashtab_find(&src->kv_by_name, key, strlen(key));
+}
+
+int64_t gm_source_find_kv_bytes(const ggufmap_source *src, const char *key, size_t len) {
+    return gm_hashtab_find(&src->kv_index, key, len);
 }
 
 const ggufmap_tensor *ggufmap_source_tensor(const ggufmap_source *src, int64_t i) {
@@ -538,7 +552,7 @@ int64_t ggufmap_source_find_tensor(const ggufmap_source *src, const char *name) 
 
 bool ggufmap_kv_key_is(const ggufmap_kv *kv, const char *key) {
     size_t n = strlen(key);
-    return kv->key_len == n && memcmp(kv->key, key, n) == 0;
+    return strnlen(kv->key, (size_t)kv->key_len) == n && memcmp(kv->key, key, n) == 0;
 }
 
 static int scalar_int(int32_t type, const uint8_t *p, int64_t *out) {

@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ggufmap/writer.h"
@@ -43,7 +42,7 @@ struct ggufmap_writer {
     uint32_t alignment;
     bytes kv;            /* encoded pairs */
     int64_t n_kv;
-    char **keys;         /* copies, for the duplicate check */
+    struct wkey { char *bytes; size_t len; } *keys; /* copies, for the duplicate check */
     gm_hashtab key_index;
     wtensor *tensors;
     int64_t n_tensors, cap_tensors;
@@ -106,8 +105,8 @@ static int table_add(gm_hashtab *t, const char *key, size_t len, int64_t value,
 }
 
 static const char *key_at(const ggufmap_writer *w, int64_t i, size_t *len) {
-    *len = strlen(w->keys[i]);
-    return w->keys[i];
+    *len = w->keys[i].len;
+    return w->keys[i].bytes;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -124,7 +123,7 @@ ggufmap_writer *ggufmap_writer_new(void) {
 
 void ggufmap_writer_free(ggufmap_writer *w) {
     if (!w) return;
-    for (int64_t i = 0; i < w->n_kv; i++) free(w->keys[i]);
+    for (int64_t i = 0; i < w->n_kv; i++) free(w->keys[i].bytes);
     free(w->keys);
     free(w->kv.p);
     free(w->tensors);
@@ -146,21 +145,24 @@ int ggufmap_writer_set_alignment(ggufmap_writer *w, uint32_t alignment) {
     return GGUFMAP_OK;
 }
 
-/* Registers key and writes its string and type; the caller appends the value. */
+/* Registers key and writes its string and type; the caller appends the value.
+ * A key is any non-empty byte string, NUL bytes included: ggml keeps such a
+ * key whole, so copying a file's pairs must too (duplicates are byte for byte). */
 static int begin_kv(ggufmap_writer *w, const char *key, size_t key_len, int32_t type) {
-    if (key_len == 0 || memchr(key, '\0', key_len)) return GGUFMAP_EINVAL;
-    char **keys = realloc(w->keys, (size_t)(w->n_kv + 1) * sizeof *keys);
+    if (key_len == 0) return GGUFMAP_EINVAL;
+    struct wkey *keys = realloc(w->keys, (size_t)(w->n_kv + 1) * sizeof *keys);
     if (!keys) goto nomem;
     w->keys = keys;
-    char *copy = strndup(key, key_len);
+    char *copy = malloc(key_len);
     if (!copy) goto nomem;
+    memcpy(copy, key, key_len);
     int r = table_add(&w->key_index, copy, key_len, w->n_kv, key_at, w);
     if (r != 0) {
         free(copy);
         if (r > 0) return GGUFMAP_EINVAL;
         goto nomem;
     }
-    w->keys[w->n_kv++] = copy;
+    w->keys[w->n_kv++] = (struct wkey){copy, key_len};
     if (put_str(&w->kv, key, key_len) || put_u32(&w->kv, (uint32_t)type)) goto nomem;
     return GGUFMAP_OK;
 nomem:
@@ -455,62 +457,34 @@ static int emit_tensor(sink *s, const wtensor *t) {
 }
 
 
+/* Streams the header, the padding and every tensor (with its padding) into s. */
+static int write_body(const ggufmap_writer *w, sink *s, const bytes *header) {
+    int rc = write_all(s, header->p, header->len);
+    if (!rc) rc = emit_zeros(s, data_offset(w) - s->pos);
+    for (int64_t i = 0; i < w->n_tensors && !rc; i++) {
+        const wtensor *t = &w->tensors[i];
+        rc = emit_tensor(s, t);
+        if (!rc) rc = emit_zeros(s, gm_pad(t->size, w->alignment) - t->size);
+    }
+    if (!rc && ftruncate(s->fd, (off_t)s->pos) != 0)
+        rc = gm_fail_errno(s->err, errno, "%s: cannot size the file to %llu bytes", s->path,
+                           (unsigned long long)s->pos);
+    return rc;
+}
+
 int ggufmap_writer_write(ggufmap_writer *w, const char *path, unsigned flags, ggufmap_error *err) {
     ggufmap_error_clear(err);
     if (w->failed) return gm_fail(err, GGUFMAP_ENOMEM, "%s: an earlier add ran out of memory", path);
-    struct stat st;
-    if (lstat(path, &st) == 0)
-        return gm_fail_errno(err, EEXIST, "%s: refusing to overwrite", path);
     bytes header = {0};
-    sink s = {.fd = -1, .path = path, .sparse = (flags & GGUFMAP_WRITE_SPARSE) != 0, .err = err};
-    size_t tmp_len = strlen(path) + 16;
-    char *tmp = malloc(tmp_len);
+    gm_tempfile out;
+    int rc = gm_temp_create(&out, path, err);
+    if (rc) return rc;
+    sink s = {.fd = out.fd, .path = path, .sparse = (flags & GGUFMAP_WRITE_SPARSE) != 0, .err = err};
     s.buf = malloc(COPY_CHUNK);
-    int rc = GGUFMAP_OK;
-    if (!tmp || !s.buf || encode_header(w, &header)) {
-        rc = gm_fail(err, GGUFMAP_ENOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    snprintf(tmp, tmp_len, "%s.tmp-XXXXXX", path);
-    s.fd = mkstemp(tmp);
-    if (s.fd < 0) {
-        rc = gm_fail_errno(err, errno, "%s: cannot create a temporary file beside it", path);
-        tmp[0] = '\0';
-        goto done;
-    }
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(s.fd, 0666 & ~mask);
-
-    if ((rc = write_all(&s, header.p, header.len))) goto done;
-    uint64_t base = data_offset(w);
-    if ((rc = emit_zeros(&s, base - s.pos))) goto done;
-    for (int64_t i = 0; i < w->n_tensors; i++) {
-        const wtensor *t = &w->tensors[i];
-        if ((rc = emit_tensor(&s, t))) goto done;
-        if ((rc = emit_zeros(&s, gm_pad(t->size, w->alignment) - t->size))) goto done;
-    }
-    if (ftruncate(s.fd, (off_t)s.pos) != 0) {
-        rc = gm_fail_errno(err, errno, "%s: cannot size the file to %llu bytes", path, (unsigned long long)s.pos);
-        goto done;
-    }
-    if (fsync(s.fd) != 0) {
-        rc = gm_fail_errno(err, errno, "%s: fsync", path);
-        goto done;
-    }
-    if (close(s.fd) != 0) {
-        s.fd = -1;
-        rc = gm_fail_errno(err, errno, "%s: close", path);
-        goto done;
-    }
-    s.fd = -1;
-    if ((rc = gm_place_file(tmp, path, err))) goto done;
-    tmp[0] = '\0'; /* placed: nothing to remove */
-    gm_sync_parent(path);
-done:
-    if (s.fd >= 0) close(s.fd);
-    if (tmp && tmp[0]) unlink(tmp);
-    free(tmp);
+    if (!s.buf || encode_header(w, &header)) rc = gm_fail(err, GGUFMAP_ENOMEM, "%s: out of memory", path);
+    if (!rc) rc = write_body(w, &s, &header);
+    if (!rc) rc = gm_temp_commit(&out, err);
+    gm_temp_discard(&out); /* after a commit there is nothing left to remove */
     free(s.buf);
     free(header.p);
     return rc;

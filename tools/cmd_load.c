@@ -12,12 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ggufmap/ggufmap.h"
 #include "ggufmap/load.h"
 #include "commands.h"
+#include "internal.h" /* gm_now_ns */
+#include "json.h"     /* the library's JSON writer */
 #include "placement_args.h"
 #include "util.h"
 
@@ -170,13 +171,109 @@ static uint64_t span_pages(const ggufmap_plan *plan, int gpu, int32_t shard, uin
     return sum;
 }
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+static double ms(uint64_t ns) { return (double)ns / 1e6; }
+
+/* ------------------------------------------------------------------------ */
+/* The JSON document (ggufmap.load/1), through the library's JSON writer     */
+/* ------------------------------------------------------------------------ */
+
+/* Everything the report shows, gathered once by cmd_load. */
+typedef struct load_report {
+    const char *path;
+    const load_args *a;
+    const char *planner;
+    bool has_gpu;
+    const ggufmap_plan *plan;
+    const ggufmap_mapped *mapped;
+    ggufmap_mapped_stats ms;
+    int64_t n_resolved, n_in_ranges, n_failed;
+    uint64_t predicted, span_pred, vmlck, vmpin, pinned, touched, pin_ns;
+    proc_status before, after;
+    uint64_t t_map, t_resolve, t_touch;
+} load_report;
+
+static void json_field_u(json *j, const char *key, uint64_t v) {
+    json_key(j, key);
+    json_uint(j, v);
 }
 
-static double ms(uint64_t ns) { return (double)ns / 1e6; }
+static void json_ranges(json *j, const load_report *r) {
+    json_key(j, "ranges");
+    json_begin_array(j);
+    for (uint32_t i = 0; i < ggufmap_mapped_n_ranges(r->mapped); i++) {
+        const ggufmap_mapped_range *mr = ggufmap_mapped_range_at(r->mapped, i);
+        json_begin_object(j);
+        json_key(j, "buffer");
+        json_string(j, ggufmap_plan_buffer(r->plan, mr->plan_buffer)->name);
+        json_field_u(j, "shard", mr->shard);
+        json_field_u(j, "first", mr->first);
+        json_field_u(j, "last", mr->last);
+        json_key(j, "backend");
+        json_string(j, mr->backend->name);
+        json_field_u(j, "ns", mr->ns);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
+/* "key": { names[0]: values[0], ... } */
+static void json_counts(json *j, const char *key, const char *const *names, const uint64_t *values, size_t n) {
+    json_key(j, key);
+    json_begin_object(j);
+    for (size_t i = 0; i < n; i++) json_field_u(j, names[i], values[i]);
+    json_end_object(j);
+}
+#define JSON_COUNTS(j, key, names, ...) \
+    json_counts(j, key, names, (const uint64_t[]){__VA_ARGS__}, sizeof names / sizeof names[0])
+
+static void json_figures(json *j, const load_report *r) {
+    static const char *const tensors[] = {"resolved", "in_ranges", "failed"};
+    JSON_COUNTS(j, "tensors", tensors, (uint64_t)r->n_resolved, (uint64_t)r->n_in_ranges, (uint64_t)r->n_failed);
+    /* contexts read into buffers of their own (CPU_REPACK, --no-mmap, copies) */
+    static const char *const allocated[] = {"buffers", "tensors", "bytes", "copied_bytes"};
+    JSON_COUNTS(j, "allocated", allocated, r->ms.n_alloc_buffers, r->ms.n_copied, r->ms.alloc_bytes, r->ms.copied_bytes);
+    static const char *const predicted[] = {"pinned_bytes", "llama_span_pinned_bytes", "planned_bytes", "planned_pages",
+                                            "released_bytes"};
+    JSON_COUNTS(j, "predicted", predicted, r->predicted, r->span_pred, r->ms.planned_bytes, r->ms.planned_pages,
+                r->ms.released_bytes);
+    static const char *const measured[] = {"vmlck_bytes",  "vmpin_bytes",   "backend_pinned_bytes",
+                                           "vmrss_before", "vmrss_after",   "vmsize_before",
+                                           "vmsize_after", "touched_bytes"};
+    JSON_COUNTS(j, "measured", measured, r->vmlck, r->vmpin, r->pinned, r->before.vm_rss, r->after.vm_rss,
+                r->before.vm_size, r->after.vm_size, r->touched);
+}
+
+static void print_json(const load_report *r) {
+    json j;
+    json_init(&j, stdout);
+    json_begin_object(&j);
+    json_key(&j, "schema");
+    json_string(&j, "ggufmap.load/1");
+    json_key(&j, "model");
+    json_string(&j, r->path);
+    json_key(&j, "device");
+    json_string(&j, ggufmap_device_name(r->a->pa.opts.device));
+    json_key(&j, "planner");
+    json_string(&j, r->planner);
+    json_field_u(&j, "page", r->ms.page);
+    json_key(&j, "shard");
+    json_int(&j, r->a->shard);
+    json_key(&j, "backends");
+    json_begin_object(&j);
+    json_key(&j, "gpu");
+    json_string(&j, r->a->backend);
+    json_key(&j, "cpu");
+    json_string(&j, r->has_gpu ? r->a->cpu_backend : r->a->backend);
+    json_end_object(&j);
+    json_ranges(&j, r);
+    json_figures(&j, r);
+    static const char *const times[] = {"map", "mmap", "gpu_backend", "cpu_backend", "pin",
+                                        "copy", "release", "resolve", "touch"};
+    JSON_COUNTS(&j, "time_ns", times, r->t_map, r->ms.map_ns, r->ms.gpu_ns, r->ms.cpu_ns, r->pin_ns, r->ms.copy_ns,
+                r->ms.release_ns, r->t_resolve, r->t_touch);
+    json_end_object(&j);
+    json_finish(&j);
+}
 
 /* ------------------------------------------------------------------------ */
 /* The command                                                               */
@@ -229,11 +326,11 @@ int cmd_load(int argc, char **argv) {
     mo.flags = a.keep ? GGUFMAP_MAP_KEEP_UNPLANNED : 0;
     in_map = true;
     read_status(&before);
-    t_start = now_ns();
+    t_start = gm_now_ns();
     if ((st = ggufmap_map(plan, &mo, &mapped, &err)) != GGUFMAP_OK) goto fail;
-    t_map = now_ns() - t_start;
+    t_map = gm_now_ns() - t_start;
     read_status(&after_map);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = gm_now_ns();
     for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
         const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
         const ggufmap_tensor *t = ggufmap_model_tensor(m, in->tensor);
@@ -247,11 +344,11 @@ int cmd_load(int argc, char **argv) {
         n_resolved++;
         n_in_ranges += r.range >= 0;
     }
-    t_resolve = now_ns() - t0;
+    t_resolve = gm_now_ns() - t0;
     if (a.touch) {
-        t0 = now_ns();
+        t0 = gm_now_ns();
         touched = ggufmap_mapped_touch(mapped);
-        t_touch = now_ns() - t0;
+        t_touch = gm_now_ns() - t0;
     }
     read_status(&after);
 
@@ -274,35 +371,12 @@ int cmd_load(int argc, char **argv) {
     ggufmap_planner_format(&a.plan.planner, pbuf, sizeof pbuf);
 
     if (a.json) {
-        printf("{\n  \"schema\": \"ggufmap.load/1\",\n  \"model\": \"%s\",\n  \"device\": \"%s\",\n", path,
-               ggufmap_device_name(a.pa.opts.device));
-        printf("  \"planner\": \"%s\",\n  \"page\": %llu,\n  \"shard\": %d,\n", pbuf, (unsigned long long)page, a.shard);
-        printf("  \"backends\": { \"gpu\": \"%s\", \"cpu\": \"%s\" },\n", a.backend, has_gpu ? a.cpu_backend : a.backend);
-        printf("  \"ranges\": [");
-        for (uint32_t i = 0; i < ggufmap_mapped_n_ranges(mapped); i++) {
-            const ggufmap_mapped_range *r = ggufmap_mapped_range_at(mapped, i);
-            printf("%s\n    { \"buffer\": \"%s\", \"shard\": %u, \"first\": %llu, \"last\": %llu, \"backend\": \"%s\", "
-                   "\"ns\": %llu }",
-                   i ? "," : "", ggufmap_plan_buffer(plan, r->plan_buffer)->name, r->shard, (unsigned long long)r->first,
-                   (unsigned long long)r->last, r->backend->name, (unsigned long long)r->ns);
-        }
-        printf("\n  ],\n  \"tensors\": { \"resolved\": %lld, \"in_ranges\": %lld, \"failed\": %lld },\n",
-               (long long)n_resolved, (long long)n_in_ranges, (long long)n_failed);
-        printf("  \"predicted\": { \"pinned_bytes\": %llu, \"llama_span_pinned_bytes\": %llu, \"planned_bytes\": %llu, "
-               "\"planned_pages\": %llu, \"released_bytes\": %llu },\n",
-               (unsigned long long)predicted, (unsigned long long)span_pred, (unsigned long long)ms_.planned_bytes,
-               (unsigned long long)ms_.planned_pages, (unsigned long long)ms_.released_bytes);
-        printf("  \"measured\": { \"vmlck_bytes\": %llu, \"vmpin_bytes\": %llu, \"backend_pinned_bytes\": %llu, "
-               "\"vmrss_before\": %llu, \"vmrss_after\": %llu, \"vmsize_before\": %llu, \"vmsize_after\": %llu, "
-               "\"touched_bytes\": %llu },\n",
-               (unsigned long long)vmlck, (unsigned long long)vmpin, (unsigned long long)pinned,
-               (unsigned long long)before.vm_rss, (unsigned long long)after.vm_rss, (unsigned long long)before.vm_size,
-               (unsigned long long)after.vm_size, (unsigned long long)touched);
-        printf("  \"time_ns\": { \"map\": %llu, \"mmap\": %llu, \"gpu_backend\": %llu, \"cpu_backend\": %llu, "
-               "\"pin\": %llu, \"release\": %llu, \"resolve\": %llu, \"touch\": %llu }\n}\n",
-               (unsigned long long)t_map, (unsigned long long)ms_.map_ns, (unsigned long long)ms_.gpu_ns,
-               (unsigned long long)ms_.cpu_ns, (unsigned long long)(gs.pin_ns + cs.pin_ns),
-               (unsigned long long)ms_.release_ns, (unsigned long long)t_resolve, (unsigned long long)t_touch);
+        load_report rep = {.path = path, .a = &a, .planner = pbuf, .has_gpu = has_gpu, .plan = plan, .mapped = mapped,
+                           .ms = ms_, .n_resolved = n_resolved, .n_in_ranges = n_in_ranges, .n_failed = n_failed,
+                           .predicted = predicted, .span_pred = span_pred, .vmlck = vmlck, .vmpin = vmpin,
+                           .pinned = pinned, .touched = touched, .pin_ns = gs.pin_ns + cs.pin_ns, .before = before,
+                           .after = after, .t_map = t_map, .t_resolve = t_resolve, .t_touch = t_touch};
+        print_json(&rep);
     } else {
         printf("model: %s (%u shard%s%s), device %s, planner %s, page %llu\n", path, ggufmap_model_n_shards(m),
                ggufmap_model_n_shards(m) == 1 ? "" : "s", a.shard >= 0 ? ", one mapped" : "",
@@ -319,6 +393,9 @@ int cmd_load(int argc, char **argv) {
         if (ggufmap_mapped_n_ranges(mapped) > 40) printf("  ... %u more\n", ggufmap_mapped_n_ranges(mapped) - 40);
         printf("tensors: %lld resolved (%lld in ranges, %lld in allocated contexts), %lld failed\n",
                (long long)n_resolved, (long long)n_in_ranges, (long long)(n_resolved - n_in_ranges), (long long)n_failed);
+        printf("allocated: %u buffer%s, %.2f MiB, %u tensors (%.2f MiB) read in before the release, %.1f ms\n",
+               ms_.n_alloc_buffers, ms_.n_alloc_buffers == 1 ? "" : "s", (double)ms_.alloc_bytes / MIB, ms_.n_copied,
+               (double)ms_.copied_bytes / MIB, ms(ms_.copy_ns));
         printf("\n%-34s %14s %14s\n", "", "plan", "kernel");
         printf("%-34s %10.2f MiB %10.2f MiB\n", "pinned (VmLck; wired)", (double)predicted / MIB, (double)vmlck / MIB);
         printf("%-34s %14s %10.2f MiB\n", "pinned (VmPin)", "", (double)vmpin / MIB);
@@ -326,9 +403,10 @@ int cmd_load(int argc, char **argv) {
                (double)pinned / MIB);
         printf("%-34s %10.2f MiB\n", "llama.cpp's spans would pin", (double)span_pred / MIB);
         printf("%-34s %10.2f MiB %10.2f MiB\n", "mapped after release (VmSize +)",
-               (double)(a.keep ? ms_.file_bytes : ms_.planned_pages) / MIB,
+               (double)((a.keep ? ms_.file_bytes : ms_.planned_pages) + ms_.alloc_bytes) / MIB,
                (double)sub0(after.vm_size, before.vm_size) / MIB);
-        printf("%-34s %10.2f MiB %10.2f MiB\n", "resident (VmRSS +)", (double)(a.touch ? ms_.planned_pages : predicted) / MIB,
+        printf("%-34s %10.2f MiB %10.2f MiB\n", "resident (VmRSS +)",
+               (double)((a.touch ? ms_.planned_pages : predicted) + ms_.alloc_bytes) / MIB,
                (double)sub0(after.vm_rss, before.vm_rss) / MIB);
         printf("%-34s %10.2f MiB\n", "released (pages outside ranges)", (double)ms_.released_bytes / MIB);
         printf("\ntime: load %.1f ms (mmap %.1f, GPU backend %.1f, CPU backend %.1f, release %.1f), resolve %.1f ms",

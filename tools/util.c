@@ -7,10 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "internal.h" /* the library's temporary-file path and clock */
 #include "util.h"
 
 int usage_error(const char *sub, const char *fmt, ...) {
@@ -24,43 +23,26 @@ int usage_error(const char *sub, const char *fmt, ...) {
 }
 
 int write_output(const char *path, void (*emit)(FILE *f, void *ctx), void *ctx, char *msg, size_t cap) {
-    struct stat st;
-    if (lstat(path, &st) == 0) {
-        snprintf(msg, cap, "%s: exists; refusing to overwrite it", path);
-        return -1;
-    }
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) {
-        snprintf(msg, cap, "%s: out of memory", path);
-        return -1;
-    }
-    snprintf(tmp, n, "%s.tmp-XXXXXX", path);
-    int fd = mkstemp(tmp);
+    gm_tempfile out;
+    ggufmap_error err;
+    int rc = gm_temp_create(&out, path, &err);
+    /* emit writes through its own descriptor, so that closing the FILE
+     * leaves out.fd to gm_temp_commit (fsync, rename without replacing). */
+    int fd = rc ? -1 : dup(out.fd);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    int rc = -1;
-    if (!f) {
-        snprintf(msg, cap, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
-        if (fd >= 0) close(fd);
-        if (fd >= 0) unlink(tmp);
-        free(tmp);
-        return -1;
+    if (!rc && !f) rc = gm_fail_errno(&err, errno, "%s: cannot write", path);
+    if (f) {
+        emit(f, ctx);
+        bool failed = fflush(f) != 0 || ferror(f);
+        int e = errno;
+        if (fclose(f) != 0 || failed) rc = gm_fail_errno(&err, failed ? e : errno, "%s: write failed", path);
+    } else if (fd >= 0) {
+        close(fd);
     }
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
-    emit(f, ctx);
-    if (fflush(f) != 0 || ferror(f) || fsync(fd) != 0) {
-        snprintf(msg, cap, "%s: write failed: %s", path, strerror(errno));
-    } else if (link(tmp, path) != 0) { /* link refuses an existing path: never overwrites */
-        snprintf(msg, cap, "%s: cannot create: %s", path, strerror(errno));
-    } else {
-        rc = 0;
-    }
-    fclose(f);
-    unlink(tmp);
-    free(tmp);
-    return rc;
+    if (!rc) rc = gm_temp_commit(&out, &err);
+    gm_temp_discard(&out);
+    if (rc) snprintf(msg, cap, "%s", err.message);
+    return rc ? -1 : 0;
 }
 
 const char *human_bytes(char *buf, size_t cap, uint64_t bytes) {
@@ -72,15 +54,9 @@ const char *human_bytes(char *buf, size_t cap, uint64_t bytes) {
     return buf;
 }
 
-static double monotonic_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void progress_show(void *ctx, uint64_t done, uint64_t total) {
     progress_line *p = ctx;
-    double now = monotonic_s();
+    double now = (double)gm_now_ns() / 1e9;
     if (p->start == 0) p->start = now;
     bool end = done >= total;
     if (!p->tty) { /* a log, not an animation */

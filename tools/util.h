@@ -15,9 +15,10 @@ enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_BAD_INPUT = 2 };
 /* Prints "ggufmap SUB: MSG" on stderr and a hint to --help; returns EXIT_USAGE. */
 int usage_error(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Writes a new file at path through emit(): to a temporary name beside it,
- * fsynced, then linked into place, so an existing path is never overwritten
- * and a failure leaves nothing.  Returns 0, or -1 with a message in msg. */
+/* Writes a new file at path through emit(), the library's way (gm_temp_*):
+ * to a temporary name beside it, fsynced, then renamed into place without
+ * replacing anything, so an existing path is never overwritten and a
+ * failure leaves nothing.  Returns 0, or -1 with a message in msg. */
 int write_output(const char *path, void (*emit)(FILE *f, void *ctx), void *ctx, char *msg, size_t cap);
 
 /* "1.50 GiB": bytes in the largest binary unit that keeps the value >= 1. */

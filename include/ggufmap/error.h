@@ -13,6 +13,16 @@
 #ifndef GGUFMAP_ERROR_H
 #define GGUFMAP_ERROR_H
 
+/* GGUFMAP_API marks the public functions, the only symbols the shared
+ * library exports: it is built with hidden visibility by default, so the
+ * library's internal helpers (gm_*, json_*) cannot collide with other
+ * libraries'.  Every function declared in these headers carries it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define GGUFMAP_API __attribute__((visibility("default")))
+#else
+#define GGUFMAP_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,10 +45,10 @@ typedef struct ggufmap_error {
 } ggufmap_error;
 
 /* A short constant name for a status ("format", "io", ...). Never NULL. */
-const char *ggufmap_status_name(int status);
+GGUFMAP_API const char *ggufmap_status_name(int status);
 
 /* Clears an error record to GGUFMAP_OK and an empty message. NULL is allowed. */
-void ggufmap_error_clear(ggufmap_error *err);
+GGUFMAP_API void ggufmap_error_clear(ggufmap_error *err);
 
 #ifdef __cplusplus
 }

@@ -66,7 +66,7 @@ typedef struct ggufmap_tensor_hash {
  * fd from offset, holes read as zeros.  path names the file in messages.
  * Returns GGUFMAP_OK, or EIO (read error, or the file ends early: the
  * message names path and offset). */
-int ggufmap_sha256_range(int fd, const char *path, uint64_t offset, uint64_t size, unsigned flags,
+GGUFMAP_API int ggufmap_sha256_range(int fd, const char *path, uint64_t offset, uint64_t size, unsigned flags,
                          uint8_t out[GGUFMAP_SHA256_LEN], ggufmap_error *err);
 
 /* The sparse digest, one chunk at a time, for callers that stream the bytes
@@ -74,17 +74,17 @@ int ggufmap_sha256_range(int fd, const char *path, uint64_t offset, uint64_t siz
  * be given or not: they are skipped), then final. */
 #define GGUFMAP_SPARSE_CHUNK (64u << 10)
 typedef struct ggufmap_sparse ggufmap_sparse;
-ggufmap_sparse *ggufmap_sparse_new(void);
+GGUFMAP_API ggufmap_sparse *ggufmap_sparse_new(void);
 /* bytes: the chunk's bytes (GGUFMAP_SPARSE_CHUNK, or fewer for the last). */
-int ggufmap_sparse_chunk(ggufmap_sparse *s, uint64_t index, const void *bytes, size_t len);
-int ggufmap_sparse_final(ggufmap_sparse *s, uint64_t size, uint8_t out[GGUFMAP_SHA256_LEN]);
-void ggufmap_sparse_free(ggufmap_sparse *s);
+GGUFMAP_API int ggufmap_sparse_chunk(ggufmap_sparse *s, uint64_t index, const void *bytes, size_t len);
+GGUFMAP_API int ggufmap_sparse_final(ggufmap_sparse *s, uint64_t size, uint8_t out[GGUFMAP_SHA256_LEN]);
+GGUFMAP_API void ggufmap_sparse_free(ggufmap_sparse *s);
 
 /* SHA-256 of n zero bytes. */
-void ggufmap_sha256_zeros(uint64_t n, uint8_t out[GGUFMAP_SHA256_LEN]);
+GGUFMAP_API void ggufmap_sha256_zeros(uint64_t n, uint8_t out[GGUFMAP_SHA256_LEN]);
 
 /* Lower-case hex of a digest into buf (>= 65 bytes); returns buf. */
-const char *ggufmap_sha256_hex(const uint8_t sha[GGUFMAP_SHA256_LEN], char *buf);
+GGUFMAP_API const char *ggufmap_sha256_hex(const uint8_t sha[GGUFMAP_SHA256_LEN], char *buf);
 
 /* The result of ggufmap_hash_model(). */
 typedef struct ggufmap_model_hash {
@@ -104,18 +104,20 @@ typedef struct ggufmap_model_hash {
  * (from the calling thread).  On success *out is owned by the caller
  * (ggufmap_model_hash_free); on error *out is NULL and err names the shard,
  * offset and tensor. */
-int ggufmap_hash_model(const ggufmap_model *model, unsigned flags, unsigned n_threads,
+GGUFMAP_API int ggufmap_hash_model(const ggufmap_model *model, unsigned flags, unsigned n_threads,
                        void (*progress)(void *ctx, uint64_t done, uint64_t total), void *progress_ctx,
                        ggufmap_model_hash **out, ggufmap_error *err);
-void ggufmap_model_hash_free(ggufmap_model_hash *h);
+GGUFMAP_API void ggufmap_model_hash_free(ggufmap_model_hash *h);
 
 /* True when gguf_hash.py leaves the tensor out (its name ends in
  * .attention.masked_bias, .attention.bias or .rotary_emb.inv_freq). */
-bool ggufmap_hash_skipped_name(const char *name, size_t len);
+GGUFMAP_API bool ggufmap_hash_skipped_name(const char *name, size_t len);
 
 /* True for the keys the model digest and the comparison leave out:
- * split.no, split.count, split.tensors.count. */
-bool ggufmap_is_split_key(const char *key, size_t len);
+ * split.no, split.count, split.tensors.count, read as ggml reads keys (up to
+ * the first NUL: "split.no\0x" is split.no to llama.cpp, see
+ * ggufmap_source_find_kv). */
+GGUFMAP_API bool ggufmap_is_split_key(const char *key, size_t len);
 
 /* Compares two models: the first shard's pairs without the split keys
  * (same keys, types and encoded bytes, any order), the tensor names, types
@@ -124,7 +126,7 @@ bool ggufmap_is_split_key(const char *key, size_t len);
  * diff holds the first difference in words ("tensor 'blk.0.attn_q.weight':
  * data differs (sparse digest … vs …)"), tensors checked in a's order.  Returns
  * GGUFMAP_OK when the comparison ran, else an error (unreadable data). */
-int ggufmap_models_compare(const ggufmap_model *a, const ggufmap_model *b, unsigned n_threads, bool *same,
+GGUFMAP_API int ggufmap_models_compare(const ggufmap_model *a, const ggufmap_model *b, unsigned n_threads, bool *same,
                            char *diff, size_t diff_cap, ggufmap_error *err);
 
 #ifdef __cplusplus

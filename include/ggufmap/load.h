@@ -85,11 +85,11 @@ typedef struct ggufmap_backend {
  * GGUFMAP_EINVAL for an unknown name; for "cuda", GGUFMAP_ENOTFOUND when
  * libcudart cannot be loaded or reports no device, GGUFMAP_EIO when it fails
  * to initialise.  *out is NULL on failure. */
-int ggufmap_backend_open(const char *name, ggufmap_backend **out, ggufmap_error *err);
+GGUFMAP_API int ggufmap_backend_open(const char *name, ggufmap_backend **out, ggufmap_error *err);
 
 /* Closes a backend from ggufmap_backend_open.  Buffers still alive are
  * unpinned first.  NULL is allowed. */
-void ggufmap_backend_close(ggufmap_backend *backend);
+GGUFMAP_API void ggufmap_backend_close(ggufmap_backend *backend);
 
 /* What a built-in backend has done so far: bytes it holds pinned now (whole
  * pages, each counted once), the most it held at a time, the nanoseconds
@@ -102,7 +102,7 @@ typedef struct ggufmap_backend_stats {
     uint64_t unpin_ns;
     uint32_t pin_calls;
 } ggufmap_backend_stats;
-void ggufmap_backend_get_stats(const ggufmap_backend *backend, ggufmap_backend_stats *out);
+GGUFMAP_API void ggufmap_backend_get_stats(const ggufmap_backend *backend, ggufmap_backend_stats *out);
 
 /* ------------------------------------------------------------------------ */
 /* The buffer map                                                            */
@@ -121,34 +121,38 @@ typedef struct ggufmap_bufmap_entry {
 typedef struct ggufmap_bufmap ggufmap_bufmap;
 
 /* Makes an empty buffer map.  Returns GGUFMAP_OK or GGUFMAP_ENOMEM. */
-int ggufmap_bufmap_create(ggufmap_bufmap **out, ggufmap_error *err);
-void ggufmap_bufmap_free(ggufmap_bufmap *map);
+GGUFMAP_API int ggufmap_bufmap_create(ggufmap_bufmap **out, ggufmap_error *err);
+GGUFMAP_API void ggufmap_bufmap_free(ggufmap_bufmap *map);
 
 /* Adds a range [first, last) of a context in a file.  Ranges of one
  * (context, shard) must not overlap: an overlapping one, an empty one
  * (first >= last) is GGUFMAP_EINVAL and the map is unchanged.  ENOMEM when
  * out of memory.  O(n) in the entries of the map. */
-int ggufmap_bufmap_add(ggufmap_bufmap *map, const ggufmap_bufmap_entry *entry, ggufmap_error *err);
+GGUFMAP_API int ggufmap_bufmap_add(ggufmap_bufmap *map, const ggufmap_bufmap_entry *entry, ggufmap_error *err);
 
 /* The entry of (context, shard) that contains [offset, offset + size)
  * completely, into *out.  Returns GGUFMAP_OK; GGUFMAP_EINVAL when offset +
  * size overflows 64 bits; GGUFMAP_ENOTFOUND when no entry contains the bytes
  * (also when one contains them in part: err says which).  O(log n). */
-int ggufmap_bufmap_find(const ggufmap_bufmap *map, uint32_t context, uint32_t shard, uint64_t offset, uint64_t size,
+GGUFMAP_API int ggufmap_bufmap_find(const ggufmap_bufmap *map, uint32_t context, uint32_t shard, uint64_t offset, uint64_t size,
                         ggufmap_bufmap_entry *out, ggufmap_error *err);
 
-size_t ggufmap_bufmap_size(const ggufmap_bufmap *map);
+GGUFMAP_API size_t ggufmap_bufmap_size(const ggufmap_bufmap *map);
 /* Entry i in (context, shard, first) order, or NULL. */
-const ggufmap_bufmap_entry *ggufmap_bufmap_at(const ggufmap_bufmap *map, size_t i);
+GGUFMAP_API const ggufmap_bufmap_entry *ggufmap_bufmap_at(const ggufmap_bufmap *map, size_t i);
 
 /* ------------------------------------------------------------------------ */
 /* Mapping a plan                                                            */
 /* ------------------------------------------------------------------------ */
 
 enum {
-    /* Leave the pages outside every planned range mapped; the caller copies
-     * allocated contexts' tensors first, then calls ggufmap_mapped_release(). */
-    GGUFMAP_MAP_KEEP_UNPLANNED = 1u << 0
+    /* Leave the pages outside every planned range mapped until the caller
+     * calls ggufmap_mapped_release(). */
+    GGUFMAP_MAP_KEEP_UNPLANNED = 1u << 0,
+    /* Do not read the tensors of allocated contexts into buffers of their
+     * own: the caller copies them (to a device, say) from the mapping, with
+     * GGUFMAP_MAP_KEEP_UNPLANNED, before ggufmap_mapped_release(). */
+    GGUFMAP_MAP_NO_COPY = 1u << 1
 };
 
 typedef struct ggufmap_map_opts {
@@ -165,7 +169,7 @@ typedef struct ggufmap_map_opts {
 } ggufmap_map_opts;
 
 /* Fills opts with: host backend for everything, every shard, release at once. */
-void ggufmap_map_opts_init(ggufmap_map_opts *opts);
+GGUFMAP_API void ggufmap_map_opts_init(ggufmap_map_opts *opts);
 
 /* One planned range handed to a backend. */
 typedef struct ggufmap_mapped_range {
@@ -194,6 +198,12 @@ typedef struct ggufmap_mapped_stats {
     uint64_t release_ns;
     uint64_t page;              /* the system page size */
     uint32_t n_ranges, n_gpu_ranges;
+    /* Allocated contexts (CPU_REPACK, --no-mmap, GPU types that copy): */
+    uint64_t alloc_bytes;       /* their buffers' bytes (each tensor at the buft alignment) */
+    uint64_t copied_bytes;      /* tensor bytes read into them */
+    uint32_t n_alloc_buffers;   /* one per allocated context with tensors in a mapped file */
+    uint32_t n_copied;          /* tensors read in */
+    uint64_t copy_ns;           /* time reading them */
 } ggufmap_mapped_stats;
 
 typedef struct ggufmap_mapped ggufmap_mapped;
@@ -201,8 +211,12 @@ typedef struct ggufmap_mapped ggufmap_mapped;
 /* Maps the files of plan's model (opts->shard: one or all), gives each
  * planned range of each mapped buffer to its backend (cpu or gpu, by the
  * buffer type of its context) and builds the buffer map: the ranges of
- * mapped contexts, one catch-all per file for allocated contexts.  Unless
- * opts->flags has GGUFMAP_MAP_KEEP_UNPLANNED, it then releases the pages
+ * mapped contexts, one catch-all per file for allocated contexts.  Then,
+ * as llama.cpp's load_all_data, it reads every tensor of an allocated
+ * context (CPU_REPACK, --no-mmap, a GPU type that copies) into a buffer of
+ * that context's own (host memory, one per context, each tensor at the
+ * buffer type's alignment; unless GGUFMAP_MAP_NO_COPY), and only then,
+ * unless opts->flags has GGUFMAP_MAP_KEEP_UNPLANNED, releases the pages
  * outside every range (ggufmap_mapped_release).  opts NULL: defaults.
  * On success *out owns the mappings and the buffers and borrows plan and the
  * backends, which must outlive it.  On failure (mmap: EIO; a backend
@@ -211,33 +225,35 @@ typedef struct ggufmap_mapped ggufmap_mapped;
  * far is freed and *out is NULL.  Unlike llama.cpp's CPU backend the host
  * backend does not need a range to start 32-byte aligned, so a plan that
  * ggufmap_plan_failure() refuses still maps. */
-int ggufmap_map(const ggufmap_plan *plan, const ggufmap_map_opts *opts, ggufmap_mapped **out, ggufmap_error *err);
+GGUFMAP_API int ggufmap_map(const ggufmap_plan *plan, const ggufmap_map_opts *opts, ggufmap_mapped **out, ggufmap_error *err);
 
 /* Frees every buffer (through its backend), then unmaps the files.  NULL is
  * allowed. */
-void ggufmap_unmap(ggufmap_mapped *mapped);
+GGUFMAP_API void ggufmap_unmap(ggufmap_mapped *mapped);
 
 /* Where a tensor lives after mapping. */
 typedef struct ggufmap_resolved {
-    int64_t range;            /* index in ggufmap_mapped_range(), or -1 (catch-all) */
-    void *buffer;             /* the backend's handle; NULL for a catch-all */
-    const uint8_t *addr;      /* mapping base + offset: the tensor's data */
+    int64_t range;            /* index in ggufmap_mapped_range(), or -1 (allocated context) */
+    void *buffer;             /* the backend's handle; for an allocated context its buffer (NULL if not copied) */
+    const uint8_t *addr;      /* the tensor's data: mapping base + offset, or its copy */
     uint64_t offset, size;    /* in the file */
     uint32_t shard, context;
 } ggufmap_resolved;
 
 /* Resolves instance i of the placement (ggufmap_placement_instance): the
- * range of its context that contains its bytes.  Returns GGUFMAP_OK;
- * GGUFMAP_EINVAL for an index out of range; GGUFMAP_ENOTFOUND when its shard
- * is not mapped, when no range contains it (a mapped context: a planner bug
- * or a bad plan; the message names tensor, file and offset), or when it is in
- * an allocated context and its pages were released. */
-int ggufmap_mapped_resolve(const ggufmap_mapped *mapped, int64_t instance, ggufmap_resolved *out, ggufmap_error *err);
+ * range of its context that contains its bytes or, for an allocated
+ * context, its copy in that context's buffer (range -1, buffer = the
+ * buffer's base).  Returns GGUFMAP_OK; GGUFMAP_EINVAL for an index out of
+ * range; GGUFMAP_ENOTFOUND when its shard is not mapped, when no range
+ * contains it (a mapped context: a planner bug or a bad plan; the message
+ * names tensor, file and offset), or when it is in an allocated context
+ * that was not copied (GGUFMAP_MAP_NO_COPY) and its pages were released. */
+GGUFMAP_API int ggufmap_mapped_resolve(const ggufmap_mapped *mapped, int64_t instance, ggufmap_resolved *out, ggufmap_error *err);
 
 /* The same for explicit bytes: (context, shard, offset, size), as an engine
  * that keeps its own tensor table would ask.  Overflowing offset + size is
  * GGUFMAP_EINVAL. */
-int ggufmap_mapped_find(const ggufmap_mapped *mapped, uint32_t context, uint32_t shard, uint64_t offset, uint64_t size,
+GGUFMAP_API int ggufmap_mapped_find(const ggufmap_mapped *mapped, uint32_t context, uint32_t shard, uint64_t offset, uint64_t size,
                         ggufmap_resolved *out, ggufmap_error *err);
 
 /* Unmaps every whole page of every mapped file that lies outside all
@@ -246,23 +262,23 @@ int ggufmap_mapped_find(const ggufmap_mapped *mapped, uint32_t context, uint32_t
  * allocated contexts resolve only where their pages were kept.  Idempotent;
  * the bytes released (this call) go to *released if not NULL.  Returns
  * GGUFMAP_OK or GGUFMAP_EIO (munmap failed; the message names file and range). */
-int ggufmap_mapped_release(ggufmap_mapped *mapped, uint64_t *released, ggufmap_error *err);
+GGUFMAP_API int ggufmap_mapped_release(ggufmap_mapped *mapped, uint64_t *released, ggufmap_error *err);
 
 /* Reads one byte of every page of every range, so that the pages are
  * resident (and show in VmRSS).  Returns the bytes of the pages touched. */
-uint64_t ggufmap_mapped_touch(const ggufmap_mapped *mapped);
+GGUFMAP_API uint64_t ggufmap_mapped_touch(const ggufmap_mapped *mapped);
 
-uint32_t ggufmap_mapped_n_ranges(const ggufmap_mapped *mapped);
-const ggufmap_mapped_range *ggufmap_mapped_range_at(const ggufmap_mapped *mapped, uint32_t i);
+GGUFMAP_API uint32_t ggufmap_mapped_n_ranges(const ggufmap_mapped *mapped);
+GGUFMAP_API const ggufmap_mapped_range *ggufmap_mapped_range_at(const ggufmap_mapped *mapped, uint32_t i);
 /* The base of shard s's mapping (file offset 0), or NULL when not mapped. */
-const uint8_t *ggufmap_mapped_base(const ggufmap_mapped *mapped, uint32_t shard);
-const ggufmap_bufmap *ggufmap_mapped_bufmap(const ggufmap_mapped *mapped);
-void ggufmap_mapped_get_stats(const ggufmap_mapped *mapped, ggufmap_mapped_stats *out);
-const ggufmap_plan *ggufmap_mapped_plan(const ggufmap_mapped *mapped);
+GGUFMAP_API const uint8_t *ggufmap_mapped_base(const ggufmap_mapped *mapped, uint32_t shard);
+GGUFMAP_API const ggufmap_bufmap *ggufmap_mapped_bufmap(const ggufmap_mapped *mapped);
+GGUFMAP_API void ggufmap_mapped_get_stats(const ggufmap_mapped *mapped, ggufmap_mapped_stats *out);
+GGUFMAP_API const ggufmap_plan *ggufmap_mapped_plan(const ggufmap_mapped *mapped);
 
 /* True for a buffer type on a GPU ("MTL0", "CUDA0", ...): its mapped
  * buffers go to the gpu backend. */
-bool ggufmap_buft_is_gpu(const char *buft);
+GGUFMAP_API bool ggufmap_buft_is_gpu(const char *buft);
 
 #ifdef __cplusplus
 }

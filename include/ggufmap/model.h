@@ -37,37 +37,38 @@ typedef struct ggufmap_model ggufmap_model;
 /* Opens the model that path belongs to (flags: GGUFMAP_OPEN_*).  On success
  * *out owns every shard; on failure *out is NULL, nothing stays open, and err
  * names the shard, offset and key or tensor at fault. */
-int ggufmap_model_open(const char *path, unsigned flags, ggufmap_model **out, ggufmap_error *err);
+GGUFMAP_API int ggufmap_model_open(const char *path, unsigned flags, ggufmap_model **out, ggufmap_error *err);
 
 /* Closes every shard. NULL is allowed. */
-void ggufmap_model_close(ggufmap_model *model);
+GGUFMAP_API void ggufmap_model_close(ggufmap_model *model);
 
 /* Number of files (1 for an unsplit model). */
-uint32_t ggufmap_model_n_shards(const ggufmap_model *model);
+GGUFMAP_API uint32_t ggufmap_model_n_shards(const ggufmap_model *model);
 /* Shard i (0-based, in split order), or NULL. Shard 0 holds the metadata. */
-const ggufmap_source *ggufmap_model_shard(const ggufmap_model *model, uint32_t i);
+GGUFMAP_API const ggufmap_source *ggufmap_model_shard(const ggufmap_model *model, uint32_t i);
 
 /* All tensors: shard 0's in file order, then shard 1's, ... */
-int64_t ggufmap_model_n_tensors(const ggufmap_model *model);
-const ggufmap_tensor *ggufmap_model_tensor(const ggufmap_model *model, int64_t i);
+GGUFMAP_API int64_t ggufmap_model_n_tensors(const ggufmap_model *model);
+GGUFMAP_API const ggufmap_tensor *ggufmap_model_tensor(const ggufmap_model *model, int64_t i);
 /* Index (as for ggufmap_model_tensor) of the tensor with this name, or -1. */
-int64_t ggufmap_model_find_tensor(const ggufmap_model *model, const char *name);
+GGUFMAP_API int64_t ggufmap_model_find_tensor(const ggufmap_model *model, const char *name);
 
-/* The pair with this key in the first shard, or NULL. */
-const ggufmap_kv *ggufmap_model_find_kv(const ggufmap_model *model, const char *key);
+/* The pair with this key in the first shard, found as ggml finds keys (the
+ * first whose C string equals key: ggufmap_source_find_kv), or NULL. */
+GGUFMAP_API const ggufmap_kv *ggufmap_model_find_kv(const ggufmap_model *model, const char *key);
 
 /* Sum of all shards' file sizes, and of all tensors' data bytes. */
-uint64_t ggufmap_model_file_bytes(const ggufmap_model *model);
-uint64_t ggufmap_model_tensor_bytes(const ggufmap_model *model);
+GGUFMAP_API uint64_t ggufmap_model_file_bytes(const ggufmap_model *model);
+GGUFMAP_API uint64_t ggufmap_model_tensor_bytes(const ggufmap_model *model);
 
 /* Writes llama.cpp's name of shard `index` (0-based) of `count` for `prefix`:
  * PREFIX-%05d-of-%05d.gguf with index + 1.  Returns the length it needs, as
  * snprintf does. */
-int ggufmap_split_path(char *buf, size_t cap, const char *prefix, uint32_t index, uint32_t count);
+GGUFMAP_API int ggufmap_split_path(char *buf, size_t cap, const char *prefix, uint32_t index, uint32_t count);
 
 /* If path ends in -NNNNN-of-MMMMM.gguf, stores the prefix length, the 0-based
  * index (NNNNN - 1) and the count MMMMM and returns 1; else returns 0. */
-int ggufmap_split_parse(const char *path, size_t *prefix_len, uint32_t *index, uint32_t *count);
+GGUFMAP_API int ggufmap_split_parse(const char *path, size_t *prefix_len, uint32_t *index, uint32_t *count);
 
 #ifdef __cplusplus
 }

@@ -78,12 +78,12 @@ typedef struct ggufmap_placement_opts {
 } ggufmap_placement_opts;
 
 /* Fills opts with llama.cpp's defaults: CPU device, ngl -1, repack, mmap, host CPU, lazy auto. */
-void ggufmap_placement_opts_init(ggufmap_placement_opts *opts);
+GGUFMAP_API void ggufmap_placement_opts_init(ggufmap_placement_opts *opts);
 
 /* The override patterns llama.cpp's --cpu-moe adds (one) and --n-cpu-moe N
  * adds (N); written into buf as NUL-separated strings.  Returns the number
  * of patterns, or -1 when buf is too small. */
-int ggufmap_cpu_moe_patterns(int n_layers, char *buf, size_t cap);
+GGUFMAP_API int ggufmap_cpu_moe_patterns(int n_layers, char *buf, size_t cap);
 
 typedef enum ggufmap_tensor_class {
     GGUFMAP_CLASS_INPUT = 0,
@@ -116,26 +116,26 @@ typedef struct ggufmap_placement ggufmap_placement;
 /* Places every tensor of model.  On success *out owns the result (and
  * borrows model, which must outlive it).  Errors: an invalid regex or an
  * unknown buffer type in an override (EINVAL, message names it). */
-int ggufmap_place(const ggufmap_model *model, const ggufmap_placement_opts *opts, ggufmap_placement **out,
+GGUFMAP_API int ggufmap_place(const ggufmap_model *model, const ggufmap_placement_opts *opts, ggufmap_placement **out,
                   ggufmap_error *err);
-void ggufmap_placement_free(ggufmap_placement *p);
+GGUFMAP_API void ggufmap_placement_free(ggufmap_placement *p);
 
-const ggufmap_model *ggufmap_placement_model(const ggufmap_placement *p);
+GGUFMAP_API const ggufmap_model *ggufmap_placement_model(const ggufmap_placement *p);
 /* Contexts in llama.cpp's order (the order of its buffers and log lines). */
-uint32_t ggufmap_placement_n_contexts(const ggufmap_placement *p);
-const ggufmap_context *ggufmap_placement_context(const ggufmap_placement *p, uint32_t i);
+GGUFMAP_API uint32_t ggufmap_placement_n_contexts(const ggufmap_placement *p);
+GGUFMAP_API const ggufmap_context *ggufmap_placement_context(const ggufmap_placement *p, uint32_t i);
 /* Instances in creation order. */
-int64_t ggufmap_placement_n_instances(const ggufmap_placement *p);
-const ggufmap_instance *ggufmap_placement_instance(const ggufmap_placement *p, int64_t i);
+GGUFMAP_API int64_t ggufmap_placement_n_instances(const ggufmap_placement *p);
+GGUFMAP_API const ggufmap_instance *ggufmap_placement_instance(const ggufmap_placement *p, int64_t i);
 /* Layers as llama.cpp counts them (<arch>.block_count) and which run on the GPU. */
-int32_t ggufmap_placement_n_layers(const ggufmap_placement *p);
-bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer);
+GGUFMAP_API int32_t ggufmap_placement_n_layers(const ggufmap_placement *p);
+GGUFMAP_API bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer);
 /* A warning for the user (unknown architecture, guessed layer count), or "". */
-const char *ggufmap_placement_warning(const ggufmap_placement *p);
+GGUFMAP_API const char *ggufmap_placement_warning(const ggufmap_placement *p);
 /* The effective CPU kind (GGUFMAP_CPU_HOST resolved). */
-ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p);
-const char *ggufmap_cpu_name(ggufmap_cpu cpu);
-const char *ggufmap_device_name(ggufmap_device device);
+GGUFMAP_API ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p);
+GGUFMAP_API const char *ggufmap_cpu_name(ggufmap_cpu cpu);
+GGUFMAP_API const char *ggufmap_device_name(ggufmap_device device);
 
 #ifdef __cplusplus
 }

@@ -52,9 +52,9 @@ typedef struct ggufmap_planner {
 
 /* Parses "span", "coalesce", "coalesce:32M", "runs:32M:64", "tight:1M:16"...
  * with the defaults above.  Returns GGUFMAP_OK or GGUFMAP_EINVAL. */
-int ggufmap_planner_parse(const char *text, ggufmap_planner *out);
+GGUFMAP_API int ggufmap_planner_parse(const char *text, ggufmap_planner *out);
 /* "tight:0:64" etc.: the planner with its parameters, into buf. */
-const char *ggufmap_planner_format(const ggufmap_planner *planner, char *buf, size_t cap);
+GGUFMAP_API const char *ggufmap_planner_format(const ggufmap_planner *planner, char *buf, size_t cap);
 
 typedef struct ggufmap_plan_opts {
     ggufmap_planner planner;
@@ -62,7 +62,7 @@ typedef struct ggufmap_plan_opts {
     uint64_t max_buffer;  /* Metal maxBufferLength; 0 = no limit */
 } ggufmap_plan_opts;
 
-void ggufmap_plan_opts_init(ggufmap_plan_opts *opts);
+GGUFMAP_API void ggufmap_plan_opts_init(ggufmap_plan_opts *opts);
 
 typedef struct ggufmap_range {
     uint64_t first, last; /* file offsets, [first, last) */
@@ -99,43 +99,43 @@ typedef struct ggufmap_plan ggufmap_plan;
 
 /* Builds the buffers of a placement and plans each mapped one.  On success
  * *out owns the result and borrows the placement. */
-int ggufmap_plan_build(const ggufmap_placement *placement, const ggufmap_plan_opts *opts, ggufmap_plan **out,
+GGUFMAP_API int ggufmap_plan_build(const ggufmap_placement *placement, const ggufmap_plan_opts *opts, ggufmap_plan **out,
                        ggufmap_error *err);
-void ggufmap_plan_free(ggufmap_plan *plan);
+GGUFMAP_API void ggufmap_plan_free(ggufmap_plan *plan);
 
-uint32_t ggufmap_plan_n_buffers(const ggufmap_plan *plan);
-const ggufmap_buffer *ggufmap_plan_buffer(const ggufmap_plan *plan, uint32_t i);
-const ggufmap_placement *ggufmap_plan_placement(const ggufmap_plan *plan);
-const ggufmap_plan_opts *ggufmap_plan_options(const ggufmap_plan *plan);
+GGUFMAP_API uint32_t ggufmap_plan_n_buffers(const ggufmap_plan *plan);
+GGUFMAP_API const ggufmap_buffer *ggufmap_plan_buffer(const ggufmap_plan *plan, uint32_t i);
+GGUFMAP_API const ggufmap_placement *ggufmap_plan_placement(const ggufmap_plan *plan);
+GGUFMAP_API const ggufmap_plan_opts *ggufmap_plan_options(const ggufmap_plan *plan);
 
 /* Why llama.cpp would fail to load with this placement (a CPU mapping that
  * starts off 32 bytes makes ggml abort), or NULL when it loads. */
-const char *ggufmap_plan_failure(const ggufmap_plan *plan);
+GGUFMAP_API const char *ggufmap_plan_failure(const ggufmap_plan *plan);
 
 /* The contexts holding model tensor i, one bit per context index (0 when
  * llama.cpp creates no tensor for it), and its owner: the context of its
  * first instance, or -1. */
-uint32_t ggufmap_plan_tensor_contexts(const ggufmap_plan *plan, int64_t i);
-int32_t ggufmap_plan_tensor_owner(const ggufmap_plan *plan, int64_t i);
+GGUFMAP_API uint32_t ggufmap_plan_tensor_contexts(const ggufmap_plan *plan, int64_t i);
+GGUFMAP_API int32_t ggufmap_plan_tensor_owner(const ggufmap_plan *plan, int64_t i);
 
 /* Bytes that count against a GPU working-set limit: the GPU's buffers (all
  * buffers on a CPU-only placement), by llama.cpp's spans and by the planned
  * ranges, page-aligned as the plan's page size says. */
-void ggufmap_plan_working_set(const ggufmap_plan *plan, uint64_t *llama_bytes, uint64_t *planned_bytes);
+GGUFMAP_API void ggufmap_plan_working_set(const ggufmap_plan *plan, uint64_t *llama_bytes, uint64_t *planned_bytes);
 
 /* Plans one list of own byte ranges (sorted by first, non-overlapping, as
  * the tensors of one context in one file are) with a planner: the ranges it
  * maps go to out (room for n), their count is returned.  page as in
  * ggufmap_plan_opts.  Exposed for tests and other loaders. */
-uint32_t ggufmap_plan_ranges(const ggufmap_planner *planner, uint64_t page, const ggufmap_range *own, uint32_t n,
+GGUFMAP_API uint32_t ggufmap_plan_ranges(const ggufmap_planner *planner, uint64_t page, const ggufmap_range *own, uint32_t n,
                              ggufmap_range *out);
 
 /* Bytes a set of ranges costs when each is page-aligned (first down, last up). */
-uint64_t ggufmap_ranges_resident(const ggufmap_range *ranges, uint32_t n, uint64_t page);
+GGUFMAP_API uint64_t ggufmap_ranges_resident(const ggufmap_range *ranges, uint32_t n, uint64_t page);
 
 /* Metal views for one range: the number of MTLBuffers ggml_metal_buffer_map
  * makes and the sum of their lengths. */
-uint32_t ggufmap_metal_views(uint64_t first, uint64_t last, uint64_t page, uint64_t max_buffer, uint64_t max_tensor,
+GGUFMAP_API uint32_t ggufmap_metal_views(uint64_t first, uint64_t last, uint64_t page, uint64_t max_buffer, uint64_t max_tensor,
                              uint64_t *bytes);
 
 #ifdef __cplusplus

@@ -20,6 +20,10 @@
  *                  placement given or, without one, over the family (every
  *                  -ngl and, for MoE models, every --n-cpu-moe and
  *                  --cpu-moe, on a Metal GPU); ties go to canonical, then moe.
+ *                  The family has a case for each -ngl / --n-cpu-moe value
+ *                  at which a layer holding tensors changes device (layers
+ *                  counted by <arch>.block_count), at most 256 of each: the
+ *                  work follows the tensor table, not numbers in the file.
  *     Lazily read tables (per_layer_token_embd) come first in their file: as
  *     their own lazy buffer or as an input tensor, they split nothing.
  *   - shards: the count is kept, and each tensor's shard unless
@@ -52,7 +56,7 @@
  * Copying: see ggufmap_copy_mode.
  *
  * Memory: one 8 MiB buffer per worker (at most 4 by default) plus the
- * headers; not the tensor sizes.  Page cache: a few pieces per worker of
+ * headers and a few words per tensor; not the tensor sizes.  Page cache: a few pieces per worker of
  * output at a time.
  */
 #ifndef GGUFMAP_REPACK_H
@@ -94,13 +98,13 @@ typedef enum ggufmap_copy_mode {
 } ggufmap_copy_mode;
 
 /* "auto", "kernel", "write"; parsing: GGUFMAP_OK or GGUFMAP_EINVAL. */
-const char *ggufmap_copy_mode_name(ggufmap_copy_mode mode);
-int ggufmap_copy_mode_parse(const char *text, ggufmap_copy_mode *out);
+GGUFMAP_API const char *ggufmap_copy_mode_name(ggufmap_copy_mode mode);
+GGUFMAP_API int ggufmap_copy_mode_parse(const char *text, ggufmap_copy_mode *out);
 
 /* "auto", "canonical", "moe", "cpu-last". */
-const char *ggufmap_order_name(ggufmap_order order);
+GGUFMAP_API const char *ggufmap_order_name(ggufmap_order order);
 /* Parses those names; GGUFMAP_OK or GGUFMAP_EINVAL. */
-int ggufmap_order_parse(const char *text, ggufmap_order *out);
+GGUFMAP_API int ggufmap_order_parse(const char *text, ggufmap_order *out);
 
 /* One placement's mapped bytes before and after (sums over mapped buffers
  * of llama.cpp's span sizes, and of the foreign bytes inside them). */
@@ -138,8 +142,10 @@ typedef struct ggufmap_repack_opts {
     bool dry_run;                 /* evaluate only: nothing is written */
     unsigned n_threads;           /* copy/check workers; 0: up to 4 */
     ggufmap_copy_mode copy;
-    /* Polled; when it becomes non-zero the repack stops, removes its
-     * partial output and fails.  A signal handler may set it. */
+    /* Polled by every phase (between placements while choosing the order,
+     * between 8 MiB pieces while copying); when it becomes non-zero the
+     * repack stops, removes its partial output and fails with EIO
+     * "interrupted".  A signal handler may set it. */
     volatile sig_atomic_t *cancel;
     /* Called from the calling thread about 5 times a second while copying
      * (each piece is read back and checked as it is written), and once at
@@ -153,7 +159,7 @@ typedef struct ggufmap_repack_opts {
 } ggufmap_repack_opts;
 
 /* Defaults: auto, the family, page 1, no move, 0 threads. */
-void ggufmap_repack_opts_init(ggufmap_repack_opts *opts);
+GGUFMAP_API void ggufmap_repack_opts_init(ggufmap_repack_opts *opts);
 
 /* Repacks the model that model_path belongs to into out_path (NULL allowed
  * for a dry run).  On success *res (if res is not NULL) is the caller's
@@ -163,9 +169,9 @@ void ggufmap_repack_opts_init(ggufmap_repack_opts *opts);
  * offset, tensor); EEXIST when an output path exists, ENOSPC when the file
  * system is (or would be) full, EFORMAT when the read-back check fails, EIO
  * for other system errors or a cancellation. */
-int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_repack_opts *opts,
+GGUFMAP_API int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_repack_opts *opts,
                    ggufmap_repack_result **res, ggufmap_error *err);
-void ggufmap_repack_result_free(ggufmap_repack_result *res);
+GGUFMAP_API void ggufmap_repack_result_free(ggufmap_repack_result *res);
 
 #ifdef __cplusplus
 }

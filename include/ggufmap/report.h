@@ -30,7 +30,7 @@ enum {
 };
 
 /* `ggufmap inspect`: the summary and tensor table of a model, or its JSON. */
-void ggufmap_report_inspect(FILE *out, const ggufmap_model *model, unsigned flags);
+GGUFMAP_API void ggufmap_report_inspect(FILE *out, const ggufmap_model *model, unsigned flags);
 
 typedef struct ggufmap_report_opts {
     unsigned flags;
@@ -39,7 +39,7 @@ typedef struct ggufmap_report_opts {
     uint32_t top_foreign; /* foreign tensors listed per buffer (default 5) */
 } ggufmap_report_opts;
 
-void ggufmap_report_opts_init(ggufmap_report_opts *opts);
+GGUFMAP_API void ggufmap_report_opts_init(ggufmap_report_opts *opts);
 
 /* `ggufmap plan`: llama.cpp's buffer lines, then per buffer its own bytes,
  * span, inflation, largest foreign tensors and the planner's ranges, the
@@ -47,10 +47,10 @@ void ggufmap_report_opts_init(ggufmap_report_opts *opts);
  * GGUFMAP_REPORT_JSON the "ggufmap.plan/1" document; with
  * GGUFMAP_REPORT_BUFFER_LINES one line per buffer in the format of
  * tests/oracle's driver (MAPPED buft=... / ALLOC buft=...). */
-void ggufmap_report_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *opts);
+GGUFMAP_API void ggufmap_report_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *opts);
 
 /* The picture as an SVG document. */
-void ggufmap_report_svg(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *opts);
+GGUFMAP_API void ggufmap_report_svg(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *opts);
 
 #ifdef __cplusplus
 }

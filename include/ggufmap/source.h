@@ -9,7 +9,9 @@
  *                   bits are 0 is a big-endian file and is refused too)
  *   3. n_tensors    i64
  *   4. n_kv         i64
- *   5. n_kv pairs   string key (non-empty, unique); i32 value type; the value.
+ *   5. n_kv pairs   string key (non-empty, unique byte for byte; it may hold
+ *                   NUL bytes, see ggufmap_source_find_kv); i32 value type;
+ *                   the value.
  *                   An ARRAY is i32 element type, u64 count, then the elements;
  *                   arrays of arrays are refused.
  *   6. n_tensors tensor infos: string name (< 64 bytes, unique as a C string);
@@ -93,54 +95,71 @@ typedef struct ggufmap_tensor {
  * mapping and the file descriptor and GGUFMAP_OK is returned; on failure
  * *out is NULL, err says what and where, and nothing stays open.  The file is
  * opened O_RDONLY and never written. */
-int ggufmap_source_open(const char *path, unsigned flags, ggufmap_source **out, ggufmap_error *err);
+GGUFMAP_API int ggufmap_source_open(const char *path, unsigned flags, ggufmap_source **out, ggufmap_error *err);
 
 /* Releases the mapping and the descriptor. NULL is allowed. */
-void ggufmap_source_close(ggufmap_source *src);
+GGUFMAP_API void ggufmap_source_close(ggufmap_source *src);
 
-const char *ggufmap_source_path(const ggufmap_source *src);
-uint64_t ggufmap_source_file_size(const ggufmap_source *src);
-uint32_t ggufmap_source_version(const ggufmap_source *src);
-uint32_t ggufmap_source_alignment(const ggufmap_source *src);
+GGUFMAP_API const char *ggufmap_source_path(const ggufmap_source *src);
+GGUFMAP_API uint64_t ggufmap_source_file_size(const ggufmap_source *src);
+GGUFMAP_API uint32_t ggufmap_source_version(const ggufmap_source *src);
+GGUFMAP_API uint32_t ggufmap_source_alignment(const ggufmap_source *src);
 /* File offset where the data section starts (after the alignment padding). */
-uint64_t ggufmap_source_data_offset(const ggufmap_source *src);
+GGUFMAP_API uint64_t ggufmap_source_data_offset(const ggufmap_source *src);
 /* Bytes of the data section as ggml sizes it: sum of PAD(bytes, alignment). */
-uint64_t ggufmap_source_data_size(const ggufmap_source *src);
+GGUFMAP_API uint64_t ggufmap_source_data_size(const ggufmap_source *src);
 /* The read-only mapping of the whole file (NULL for an empty file). */
-const uint8_t *ggufmap_source_bytes(const ggufmap_source *src);
+GGUFMAP_API const uint8_t *ggufmap_source_bytes(const ggufmap_source *src);
 /* The file descriptor (read-only), for copying data ranges without mapping them. */
-int ggufmap_source_fd(const ggufmap_source *src);
+GGUFMAP_API int ggufmap_source_fd(const ggufmap_source *src);
 
-int64_t ggufmap_source_n_kv(const ggufmap_source *src);
+GGUFMAP_API int64_t ggufmap_source_n_kv(const ggufmap_source *src);
 /* The i-th pair in file order, or NULL when i is out of range. */
-const ggufmap_kv *ggufmap_source_kv(const ggufmap_source *src, int64_t i);
-/* Index of the pair with this NUL-terminated key, or -1. */
-int64_t ggufmap_source_find_kv(const ggufmap_source *src, const char *key);
+GGUFMAP_API const ggufmap_kv *ggufmap_source_kv(const ggufmap_source *src, int64_t i);
 
-int64_t ggufmap_source_n_tensors(const ggufmap_source *src);
+/* THE key lookup: every reader of a key's meaning in ggufmap goes through
+ * this function (or ggufmap_model_find_kv, which calls it on the first
+ * shard), because it finds keys exactly as ggml's gguf_find_key and
+ * llama.cpp's loader (get_key, get_arr) do:
+ *
+ *   the index of the FIRST pair, in file order, whose key read as a C
+ *   string (its bytes up to the first NUL, all of them when there is none)
+ *   equals the NUL-terminated key; -1 when there is none.
+ *
+ * A stored key may hold a NUL byte, and ggml keeps it whole: two keys that
+ * differ only after a NUL are distinct (duplicate detection compares every
+ * byte), but "general.alignment\0xyz" answers a lookup of
+ * "general.alignment" when no earlier pair does.  The reader applies the
+ * same rule to general.alignment, the model module to split.*, placement to
+ * general.architecture and <arch>.* keys.  O(1). */
+GGUFMAP_API int64_t ggufmap_source_find_kv(const ggufmap_source *src, const char *key);
+
+GGUFMAP_API int64_t ggufmap_source_n_tensors(const ggufmap_source *src);
 /* The i-th tensor info in file order, or NULL when i is out of range. */
-const ggufmap_tensor *ggufmap_source_tensor(const ggufmap_source *src, int64_t i);
+GGUFMAP_API const ggufmap_tensor *ggufmap_source_tensor(const ggufmap_source *src, int64_t i);
 /* Index of the tensor with this NUL-terminated name, or -1. */
-int64_t ggufmap_source_find_tensor(const ggufmap_source *src, const char *name);
+GGUFMAP_API int64_t ggufmap_source_find_tensor(const ggufmap_source *src, const char *name);
 
 /* ---- reading values (all return GGUFMAP_OK, or GGUFMAP_EINVAL on a type
  * mismatch or an index out of range, leaving *out untouched) ---- */
 
 /* An integer or bool scalar of any width, as int64 (a u64 above INT64_MAX is EINVAL). */
-int ggufmap_kv_int(const ggufmap_kv *kv, int64_t *out);
+GGUFMAP_API int ggufmap_kv_int(const ggufmap_kv *kv, int64_t *out);
 /* A float32/float64 scalar, or an integer one, as double. */
-int ggufmap_kv_float(const ggufmap_kv *kv, double *out);
+GGUFMAP_API int ggufmap_kv_float(const ggufmap_kv *kv, double *out);
 /* A STRING scalar: pointer into the mapping and length (not NUL-terminated). */
-int ggufmap_kv_string(const ggufmap_kv *kv, const char **str, uint64_t *len);
+GGUFMAP_API int ggufmap_kv_string(const ggufmap_kv *kv, const char **str, uint64_t *len);
 /* Element i of a numeric or bool ARRAY, as int64 or double. */
-int ggufmap_kv_array_int(const ggufmap_kv *kv, uint64_t i, int64_t *out);
-int ggufmap_kv_array_float(const ggufmap_kv *kv, uint64_t i, double *out);
+GGUFMAP_API int ggufmap_kv_array_int(const ggufmap_kv *kv, uint64_t i, int64_t *out);
+GGUFMAP_API int ggufmap_kv_array_float(const ggufmap_kv *kv, uint64_t i, double *out);
 /* Walks a string ARRAY: start with *cursor = 0; each call yields the next
  * element and advances *cursor.  Returns GGUFMAP_ENOTFOUND after the last. */
-int ggufmap_kv_array_next_string(const ggufmap_kv *kv, uint64_t *cursor, const char **str, uint64_t *len);
+GGUFMAP_API int ggufmap_kv_array_next_string(const ggufmap_kv *kv, uint64_t *cursor, const char **str, uint64_t *len);
 
-/* True when kv's key equals the NUL-terminated key. */
-bool ggufmap_kv_key_is(const ggufmap_kv *kv, const char *key);
+/* True when kv's key, read as a C string (up to its first NUL), equals the
+ * NUL-terminated key: the comparison behind ggufmap_source_find_kv (ggml's
+ * strcmp). */
+GGUFMAP_API bool ggufmap_kv_key_is(const ggufmap_kv *kv, const char *key);
 
 #ifdef __cplusplus
 }

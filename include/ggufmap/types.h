@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include "ggufmap/error.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,25 +39,25 @@ typedef struct ggufmap_type_info {
 
 /* The ggml type with this id, or NULL when the id is outside [0, GGUFMAP_TYPE_COUNT).
  * A retired id returns an entry whose block_size is 0. */
-const ggufmap_type_info *ggufmap_type(int32_t id);
+GGUFMAP_API const ggufmap_type_info *ggufmap_type(int32_t id);
 
 /* The id whose name matches (case-insensitive: "Q4_K" and "q4_k" both work), or -1. */
-int32_t ggufmap_type_from_name(const char *name);
+GGUFMAP_API int32_t ggufmap_type_from_name(const char *name);
 
 /* Byte size of a tensor of this type and shape, computed as ggml_nbytes does
  * (the caller has validated the shape); 0 for an unknown or retired type. */
-uint64_t ggufmap_type_nbytes(int32_t id, const int64_t ne[4]);
+GGUFMAP_API uint64_t ggufmap_type_nbytes(int32_t id, const int64_t ne[4]);
 
 /* Size in bytes of one scalar of a GGUF value type; 0 for STRING, ARRAY and
  * ids out of range. */
-uint32_t ggufmap_value_type_size(int32_t value_type);
+GGUFMAP_API uint32_t ggufmap_value_type_size(int32_t value_type);
 
 /* "u8", "i32", "f32", "bool", "str", "arr", ... ; "?" when out of range. */
-const char *ggufmap_value_type_name(int32_t value_type);
+GGUFMAP_API const char *ggufmap_value_type_name(int32_t value_type);
 
 /* Parses a size: "4096", "96G" or "96GiB" (binary), "64MB" (decimal),
  * "1.5G".  Returns 0, or -1 for anything else. */
-int ggufmap_parse_size(const char *text, uint64_t *bytes);
+GGUFMAP_API int ggufmap_parse_size(const char *text, uint64_t *bytes);
 
 #ifdef __cplusplus
 }

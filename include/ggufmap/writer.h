@@ -56,64 +56,68 @@ enum {
 };
 
 /* A writer for GGUF version 3 with alignment 32; NULL when out of memory. */
-ggufmap_writer *ggufmap_writer_new(void);
-void ggufmap_writer_free(ggufmap_writer *w);
+GGUFMAP_API ggufmap_writer *ggufmap_writer_new(void);
+GGUFMAP_API void ggufmap_writer_free(ggufmap_writer *w);
 
 /* The version field written (2 or 3; v2 and v3 share the layout). */
-int ggufmap_writer_set_version(ggufmap_writer *w, uint32_t version);
+GGUFMAP_API int ggufmap_writer_set_version(ggufmap_writer *w, uint32_t version);
 /* The data alignment (a power of two).  This does not add the
  * general.alignment key: add it as a u32 when alignment != 32, or llama.cpp
  * will read the file with 32. */
-int ggufmap_writer_set_alignment(ggufmap_writer *w, uint32_t alignment);
+GGUFMAP_API int ggufmap_writer_set_alignment(ggufmap_writer *w, uint32_t alignment);
 
 /* ---- key-value pairs; each returns GGUFMAP_OK, or EINVAL for an empty or
  * duplicate key, or ENOMEM.  Keys and values are copied. ---- */
-int ggufmap_writer_add_u8(ggufmap_writer *w, const char *key, uint8_t v);
-int ggufmap_writer_add_i8(ggufmap_writer *w, const char *key, int8_t v);
-int ggufmap_writer_add_u16(ggufmap_writer *w, const char *key, uint16_t v);
-int ggufmap_writer_add_i16(ggufmap_writer *w, const char *key, int16_t v);
-int ggufmap_writer_add_u32(ggufmap_writer *w, const char *key, uint32_t v);
-int ggufmap_writer_add_i32(ggufmap_writer *w, const char *key, int32_t v);
-int ggufmap_writer_add_u64(ggufmap_writer *w, const char *key, uint64_t v);
-int ggufmap_writer_add_i64(ggufmap_writer *w, const char *key, int64_t v);
-int ggufmap_writer_add_f32(ggufmap_writer *w, const char *key, float v);
-int ggufmap_writer_add_f64(ggufmap_writer *w, const char *key, double v);
-int ggufmap_writer_add_bool(ggufmap_writer *w, const char *key, int v);
-int ggufmap_writer_add_string(ggufmap_writer *w, const char *key, const char *v);
+GGUFMAP_API int ggufmap_writer_add_u8(ggufmap_writer *w, const char *key, uint8_t v);
+GGUFMAP_API int ggufmap_writer_add_i8(ggufmap_writer *w, const char *key, int8_t v);
+GGUFMAP_API int ggufmap_writer_add_u16(ggufmap_writer *w, const char *key, uint16_t v);
+GGUFMAP_API int ggufmap_writer_add_i16(ggufmap_writer *w, const char *key, int16_t v);
+GGUFMAP_API int ggufmap_writer_add_u32(ggufmap_writer *w, const char *key, uint32_t v);
+GGUFMAP_API int ggufmap_writer_add_i32(ggufmap_writer *w, const char *key, int32_t v);
+GGUFMAP_API int ggufmap_writer_add_u64(ggufmap_writer *w, const char *key, uint64_t v);
+GGUFMAP_API int ggufmap_writer_add_i64(ggufmap_writer *w, const char *key, int64_t v);
+GGUFMAP_API int ggufmap_writer_add_f32(ggufmap_writer *w, const char *key, float v);
+GGUFMAP_API int ggufmap_writer_add_f64(ggufmap_writer *w, const char *key, double v);
+GGUFMAP_API int ggufmap_writer_add_bool(ggufmap_writer *w, const char *key, int v);
+GGUFMAP_API int ggufmap_writer_add_string(ggufmap_writer *w, const char *key, const char *v);
 /* An array of count scalars of elem_type, given in host order (packed C
  * array of uint8_t/int32_t/float/... ; bool as uint8_t). */
-int ggufmap_writer_add_array(ggufmap_writer *w, const char *key, int32_t elem_type, uint64_t count,
+GGUFMAP_API int ggufmap_writer_add_array(ggufmap_writer *w, const char *key, int32_t elem_type, uint64_t count,
                              const void *values);
-int ggufmap_writer_add_string_array(ggufmap_writer *w, const char *key, uint64_t count,
+GGUFMAP_API int ggufmap_writer_add_string_array(ggufmap_writer *w, const char *key, uint64_t count,
                                     const char *const *values);
-/* A pair copied verbatim from a file: value type, element type (arrays),
- * count (arrays) and the encoded value bytes as ggufmap_kv gives them. */
-int ggufmap_writer_add_raw(ggufmap_writer *w, const char *key, size_t key_len, int32_t type, int32_t elem_type,
+/* A pair copied verbatim from a file: the key's key_len bytes (NUL bytes
+ * included: ggml keeps such a key whole and so does the copy), value type,
+ * element type (arrays), count (arrays) and the encoded value bytes as
+ * ggufmap_kv gives them.  Every pair ggufmap_source_open accepts can be
+ * copied; EINVAL only for an empty key, a key equal byte for byte to one
+ * already added, or a value type out of range. */
+GGUFMAP_API int ggufmap_writer_add_raw(ggufmap_writer *w, const char *key, size_t key_len, int32_t type, int32_t elem_type,
                            uint64_t count, const void *encoded, uint64_t encoded_size);
 
 /* Adds a tensor info; its data will come from *data (copied descriptor).
  * EINVAL for a name of 64 bytes or more, a duplicate name, n_dims > 4, a
  * negative dimension, an unknown type, or ne[0] not a multiple of the block
  * size.  The tensor's size is ggufmap_type_nbytes(type, ne). */
-int ggufmap_writer_add_tensor(ggufmap_writer *w, const char *name, uint32_t n_dims, const int64_t *ne,
+GGUFMAP_API int ggufmap_writer_add_tensor(ggufmap_writer *w, const char *name, uint32_t n_dims, const int64_t *ne,
                               int32_t type, const ggufmap_data *data);
 
 /* Number of tensors added, and the byte size the file will have. */
-int64_t ggufmap_writer_n_tensors(const ggufmap_writer *w);
-uint64_t ggufmap_writer_file_size(const ggufmap_writer *w);
+GGUFMAP_API int64_t ggufmap_writer_n_tensors(const ggufmap_writer *w);
+GGUFMAP_API uint64_t ggufmap_writer_file_size(const ggufmap_writer *w);
 /* Absolute file offset tensor i will have (i in add order), or UINT64_MAX. */
-uint64_t ggufmap_writer_tensor_offset(const ggufmap_writer *w, int64_t i);
+GGUFMAP_API uint64_t ggufmap_writer_tensor_offset(const ggufmap_writer *w, int64_t i);
 
 /* The encoded header (magic, counts, pairs, tensor infos; no padding) in a
  * new malloc'd buffer the caller frees: *len bytes.  The data section starts
  * at ggufmap_writer_tensor_offset(w, 0), or at *len when there are no
  * tensors.  For callers that stream the data themselves (repack).  Returns
  * GGUFMAP_OK or GGUFMAP_ENOMEM; on error *out is NULL. */
-int ggufmap_writer_header(const ggufmap_writer *w, uint8_t **out, size_t *len);
+GGUFMAP_API int ggufmap_writer_header(const ggufmap_writer *w, uint8_t **out, size_t *len);
 
 /* Writes the file to path (which must not exist).  On error nothing is left
  * at path and no temporary file remains. */
-int ggufmap_writer_write(ggufmap_writer *w, const char *path, unsigned flags, ggufmap_error *err);
+GGUFMAP_API int ggufmap_writer_write(ggufmap_writer *w, const char *path, unsigned flags, ggufmap_error *err);
 
 #ifdef __cplusplus
 }

@@ -69,7 +69,29 @@ typedef struct spec {
     int omit_no_shard;          /* shard index (>= 1) without split.no (0: none) */
     int no_u32_shard;           /* shard index (>= 1) whose split.no is typed u32 (0: none) */
     int dup_across;             /* shard 1 repeats shard 0's first tensor name */
+    /* keys written as KEY\0junk (NUL_KEY_* bits): ggml finds them as KEY */
+    unsigned nul_keys;
+    uint32_t align_decoy;       /* a second alignment key of this value after the first, NUL-ness swapped */
 } spec;
+
+enum {
+    NUL_KEY_ALIGN = 1u << 0,      /* general.alignment */
+    NUL_KEY_SPLIT_NO = 1u << 1,
+    NUL_KEY_SPLIT_COUNT = 1u << 2,
+    NUL_KEY_SPLIT_TENSORS = 1u << 3,
+    NUL_KEY_ARCH = 1u << 4,       /* general.architecture and every llama.* key */
+};
+
+/* The bytes of key as spec s writes it: "\0junk" appended when s->nul_keys
+ * has bit; returns the length. */
+static size_t key_bytes(char *buf, size_t cap, const char *key, unsigned bit, const spec *s) {
+    size_t n = (size_t)snprintf(buf, cap, "%s", key);
+    if ((s->nul_keys & bit) && n + 5 < cap) {
+        memcpy(buf + n, "\0junk", 5);
+        n += 5;
+    }
+    return n;
+}
 
 static int model_tensors(const spec *s, tinfo *t) {
     int n = 0;
@@ -143,6 +165,33 @@ static void die(const char *what, const char *detail) {
 
 static void check_rc(int rc, const char *what) {
     if (rc != GGUFMAP_OK) die("writer refused", what);
+}
+
+/* An integer or f32 key (value bits v, little-endian) named as key_bytes says. */
+static void add_num(ggufmap_writer *w, const spec *s, const char *key, unsigned bit, int32_t type, uint64_t v) {
+    char k[128];
+    size_t kl = key_bytes(k, sizeof k, key, bit, s);
+    uint8_t le[8];
+    le_store(le, v, 8);
+    check_rc(ggufmap_writer_add_raw(w, k, kl, type, type, 1, le, ggufmap_value_type_size(type)), key);
+}
+
+static void add_str(ggufmap_writer *w, const spec *s, const char *key, unsigned bit, const char *v) {
+    char k[128];
+    size_t kl = key_bytes(k, sizeof k, key, bit, s);
+    cbuf enc = {0};
+    cbuf_str(&enc, v, strlen(v));
+    check_rc(ggufmap_writer_add_raw(w, k, kl, GGUFMAP_VALUE_STRING, GGUFMAP_VALUE_STRING, 1, enc.p, enc.n), key);
+    cbuf_free(&enc);
+}
+
+static void add_alignment(ggufmap_writer *w, const spec *s, uint32_t align) {
+    add_num(w, s, "general.alignment", NUL_KEY_ALIGN, GGUFMAP_VALUE_UINT32, align);
+    if (s->align_decoy) {
+        spec swapped = *s;
+        swapped.nul_keys ^= NUL_KEY_ALIGN;
+        add_num(w, &swapped, "general.alignment", NUL_KEY_ALIGN, GGUFMAP_VALUE_UINT32, s->align_decoy);
+    }
 }
 
 static void add_extra_keys(ggufmap_writer *w, const spec *s) {
@@ -229,38 +278,35 @@ static void write_shard(const char *path, const spec *s, uint32_t k, uint32_t n,
     uint32_t align = s->alignment ? s->alignment : 32;
     if (s->version) check_rc(ggufmap_writer_set_version(w, s->version), "version");
     check_rc(ggufmap_writer_set_alignment(w, align), "alignment");
-    if (k == 0) check_rc(ggufmap_writer_add_string(w, "general.architecture", "llama"), "arch");
-    if (align != 32 || s->explicit_align) check_rc(ggufmap_writer_add_u32(w, "general.alignment", align), "align");
+    if (k == 0) add_str(w, s, "general.architecture", NUL_KEY_ARCH, "llama");
+    if (align != 32 || s->explicit_align) add_alignment(w, s, align);
     if (k == 0) {
-        check_rc(ggufmap_writer_add_u32(w, "llama.block_count", N_LAYER), "block_count");
-        check_rc(ggufmap_writer_add_u32(w, "llama.context_length", N_CTX), "ctx");
-        check_rc(ggufmap_writer_add_u32(w, "llama.embedding_length", N_EMBD), "embd");
-        check_rc(ggufmap_writer_add_u32(w, "llama.feed_forward_length", N_FF), "ff");
-        check_rc(ggufmap_writer_add_u32(w, "llama.attention.head_count", N_HEAD), "heads");
-        check_rc(ggufmap_writer_add_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f), "eps");
+        add_num(w, s, "llama.block_count", NUL_KEY_ARCH, GGUFMAP_VALUE_UINT32, N_LAYER);
+        add_num(w, s, "llama.context_length", NUL_KEY_ARCH, GGUFMAP_VALUE_UINT32, N_CTX);
+        add_num(w, s, "llama.embedding_length", NUL_KEY_ARCH, GGUFMAP_VALUE_UINT32, N_EMBD);
+        add_num(w, s, "llama.feed_forward_length", NUL_KEY_ARCH, GGUFMAP_VALUE_UINT32, N_FF);
+        add_num(w, s, "llama.attention.head_count", NUL_KEY_ARCH, GGUFMAP_VALUE_UINT32, N_HEAD);
+        float eps = 1e-5f;
+        uint32_t eps_bits;
+        memcpy(&eps_bits, &eps, 4);
+        add_num(w, s, "llama.attention.layer_norm_rms_epsilon", NUL_KEY_ARCH, GGUFMAP_VALUE_FLOAT32, eps_bits);
         check_rc(ggufmap_writer_add_string(w, "tokenizer.ggml.model", "none"), "tokenizer");
-        check_rc(ggufmap_writer_add_u32(w, "llama.vocab_size", N_VOCAB), "vocab");
+        add_num(w, s, "llama.vocab_size", NUL_KEY_ARCH, GGUFMAP_VALUE_UINT32, N_VOCAB);
         add_extra_keys(w, s);
     }
     if (n > 1 || s->split_keys_single) {
         if (!(s->omit_no_shard && (uint32_t)s->omit_no_shard == k)) {
             uint32_t no = k;
             if (s->bad_no_shard && (uint32_t)(s->bad_no_shard - 1) == k) no = (uint32_t)s->bad_no_value;
-            if (s->no_u32_shard && (uint32_t)s->no_u32_shard == k)
-                check_rc(ggufmap_writer_add_u32(w, "split.no", no), "split.no");
-            else
-                check_rc(ggufmap_writer_add_u16(w, "split.no", (uint16_t)no), "split.no");
+            int no_u32 = s->no_u32_shard && (uint32_t)s->no_u32_shard == k;
+            add_num(w, s, "split.no", NUL_KEY_SPLIT_NO, no_u32 ? GGUFMAP_VALUE_UINT32 : GGUFMAP_VALUE_UINT16, no);
         }
         uint32_t count = s->split_count_value ? (uint32_t)s->split_count_value : n;
-        if (s->split_count_u32)
-            check_rc(ggufmap_writer_add_u32(w, "split.count", count), "split.count");
-        else
-            check_rc(ggufmap_writer_add_u16(w, "split.count", (uint16_t)count), "split.count");
+        add_num(w, s, "split.count", NUL_KEY_SPLIT_COUNT, s->split_count_u32 ? GGUFMAP_VALUE_UINT32 : GGUFMAP_VALUE_UINT16,
+                count);
         int32_t tc = (int32_t)n_total + s->tensors_count_delta;
-        if (s->tensors_count_u32)
-            check_rc(ggufmap_writer_add_u32(w, "split.tensors.count", (uint32_t)tc), "split.tensors.count");
-        else
-            check_rc(ggufmap_writer_add_i32(w, "split.tensors.count", tc), "split.tensors.count");
+        add_num(w, s, "split.tensors.count", NUL_KEY_SPLIT_TENSORS,
+                s->tensors_count_u32 ? GGUFMAP_VALUE_UINT32 : GGUFMAP_VALUE_INT32, (uint32_t)tc);
     }
     for (int i = first; i < last; i++) {
         const char *name = t[i].name;
@@ -490,16 +536,22 @@ static void edit_write(const char *name, edit *e, const char *expect) {
     emit(name, path, expect);
 }
 
-/* The base plus one key-value record: key, i32 type, then payload. */
-static void with_kv(const char *name, const layout *L, const char *key, int32_t type, const void *payload, size_t n,
-                    const char *expect) {
+/* The base plus one key-value record: key (key_len bytes, NULs allowed),
+ * i32 type, then payload. */
+static void with_kv_n(const char *name, const layout *L, const char *key, size_t key_len, int32_t type,
+                      const void *payload, size_t n, const char *expect) {
     edit e;
     edit_from(&e, L);
     cbuf *r = edit_add_kv(&e);
-    cbuf_str(r, key, strlen(key));
+    cbuf_str(r, key, key_len);
     cbuf_i32(r, type);
     cbuf_put(r, payload, n);
     edit_write(name, &e, expect);
+}
+
+static void with_kv(const char *name, const layout *L, const char *key, int32_t type, const void *payload, size_t n,
+                    const char *expect) {
+    with_kv_n(name, L, key, strlen(key), type, payload, n, expect);
 }
 
 static void with_kv_u32(const char *name, const layout *L, const char *key, uint32_t v, const char *expect) {
@@ -845,6 +897,86 @@ static void split_cases(void) {
     }
 }
 
+/* Keys that hold a NUL byte.  ggml finds keys with strcmp (gguf_find_key:
+ * the first key whose C string matches wins) but refuses only byte-equal
+ * duplicates; llama_model_loader's get_key goes through gguf_find_key. */
+static void nul_key_cases(const layout *v3) {
+    static const char align_nul[] = "general.alignment\0junk";
+    spec s;
+    /* general.alignment\0junk = 64: ggml lays the data out at 64. */
+    s = (spec){.alignment = 64, .nul_keys = NUL_KEY_ALIGN};
+    build_case("nul_key_alignment_64", &s, "accept");
+    s = (spec){.alignment = 4096, .nul_keys = NUL_KEY_ALIGN};
+    build_case("nul_key_alignment_4096", &s, "accept");
+    /* general.alignment\0junk = 64, then general.alignment = 32: the first wins. */
+    s = (spec){.alignment = 64, .nul_keys = NUL_KEY_ALIGN, .align_decoy = 32};
+    build_case("nul_key_alignment_first_wins", &s, "accept");
+    /* general.alignment = 64, then general.alignment\0junk = 128. */
+    s = (spec){.alignment = 64, .align_decoy = 128};
+    build_case("nul_key_alignment_exact_first", &s, "accept");
+    /* Typed as anything but u32, or not a power of two: refused like the exact key. */
+    {
+        uint8_t p[8];
+        le_store(p, 32, 8);
+        with_kv_n("nul_key_alignment_u64", v3, align_nul, sizeof align_nul - 1, GGUFMAP_VALUE_UINT64, p, 8, "reject");
+        with_kv_n("nul_key_alignment_i32", v3, align_nul, sizeof align_nul - 1, GGUFMAP_VALUE_INT32, p, 4, "reject");
+        cbuf q = {0};
+        cbuf_str(&q, "32", 2);
+        with_kv_n("nul_key_alignment_str", v3, align_nul, sizeof align_nul - 1, GGUFMAP_VALUE_STRING, q.p, q.n,
+                  "reject");
+        cbuf_free(&q);
+        cbuf_i32(&q, GGUFMAP_VALUE_UINT32);
+        cbuf_u64(&q, 1);
+        cbuf_u32(&q, 32);
+        with_kv_n("nul_key_alignment_arr", v3, align_nul, sizeof align_nul - 1, GGUFMAP_VALUE_ARRAY, q.p, q.n,
+                  "reject");
+        cbuf_free(&q);
+        le_store(p, 48, 4);
+        with_kv_n("nul_key_alignment_48", v3, align_nul, sizeof align_nul - 1, GGUFMAP_VALUE_UINT32, p, 4, "reject");
+    }
+    /* Duplicates are byte for byte: x\0a twice is one, x\0a and x\0b are two keys. */
+    {
+        edit e;
+        edit_from(&e, v3);
+        for (int i = 0; i < 2; i++) {
+            cbuf *r = edit_add_kv(&e);
+            cbuf_str(r, "test.k\0a", 8);
+            cbuf_i32(r, GGUFMAP_VALUE_UINT8);
+            cbuf_u8(r, (uint8_t)i);
+        }
+        edit_write("nul_key_duplicate", &e, "reject");
+        edit_from(&e, v3);
+        for (int i = 0; i < 2; i++) {
+            cbuf *r = edit_add_kv(&e);
+            cbuf_str(r, i ? "test.k\0b" : "test.k\0a", 8);
+            cbuf_i32(r, GGUFMAP_VALUE_UINT8);
+            cbuf_u8(r, (uint8_t)i);
+        }
+        edit_write("nul_key_same_c_string", &e, "accept");
+    }
+    /* The split keys: found by llama_model_loader's get_key and gguf_find_key. */
+    s = (spec){.n_shards = 2, .nul_keys = NUL_KEY_SPLIT_NO};
+    build_case("nul_key_split_no", &s, "accept");
+    s = (spec){.n_shards = 2, .nul_keys = NUL_KEY_SPLIT_COUNT};
+    build_case("nul_key_split_count", &s, "accept");
+    s = (spec){.n_shards = 2, .nul_keys = NUL_KEY_SPLIT_TENSORS};
+    build_case("nul_key_split_tensors_count", &s, "accept");
+    s = (spec){.n_shards = 3, .alignment = 64,
+               .nul_keys = NUL_KEY_ALIGN | NUL_KEY_SPLIT_NO | NUL_KEY_SPLIT_COUNT | NUL_KEY_SPLIT_TENSORS};
+    build_case("nul_key_split3_all_keys", &s, "accept");
+    s = (spec){.n_shards = 2, .split_count_u32 = 1, .nul_keys = NUL_KEY_SPLIT_COUNT};
+    build_case("nul_key_split_count_u32", &s, "reject");
+    s = (spec){.n_shards = 2, .tensors_count_delta = 1, .nul_keys = NUL_KEY_SPLIT_TENSORS};
+    build_case("nul_key_split_tensors_count_too_high", &s, "reject");
+    s = (spec){.n_shards = 3, .bad_no_shard = 3, .bad_no_value = 1, .nul_keys = NUL_KEY_SPLIT_NO};
+    build_case("nul_key_split_no_wrong_in_shard3", &s, "reject");
+    s = (spec){.n_shards = 2, .no_u32_shard = 1, .nul_keys = NUL_KEY_SPLIT_NO};
+    build_case("nul_key_split_no_u32_in_shard2", &s, "reject");
+    /* The architecture and the hyperparameters. */
+    s = (spec){.nul_keys = NUL_KEY_ARCH};
+    build_case("nul_key_architecture_and_hparams", &s, "accept");
+}
+
 static void arch_cases(void) {
     spec s = {.extra_tensor = 1};
     build_case("arch_extra_tensor", &s, "arch");
@@ -880,6 +1012,7 @@ int main(int argc, char **argv) {
     kv_cases(&v3, &types);
     tensor_cases(&v3);
     split_cases();
+    nul_key_cases(&v3);
     arch_cases();
 
     cbuf_free(&v3.file);

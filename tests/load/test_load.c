@@ -197,9 +197,22 @@ static void check_mapped(const ggufmap_plan *plan, const ggufmap_mapped *mp, cou
         ggufmap_resolved r;
         int rc = ggufmap_mapped_resolve(mp, i, &r, &err);
         if (!ctx->mapped) {
-            /* Allocated: the catch-all, unless its pages were released. */
-            CHECK(rc == GGUFMAP_OK || rc == GGUFMAP_ENOTFOUND);
-            if (rc == GGUFMAP_OK) CHECK(r.range == -1 && r.buffer == NULL);
+            /* Allocated: read into the context's own buffer before any page
+             * was released (as llama.cpp's load_all_data), so it always
+             * resolves, to a copy outside the mapping holding the file's bytes. */
+            CHECK_MSG(rc == GGUFMAP_OK, "allocated %s: %s", ctx->buffer_name, err.message);
+            if (rc) continue;
+            const uint8_t *base = ggufmap_mapped_base(mp, t->shard);
+            CHECK(r.range == -1 && r.buffer != NULL && r.size == t->size);
+            CHECK(r.addr < base || r.addr >= base + ggufmap_source_file_size(ggufmap_model_shard(m, t->shard)));
+            uint8_t *want = malloc(t->size + 1);
+            const ggufmap_source *src = ggufmap_model_shard(m, t->shard);
+            CHECK(want && pread(ggufmap_source_fd(src), want, (size_t)t->size, (off_t)t->offset) == (ssize_t)t->size);
+            CHECK(want && memcmp(want, r.addr, (size_t)t->size) == 0);
+            free(want);
+            ggufmap_resolved x;
+            CHECK(ggufmap_mapped_find(mp, in->context, t->shard, t->offset, t->size, &x, &err) == GGUFMAP_OK &&
+                  x.addr == r.addr);
             continue;
         }
         CHECK_MSG(rc == GGUFMAP_OK, "%s", err.message);
@@ -257,7 +270,7 @@ static void test_map(const char *tool, const char *dir) {
     static const char *const archs[] = {"llama", "qwen3moe", "gemma4", "qwen4exp"};
     static const char *const planners[] = {"span", "coalesce:4K", "runs:1K:4", "tight", "tight:8K:3", "tight:0:1"};
     char path[1024], cmd[2048];
-    int n_models = 0;
+    int n_models = 0, n_with_alloc = 0;
     for (int k = 0; k < 12; k++) {
         const char *arch = archs[k % 4];
         snprintf(path, sizeof path, "%s/m%d.gguf", dir, k);
@@ -304,6 +317,13 @@ static void test_map(const char *tool, const char *dir) {
             if (plan) CHECK_MSG(ggufmap_map(plan, &mo, &mp, &err) == GGUFMAP_OK, "%s", err.message);
             if (mp) {
                 check_mapped(plan, mp, &cpu, &gpu, fd0);
+                ggufmap_mapped_stats st;
+                ggufmap_mapped_get_stats(mp, &st);
+                uint64_t alloc_instances = 0;
+                for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++)
+                    alloc_instances += !ggufmap_placement_context(pl, ggufmap_placement_instance(pl, i)->context)->mapped;
+                CHECK(st.n_copied == alloc_instances && (st.copied_bytes > 0) == (alloc_instances > 0));
+                n_with_alloc += alloc_instances > 0;
                 uint64_t again = 1;
                 CHECK(ggufmap_mapped_release(mp, &again, &err) == GGUFMAP_OK && again == 0); /* idempotent */
                 ggufmap_mapped_touch(mp);
@@ -329,6 +349,7 @@ static void test_map(const char *tool, const char *dir) {
         unlink(path);
     }
     CHECK(n_models == 12);
+    CHECK_MSG(n_with_alloc >= 10, "only %d placements had allocated contexts", n_with_alloc);
 }
 
 /* A backend that refuses: ggufmap_map fails cleanly and names the range. */

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Shared by the repack tests (sourced after ggufmap and work are set): the
-# check counters, and plan's foreign bytes.  Each test ends with `summary`.
+# Shared by the repack tests, tests/load/cli.sh and tests/cli/special_files.sh
+# (sourced after ggufmap and work are set): the check counters, and plan's
+# foreign bytes.  Each test ends with `summary`.
 export LC_ALL=C
 rm -rf "$work" && mkdir -p "$work"
 passed=0 failed=0

@@ -15,9 +15,11 @@
 #   - ENOSPC on a small tmpfs fails cleanly (free-space check, and a real
 #     ENOSPC mid-write with the check disabled).  Needs root to mount: FAILS
 #     (does not skip) when the mount is refused.
-#   safety.sh GGUFMAP FIXTURE_MAKER WORKDIR
+#   safety.sh GGUFMAP FIXTURE_MAKER WORKDIR GGUFMAP_TESTHOOKS
+# GGUFMAP_TESTHOOKS is the tool built on the library's test build: the only
+# one that reads the GGUFMAP_REPACK_TEST_* hooks.
 set -uo pipefail
-ggufmap=$1 fixture=$2 work=$3
+ggufmap=$1 fixture=$2 work=$3 hooks=$4
 . "$(dirname "$0")/lib.sh"
 fx() { "$fixture" "$@" >/dev/null || bad "fixture maker $*"; }
 
@@ -78,10 +80,15 @@ grep -q "tensor 'blk.1.attn_q.weight': data differs" "$work/out" && ok || bad "v
 
 # ---- flipped byte during repack: the read-back check catches it, nothing remains
 mkdir -p "$work/fl"
-GGUFMAP_REPACK_TEST_FLIP=blk.0.ffn_up.weight "$ggufmap" repack "$work/a.gguf" -o "$work/fl/o.gguf" >/dev/null 2>"$work/err"; st=$?
+GGUFMAP_REPACK_TEST_FLIP=blk.0.ffn_up.weight "$hooks" repack "$work/a.gguf" -o "$work/fl/o.gguf" >/dev/null 2>"$work/err"; st=$?
 [[ $st == 2 ]] && ok || bad "repack with a corrupted copy: exit $st"
 grep -q "tensor 'blk.0.ffn_up.weight': read-back check failed" "$work/err" && ok || bad "read-back message: $(cat "$work/err")"
 [[ -z $(ls -A "$work/fl") ]] && ok || bad "corrupted repack left files: $(ls "$work/fl")"
+
+# ---- the release tool has no hooks: the same variable changes nothing
+mkdir -p "$work/nohook"
+GGUFMAP_REPACK_TEST_FLIP=blk.0.ffn_up.weight "$ggufmap" repack "$work/a.gguf" -o "$work/nohook/o.gguf" >/dev/null 2>"$work/err" &&
+  "$ggufmap" verify "$work/a.gguf" "$work/nohook/o.gguf" >/dev/null && ok || bad "the release ggufmap obeyed a test hook: $(cat "$work/err")"
 
 # ---- refuses existing outputs (the input among them); read-only input
 "$ggufmap" repack "$work/a.gguf" -o "$work/a.gguf" >/dev/null 2>"$work/err"; st=$?
@@ -98,7 +105,7 @@ fx --arch llama --type f32 --n-embd 512 --vocab 4096 --n-ff 1024 --layers 2 --sh
 insum=$(cat "$work"/big-0000*.gguf | sha256sum)
 # SIGTERM: partial output removed, exit 2
 mkdir -p "$work/term"
-GGUFMAP_REPACK_TEST_DELAY_US=30000 "$ggufmap" repack "$work/big-00001-of-00003.gguf" -o "$work/term/o.gguf" --threads 1 >/dev/null 2>"$work/err" &
+GGUFMAP_REPACK_TEST_DELAY_US=30000 "$hooks" repack "$work/big-00001-of-00003.gguf" -o "$work/term/o.gguf" --threads 1 >/dev/null 2>"$work/err" &
 pid=$!; sleep 0.4; kill -TERM $pid; wait $pid; st=$?
 [[ $st == 2 ]] && ok || bad "SIGTERM: exit $st"
 [[ -z $(ls -A "$work/term") ]] && ok || bad "SIGTERM left files: $(ls "$work/term")"
@@ -108,7 +115,7 @@ RANDOM=42
 complete=0 none=0
 for i in $(seq 1 20); do
   k=$work/k$i; mkdir -p "$k"
-  GGUFMAP_REPACK_TEST_DELAY_US=4000 "$ggufmap" repack "$work/big-00001-of-00003.gguf" -o "$k/o.gguf" --threads 2 >/dev/null 2>&1 &
+  GGUFMAP_REPACK_TEST_DELAY_US=4000 "$hooks" repack "$work/big-00001-of-00003.gguf" -o "$k/o.gguf" --threads 2 >/dev/null 2>&1 &
   pid=$!
   sleep "0.$(printf '%03d' $((RANDOM % 400)))"
   kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
@@ -129,12 +136,12 @@ if mount -t tmpfs -o size=4m tmpfs "$mnt" 2>"$work/err"; then
   "$ggufmap" repack "$work/big-00001-of-00003.gguf" -o "$mnt/o.gguf" >/dev/null 2>"$work/err"; st=$?
   [[ $st == 2 ]] && grep -q "No space left\|free" "$work/err" && ok || bad "free-space check: exit $st $(cat "$work/err")"
   [[ -z $(ls -A "$mnt") ]] && ok || bad "free-space check left files: $(ls "$mnt")"
-  GGUFMAP_REPACK_TEST_NO_SPACE_CHECK=1 "$ggufmap" repack "$work/big-00001-of-00003.gguf" -o "$mnt/o.gguf" >/dev/null 2>"$work/err"; st=$?
+  GGUFMAP_REPACK_TEST_NO_SPACE_CHECK=1 "$hooks" repack "$work/big-00001-of-00003.gguf" -o "$mnt/o.gguf" >/dev/null 2>"$work/err"; st=$?
   [[ $st == 2 ]] && grep -q "No space left" "$work/err" && ok || bad "real ENOSPC: exit $st $(cat "$work/err")"
   [[ -z $(ls -A "$mnt") ]] && ok || bad "ENOSPC left files: $(ls "$mnt")"
   # the same with copy_file_range asked for: across file systems the kernel
   # refuses (EXDEV) and write() takes over, or it copies until ENOSPC
-  GGUFMAP_REPACK_TEST_NO_SPACE_CHECK=1 "$ggufmap" repack "$work/big-00001-of-00003.gguf" -o "$mnt/o.gguf" --copy kernel >/dev/null 2>"$work/err"; st=$?
+  GGUFMAP_REPACK_TEST_NO_SPACE_CHECK=1 "$hooks" repack "$work/big-00001-of-00003.gguf" -o "$mnt/o.gguf" --copy kernel >/dev/null 2>"$work/err"; st=$?
   [[ $st == 2 ]] && grep -q "No space left" "$work/err" && ok || bad "real ENOSPC, --copy kernel: exit $st $(cat "$work/err")"
   [[ -z $(ls -A "$mnt") ]] && ok || bad "ENOSPC (--copy kernel) left files: $(ls "$mnt")"
   [[ $(cat "$work"/big-0000*.gguf | sha256sum) == "$insum" ]] && ok || bad "ENOSPC changed the input"

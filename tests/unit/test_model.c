@@ -3,6 +3,7 @@
  * checks them, presented as one model with per-tensor shard and offset.
  */
 #include "check.h"
+#include "ggufmap/hash.h"
 #include "scratch.h"
 
 /* Writes an n-way split of `per_shard` f32 tensors per shard, as gguf-split
@@ -16,7 +17,21 @@ typedef struct split_opts {
     int duplicate_name;       /* shard 1 repeats shard 0's first tensor name */
     int wrong_no_in_shard;    /* shard with this index (>0) gets split.no 99 */
     int count_as_u32;         /* split.count written as u32 instead of u16 */
+    int nul_keys;             /* every key written as KEY\0junk (ggml still finds it as KEY) */
 } split_opts;
+
+/* Adds key (with "\0junk" after it when nul) as an integer of type t. */
+static void add_int_key(ggufmap_writer *w, const char *key, int nul, int32_t t, uint64_t v) {
+    char bytes[96];
+    size_t len = (size_t)snprintf(bytes, sizeof bytes, "%s", key);
+    if (nul) {
+        memcpy(bytes + len, "\0junk", 5);
+        len += 5;
+    }
+    uint8_t le[8];
+    for (int i = 0; i < 8; i++) le[i] = (uint8_t)(v >> (8 * i));
+    ggufmap_writer_add_raw(w, bytes, len, t, t, 1, le, ggufmap_value_type_size(t));
+}
 
 static void write_split(const char *prefix, const split_opts *o) {
     char path[700], name[64];
@@ -26,13 +41,12 @@ static void write_split(const char *prefix, const split_opts *o) {
         unlink(path);
         ggufmap_writer *w = ggufmap_writer_new();
         if (k == 0) ggufmap_writer_add_string(w, "general.architecture", "test");
-        ggufmap_writer_add_u16(w, "split.no", (uint16_t)(o->wrong_no_in_shard == (int)k && k ? 99 : k));
+        add_int_key(w, "split.no", o->nul_keys, GGUFMAP_VALUE_UINT16, o->wrong_no_in_shard == (int)k && k ? 99 : k);
         uint32_t count = o->count_key_value ? (uint32_t)o->count_key_value : o->n;
-        if (o->count_as_u32)
-            ggufmap_writer_add_u32(w, "split.count", count);
-        else
-            ggufmap_writer_add_u16(w, "split.count", (uint16_t)count);
-        ggufmap_writer_add_i32(w, "split.tensors.count", (int32_t)o->n * o->per_shard + o->tensors_count_delta);
+        add_int_key(w, "split.count", o->nul_keys, o->count_as_u32 ? GGUFMAP_VALUE_UINT32 : GGUFMAP_VALUE_UINT16,
+                    count);
+        add_int_key(w, "split.tensors.count", o->nul_keys, GGUFMAP_VALUE_INT32,
+                    (uint32_t)((int32_t)o->n * o->per_shard + o->tensors_count_delta));
         for (int i = 0; i < o->per_shard; i++) {
             if (o->duplicate_name && k == 1 && i == 0)
                 snprintf(name, sizeof name, "t.0.0");
@@ -93,6 +107,49 @@ int main(int argc, char **argv) {
         ggufmap_model_close(m);
     }
 
+    /* split.no\0junk, split.count\0junk, split.tensors.count\0junk: llama.cpp
+     * finds them (gguf_find_key compares C strings) and loads the model. */
+    scratch_path(prefix, sizeof prefix, "nul");
+    split_opts nul = {.n = 3, .per_shard = 2, .nul_keys = 1};
+    write_split(prefix, &nul);
+    ggufmap_split_path(path, sizeof path, prefix, 0, 3);
+    CHECK_MSG(open_model(path, &m, &err) == 0, "NUL split keys: %s", err.message);
+    if (m) {
+        CHECK(ggufmap_model_n_shards(m) == 3 && ggufmap_model_n_tensors(m) == 6);
+        const ggufmap_kv *kv = ggufmap_model_find_kv(m, "split.count");
+        CHECK(kv && kv->key_len == strlen("split.count") + 5);
+        /* ... and the digest and verify leave them out as split keys. */
+        CHECK(kv && ggufmap_is_split_key(kv->key, (size_t)kv->key_len));
+        CHECK(!ggufmap_is_split_key("split.countx", 12) && !ggufmap_is_split_key("split.coun", 10));
+        ggufmap_model_close(m);
+    }
+    /* general.architecture\0x is what placement and the reports read as the architecture. */
+    scratch_path(path, sizeof path, "arch-nul.gguf");
+    {
+        ggufmap_writer *aw = ggufmap_writer_new();
+        static const char arch_key[] = "general.architecture\0x";
+        uint8_t enc[8 + 5] = {5, 0, 0, 0, 0, 0, 0, 0, 'l', 'l', 'a', 'm', 'a'};
+        CHECK(ggufmap_writer_add_raw(aw, arch_key, sizeof arch_key - 1, GGUFMAP_VALUE_STRING, GGUFMAP_VALUE_STRING, 1,
+                                     enc, sizeof enc) == GGUFMAP_OK);
+        add_int_key(aw, "llama.block_count", 1, GGUFMAP_VALUE_UINT32, 7);
+        CHECK(ggufmap_writer_write(aw, path, 0, &err) == GGUFMAP_OK);
+        ggufmap_writer_free(aw);
+        CHECK_MSG(open_model(path, &m, &err) == 0, "%s", err.message);
+        const ggufmap_kv *kv = m ? ggufmap_model_find_kv(m, "general.architecture") : NULL;
+        const char *str = NULL;
+        uint64_t len = 0;
+        CHECK(kv && ggufmap_kv_string(kv, &str, &len) == 0 && len == 5 && memcmp(str, "llama", 5) == 0);
+        ggufmap_placement_opts po;
+        ggufmap_placement_opts_init(&po);
+        ggufmap_placement *pl = NULL;
+        CHECK(m && ggufmap_place(m, &po, &pl, &err) == 0);
+        CHECK_MSG(pl && ggufmap_placement_n_layers(pl) == 7, "placement reads llama.block_count\\0junk: %d layers",
+                  pl ? ggufmap_placement_n_layers(pl) : -1);
+        ggufmap_placement_free(pl);
+        ggufmap_model_close(m);
+    }
+    scratch_path(prefix, sizeof prefix, "ok");
+
     /* A missing shard is named. */
     ggufmap_split_path(path, sizeof path, prefix, 1, 3);
     unlink(path);
@@ -110,6 +167,10 @@ int main(int argc, char **argv) {
         {"count", {.n = 2, .per_shard = 2, .tensors_count_delta = 1}, "split.tensors.count is 5"},
         {"no", {.n = 3, .per_shard = 1, .wrong_no_in_shard = 2}, "split.no is 99, expected 2"},
         {"u32", {.n = 2, .per_shard = 1, .count_as_u32 = 1}, "requires u16"},
+        /* The same rules hold for the keys found through a NUL. */
+        {"nul-count", {.n = 2, .per_shard = 2, .tensors_count_delta = -1, .nul_keys = 1}, "split.tensors.count is 3"},
+        {"nul-no", {.n = 3, .per_shard = 1, .wrong_no_in_shard = 1, .nul_keys = 1}, "split.no is 99, expected 1"},
+        {"nul-u32", {.n = 2, .per_shard = 1, .count_as_u32 = 1, .nul_keys = 1}, "requires u16"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         scratch_path(prefix, sizeof prefix, bad[i].name);

@@ -26,6 +26,12 @@ static void str(buf *b, const char *s) {
     memcpy(b->p + b->n, s, strlen(s));
     b->n += strlen(s);
 }
+/* A string of len bytes that may hold NULs. */
+static void str_n(buf *b, const char *s, size_t len) {
+    u64(b, len);
+    memcpy(b->p + b->n, s, len);
+    b->n += len;
+}
 static void header(buf *b, uint32_t version, uint64_t n_tensors, uint64_t n_kv) {
     b->n = 0;
     memcpy(b->p, "GGUF", 4);
@@ -74,6 +80,92 @@ static void expect_reject(const char *what, const buf *b, const char *frag1, con
     CHECK_MSG(strstr(err.message, path) != NULL, "%s: no path in '%s'", what, err.message);
     CHECK_MSG(!frag1 || strstr(err.message, frag1), "%s: no '%s' in '%s'", what, frag1, err.message);
     CHECK_MSG(!frag2 || strstr(err.message, frag2), "%s: no '%s' in '%s'", what, frag2, err.message);
+}
+
+/* Keys holding a NUL byte, looked up as ggml's gguf_find_key (strcmp: the
+ * first key whose C string matches), duplicates found byte for byte. */
+static void nul_key_cases(buf *b) {
+    static const char align_nul[] = "general.alignment\0xyz";
+    const size_t align_nul_len = sizeof align_nul - 1;
+    int64_t ne1[1] = {8};
+    ggufmap_error err;
+    ggufmap_source *s = NULL;
+
+    /* general.alignment\0xyz = 64 sets the alignment: the data section
+     * starts at 128, not at 96 as with the default 32. */
+    header(b, 3, 1, 1);
+    str_n(b, align_nul, align_nul_len);
+    u32(b, GGUFMAP_VALUE_UINT32);
+    u32(b, 64);
+    info(b, "t", 1, ne1, 0, 0);
+    pad_to(b, 64, 64);
+    CHECK_MSG(try_open(b, 0, &err, &s) == 0, "%s", err.message);
+    if (s) {
+        CHECK_MSG(ggufmap_source_alignment(s) == 64, "alignment %u", ggufmap_source_alignment(s));
+        CHECK(ggufmap_source_data_offset(s) % 64 == 0);
+        CHECK(ggufmap_source_find_kv(s, "general.alignment") == 0);
+        CHECK(ggufmap_kv_key_is(ggufmap_source_kv(s, 0), "general.alignment"));
+        CHECK(!ggufmap_kv_key_is(ggufmap_source_kv(s, 0), "general.alignmen"));
+        ggufmap_source_close(s);
+    }
+    /* Typed u64, str or arr it is refused as the exact key is. */
+    static const int32_t bad_types[3] = {GGUFMAP_VALUE_UINT64, GGUFMAP_VALUE_STRING, GGUFMAP_VALUE_ARRAY};
+    for (int k = 0; k < 3; k++) {
+        header(b, 3, 0, 1);
+        str_n(b, align_nul, align_nul_len);
+        u32(b, (uint32_t)bad_types[k]);
+        if (bad_types[k] == GGUFMAP_VALUE_ARRAY) {
+            u32(b, GGUFMAP_VALUE_UINT32);
+            u64(b, 1);
+            u32(b, 32);
+        } else {
+            u64(b, bad_types[k] == GGUFMAP_VALUE_STRING ? 0 : 32);
+        }
+        expect_reject("NUL alignment key of another type", b, "general.alignment", "u32");
+    }
+    /* Several keys with the same C string: distinct, and the first wins. */
+    header(b, 3, 0, 3);
+    str_n(b, "a.b\0one", 7);
+    u32(b, GGUFMAP_VALUE_UINT32);
+    u32(b, 1);
+    kv_u32(b, "a.b", 2);
+    str_n(b, "a.b\0two", 7);
+    u32(b, GGUFMAP_VALUE_UINT32);
+    u32(b, 3);
+    CHECK_MSG(try_open(b, 0, &err, &s) == 0, "%s", err.message);
+    if (s) {
+        CHECK(ggufmap_source_find_kv(s, "a.b") == 0);
+        CHECK(ggufmap_source_find_kv(s, "a") == -1);
+        ggufmap_source_close(s);
+    }
+    /* ... but the same bytes twice are a duplicate. */
+    header(b, 3, 0, 2);
+    str_n(b, "a.b\0one", 7);
+    u32(b, GGUFMAP_VALUE_UINT32);
+    u32(b, 1);
+    str_n(b, "a.b\0one", 7);
+    u32(b, GGUFMAP_VALUE_UINT32);
+    u32(b, 2);
+    expect_reject("duplicate NUL key", b, "duplicate", "a.b\\x00one");
+}
+
+/* A FIFO (or any file that is not a regular file) is refused at once, not
+ * read: opening a FIFO for reading would wait for a writer forever.  alarm()
+ * ends the test if the open blocks. */
+static void special_file_cases(void) {
+    char fifo[700];
+    scratch_path(fifo, sizeof fifo, "fifo.gguf");
+    unlink(fifo);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    alarm(20);
+    ggufmap_source *s = NULL;
+    ggufmap_error err;
+    int rc = ggufmap_source_open(fifo, 0, &s, &err);
+    alarm(0);
+    CHECK_MSG(rc == GGUFMAP_EIO && s == NULL && strstr(err.message, "not a regular file"), "FIFO: %d %s", rc,
+              err.message);
+    unlink(fifo);
+    CHECK(ggufmap_source_open("/dev/null", 0, &s, &err) == GGUFMAP_EIO && s == NULL);
 }
 
 int main(int argc, char **argv) {
@@ -237,6 +329,9 @@ int main(int argc, char **argv) {
         refused += try_open(&b, 0, &err, NULL) == GGUFMAP_EFORMAT;
     }
     CHECK_MSG(refused == (int)full, "refused %d of %zu truncations", refused, full);
+
+    nul_key_cases(&b);
+    special_file_cases();
 
     /* Not a regular file, and a missing file. */
     CHECK(ggufmap_source_open(scratch_dir, 0, &s, &err) == GGUFMAP_EIO && s == NULL);

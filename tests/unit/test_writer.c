@@ -264,8 +264,41 @@ static void test_many_tensors(void) {
     ggufmap_writer_free(w);
 }
 
+/* Keys that hold a NUL byte are valid for ggml (it keeps the whole string):
+ * the writer copies them byte for byte, and refuses only an exact duplicate. */
+static void test_nul_keys(void) {
+    char path[600];
+    scratch_path(path, sizeof path, "nul-keys.gguf");
+    ggufmap_writer *w = ggufmap_writer_new();
+    static const char k1[] = "general.alignment\0xyz", k2[] = "general.alignment\0abc";
+    uint8_t v[4] = {64, 0, 0, 0};
+    CHECK(ggufmap_writer_add_raw(w, k1, sizeof k1 - 1, GGUFMAP_VALUE_UINT32, GGUFMAP_VALUE_UINT32, 1, v, 4) == 0);
+    CHECK(ggufmap_writer_add_raw(w, k2, sizeof k2 - 1, GGUFMAP_VALUE_UINT32, GGUFMAP_VALUE_UINT32, 1, v, 4) == 0);
+    CHECK(ggufmap_writer_add_raw(w, k1, sizeof k1 - 1, GGUFMAP_VALUE_UINT32, GGUFMAP_VALUE_UINT32, 1, v, 4) ==
+          GGUFMAP_EINVAL);
+    CHECK(ggufmap_writer_add_u32(w, "general.alignment", 64) == 0);
+    CHECK(ggufmap_writer_set_alignment(w, 64) == 0);
+    int64_t ne[1] = {8};
+    ggufmap_data d = pattern_data(3);
+    CHECK(ggufmap_writer_add_tensor(w, "t", 1, ne, 0, &d) == 0);
+    ggufmap_error err;
+    CHECK_MSG(ggufmap_writer_write(w, path, 0, &err) == 0, "%s", err.message);
+    ggufmap_writer_free(w);
+    ggufmap_source *s = NULL;
+    CHECK_MSG(ggufmap_source_open(path, 0, &s, &err) == 0, "%s", err.message);
+    if (!s) return;
+    CHECK(ggufmap_source_n_kv(s) == 3);
+    const ggufmap_kv *a = ggufmap_source_kv(s, 0), *b = ggufmap_source_kv(s, 1);
+    CHECK(a->key_len == sizeof k1 - 1 && memcmp(a->key, k1, sizeof k1 - 1) == 0);
+    CHECK(b->key_len == sizeof k2 - 1 && memcmp(b->key, k2, sizeof k2 - 1) == 0);
+    CHECK(ggufmap_source_find_kv(s, "general.alignment") == 0);
+    CHECK(ggufmap_source_alignment(s) == 64);
+    ggufmap_source_close(s);
+}
+
 int main(int argc, char **argv) {
     scratch_init(argc > 1 ? argv[1] : "tmp-test_writer");
+    test_nul_keys();
     test_every_value_type();
     test_tensors(32, 3);
     test_tensors(64, 3);
