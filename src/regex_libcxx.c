@@ -701,14 +701,23 @@ typedef struct matcher {
     uint64_t *steps, max_steps;
 } matcher;
 
-static capture *caps_of(mstate *st) { return (capture *)(void *)(st + 1); }
-static loop_data *loops_of(const matcher *m, mstate *st) { return (loop_data *)(void *)(caps_of(st) + m->prog->n_marked); }
+/* A record: the header, padded to 8 bytes, the loop counters (8-byte
+ * aligned), then the captures. */
+#define LOOPS_AT ((sizeof(mstate) + 7) & ~(size_t)7)
+static loop_data *loops_of(mstate *st) { return (loop_data *)(void *)((unsigned char *)st + LOOPS_AT); }
+static capture *caps_of(const matcher *m, mstate *st) {
+    return (capture *)(void *)(loops_of(st) + m->prog->n_loops);
+}
 static mstate *top(matcher *m) { return (mstate *)(void *)(m->stack + (m->n - 1) * m->size); }
 
 static int push_state(matcher *m, const mstate *from) {
     if (m->n == m->cap && 2 * m->cap * m->size > MAX_STACK_BYTES) return GM_REGEX_EBUDGET;
+    /* from may be a state on the stack, which growing moves */
+    const unsigned char *src = (const unsigned char *)from;
+    bool inside = m->stack && src >= m->stack && src < m->stack + m->n * m->size;
+    size_t at = inside ? (size_t)(src - m->stack) : 0;
     if (!gm_rx_grow(&m->stack, m->n, &m->cap, m->size)) return GM_REGEX_ENOMEM;
-    memcpy(m->stack + m->n++ * m->size, from, m->size);
+    memcpy(m->stack + m->n++ * m->size, inside ? m->stack + at : src, m->size);
     return 0;
 }
 
@@ -723,14 +732,14 @@ static bool word_boundary(const matcher *m, int32_t cur) {
 
 /* __loop::__init_repeat */
 static void init_repeat(const matcher *m, const node *lp, mstate *st) {
-    loops_of(m, st)[lp->arg].start = st->cur;
-    capture *caps = caps_of(st);
+    loops_of(st)[lp->arg].start = st->cur;
+    capture *caps = caps_of(m, st);
     for (uint32_t i = lp->mexp_begin - 1; i != lp->mexp_end - 1; i++) caps[i] = (capture){m->last, m->last, false};
 }
 
 /* __loop::__exec */
 static void exec_loop(const matcher *m, const node *lp, mstate *st) {
-    loop_data *ld = &loops_of(m, st)[lp->arg];
+    loop_data *ld = &loops_of(st)[lp->arg];
     bool repeat, leave;
     if (st->todo == DO_REPEAT) {
         ld->count++;
@@ -783,7 +792,7 @@ static int exec_lookahead(const matcher *m, const node *nd, mstate *st) {
                       m->steps, m->max_steps, got);
     if (rc >= 0) {
         if ((rc == GM_REGEX_MATCH) != nd->flag) {
-            memcpy(caps_of(st) + nd->mexp_begin, got, inner->n_marked * sizeof *got);
+            memcpy(caps_of(m, st) + nd->mexp_begin, got, inner->n_marked * sizeof *got);
             go(st, DO_ACCEPT, nd->first);
         } else {
             go(st, DO_REJECT, -1);
@@ -795,7 +804,7 @@ static int exec_lookahead(const matcher *m, const node *nd, mstate *st) {
 }
 
 static void exec_backref(const matcher *m, const node *nd, mstate *st) {
-    const capture *cap = &caps_of(st)[nd->arg - 1];
+    const capture *cap = &caps_of(m, st)[nd->arg - 1];
     int32_t len = cap->second - cap->first;
     if (cap->matched && m->last - st->cur >= len && memcmp(m->s + cap->first, m->s + st->cur, (size_t)len) == 0) {
         st->cur += len;
@@ -816,10 +825,10 @@ static int exec_node(matcher *m, mstate *st) {
     case N_REPEAT_ONE: go(st, DO_REPEAT, nd->first); return 0;
     case N_LOOP: exec_loop(m, nd, st); return 0;
     case N_ALT: st->todo = DO_SPLIT; return 0;
-    case N_GROUP_BEGIN: caps_of(st)[nd->arg - 1].first = cur; go(st, DO_ACCEPT, nd->first); return 0;
+    case N_GROUP_BEGIN: caps_of(m, st)[nd->arg - 1].first = cur; go(st, DO_ACCEPT, nd->first); return 0;
     case N_GROUP_END:
-        caps_of(st)[nd->arg - 1].second = cur;
-        caps_of(st)[nd->arg - 1].matched = true;
+        caps_of(m, st)[nd->arg - 1].second = cur;
+        caps_of(m, st)[nd->arg - 1].matched = true;
         go(st, DO_ACCEPT, nd->first);
         return 0;
     case N_BACKREF: exec_backref(m, nd, st); return 0;
@@ -850,7 +859,7 @@ static int turn(matcher *m) {
     if (rc) return rc;
     switch (st->todo) {
     case DO_END:
-        memcpy(m->result, caps_of(st), m->prog->n_marked * sizeof(capture));
+        memcpy(m->result, caps_of(m, st), m->prog->n_marked * sizeof(capture));
         return GM_REGEX_MATCH;
     case DO_REJECT: m->n--; return 0;
     case DO_SPLIT:
@@ -868,15 +877,15 @@ static int match_at(const gm_rx_libcxx *re, int32_t prog, const unsigned char *s
     const program *pg = &re->progs[prog];
     matcher m = {.re = re, .prog = pg, .s = s, .first = first, .last = last, .prev_avail = prev_avail,
                  .at_first = at_first, .result = result, .steps = steps, .max_steps = max_steps};
-    m.size = sizeof(mstate) + pg->n_marked * sizeof(capture) + pg->n_loops * sizeof(loop_data);
+    m.size = LOOPS_AT + pg->n_loops * sizeof(loop_data) + pg->n_marked * sizeof(capture);
     m.size = (m.size + 7) & ~(size_t)7;
     unsigned char *init = calloc(1, m.size);
     int rc = init ? 0 : GM_REGEX_ENOMEM;
     if (init) {
         mstate *st = (mstate *)(void *)init;
         *st = (mstate){pg->start, first, DO_NONE};
-        for (uint32_t i = 0; i < pg->n_marked; i++) caps_of(st)[i] = (capture){last, last, false};
-        for (uint32_t i = 0; i < pg->n_loops; i++) loops_of(&m, st)[i] = (loop_data){0, -1};
+        for (uint32_t i = 0; i < pg->n_marked; i++) caps_of(&m, st)[i] = (capture){last, last, false};
+        for (uint32_t i = 0; i < pg->n_loops; i++) loops_of(st)[i] = (loop_data){0, -1};
         rc = push_state(&m, st);
         free(init);
     }
