@@ -2,12 +2,14 @@
 # oracle.sh - the regex corpus against the real llama.cpp (libstdc++ side).
 #
 # usage: oracle.sh GGUFMAP FIXTURE ORACLE DRIVER PATTERNS WORKDIR
-# On a qwen3moe fixture with 24 layers (288 tensors, shuffled), for each
+# On a qwen3moe fixture with 24 layers (291 tensors, shuffled), for each
 # corpus pattern P the prebuilt llama.cpp loads with
 #   --fake-gpu metal --ngl 0 --no-repack --ot P=MTL0 -t
 # so exactly the tensors that std::regex_search finds land in MTL0_Mapped
 # (the TENSOR lines say which), a refused pattern fails the load, and a
-# pattern libstdc++ cannot finish runs past the time limit.  The same is
+# pattern libstdc++ cannot finish runs past the time limit (2 s; then 60 s
+# more unless ggufmap reports the step budget, since llama.cpp compiles the
+# pattern per tensor and a{99993} takes it 14 s).  The same is
 # asked of
 #   ggufmap plan --device metal -ngl 0 -nr --regex libstdc++ -ot P=MTL0
 #     --format buffers
@@ -73,7 +75,7 @@ while IFS= read -r line <&3; do
   grc=$?
   run_oracle "$limit"
   # Slow is not endless: llama.cpp compiles the pattern once per tensor, and
-  # a{99993} (100000 NFA states) or .*.*.*.*.*x take it 5-15 s on 290
+  # a{99993} (100000 NFA states) or .*.*.*.*.*x take it 5-15 s on 291
   # tensors.  Wait longer unless ggufmap says the search never ends.
   if [[ $orc == 124 ]] && ! grep -q step_budget "$work/g.err"; then run_oracle "$slow_limit"; fi
   set -e
