@@ -7,8 +7,7 @@ set -euo pipefail
 packages=(
   build-essential  # gcc, make: the C11 toolchain
   cmake            # the build (>= 3.25; bookworm ships 3.25.1)
-  pkg-config       # finds PCRE2 and libcrypto, and tests our .pc file
-  libpcre2-dev     # ECMAScript-compatible regexes for -ot patterns (std::regex_search)
+  pkg-config       # finds libcrypto, and tests our .pc file
   libssl-dev       # libcrypto's SHA-256 for hashing tensor data
   nodejs npm       # installs the pinned prebuilt llama.cpp that tests use as oracle
   git              # unpacks the llama.cpp source bundle for the oracle's headers
@@ -16,6 +15,10 @@ packages=(
   # tests only: the arm64 llama.cpp oracle (CPU_REPACK rules of Apple-like
   # CPUs) runs under qemu-user, built with the aarch64 cross compiler
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross libc6-arm64-cross libstdc++6-arm64-cross
+  # tests only: -ot patterns are std::regex; tests/regex compiles a probe
+  # against the two C++ libraries llama.cpp is built with: libstdc++ as in
+  # GCC 11 (the prebuilt llama.cpp's) and LLVM's libc++ (macOS builds)
+  g++-11 clang libc++-dev libc++abi-dev
 )
 
 missing=()

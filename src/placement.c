@@ -11,13 +11,12 @@
  * comments below cite its sections.  Every rule is checked against the real
  * llama.cpp by tests/plan (the differential test).
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "ggufmap/placement.h"
 #include "internal.h"
+#include "regex.h"
 
 /* ------------------------------------------------------------------------ */
 /* Buffer types and ops                                                      */
@@ -227,13 +226,118 @@ static bool in_context(const ggufmap_placement *p, int64_t tensor, uint32_t ctx)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The decision                                                              */
+/* Overrides: -ot patterns as llama.cpp's std::regex reads them             */
 /* ------------------------------------------------------------------------ */
 
+/* llama.cpp builds std::regex(pattern) for an override only when it comes
+ * to it: for each tensor, overrides in order until one matches
+ * (llama-model-loader.cpp:1236-1239).  A pattern the library refuses
+ * therefore fails the load only if some tensor gets that far; a search the
+ * library gives up (libc++'s error_complexity) fails it too.  Each pattern
+ * is compiled once here; the refusal is kept and raised when reached. */
 typedef struct compiled_override {
-    pcre2_code *re;
+    gm_regex *re;           /* NULL when refused */
+    gm_regex_error refused; /* why, when re is NULL */
+    bool reached;
     int target; /* -1: CPU (select from the CPU list), else a buft */
 } compiled_override;
+
+typedef struct override_set {
+    const ggufmap_placement_opts *opts;
+    ggufmap_regex_dialect dialect;
+    compiled_override *items;
+    uint32_t n;
+    int status;         /* the first error met while placing, GGUFMAP_OK if none */
+    ggufmap_error *err; /* where it is described */
+} override_set;
+
+static int override_target(const ggufmap_placement_opts *o, const ggufmap_override *ov, int *target,
+                           ggufmap_error *err) {
+    if (strcmp(ov->buft, "CPU") == 0)
+        *target = -1;
+    else if (o->device != GGUFMAP_DEVICE_CPU && strcmp(ov->buft, gpu_buft_name(o->device)) == 0)
+        *target = BUFT_GPU;
+    else
+        return gm_fail(err, GGUFMAP_EINVAL, "override '%s=%s': unknown buffer type '%s' (available: CPU%s%s)",
+                       ov->pattern, ov->buft, ov->buft, o->device != GGUFMAP_DEVICE_CPU ? ", " : "",
+                       o->device != GGUFMAP_DEVICE_CPU ? gpu_buft_name(o->device) : "");
+    return GGUFMAP_OK;
+}
+
+/* Checks every buffer type (llama.cpp parses them with the arguments) and
+ * compiles every pattern in the dialect: AUTO is libc++ on Metal (macOS
+ * builds), libstdc++ elsewhere. */
+static int overrides_init(override_set *s, const ggufmap_placement_opts *o, ggufmap_error *err) {
+    memset(s, 0, sizeof *s);
+    s->opts = o;
+    s->err = err;
+    s->dialect = o->regex != GGUFMAP_REGEX_AUTO ? o->regex
+                 : o->device == GGUFMAP_DEVICE_METAL ? GGUFMAP_REGEX_LIBCXX
+                                                      : GGUFMAP_REGEX_LIBSTDCXX;
+    s->items = calloc(o->n_overrides ? o->n_overrides : 1, sizeof *s->items);
+    if (!s->items) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    s->n = o->n_overrides;
+    for (uint32_t i = 0; i < s->n; i++) {
+        const ggufmap_override *ov = &o->overrides[i];
+        compiled_override *c = &s->items[i];
+        int rc = override_target(o, ov, &c->target, err);
+        if (rc == GGUFMAP_OK && gm_regex_compile(ov->pattern, strlen(ov->pattern), s->dialect, &c->re, &c->refused) ==
+                                    GGUFMAP_ENOMEM)
+            rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+        if (rc) return rc;
+    }
+    return GGUFMAP_OK;
+}
+
+static void overrides_free(override_set *s) {
+    for (uint32_t i = 0; s->items && i < s->n; i++) gm_regex_free(s->items[i].re);
+    free(s->items);
+}
+
+/* Does override i match tensor t?  On an error (the pattern is refused, or
+ * the search is given up) the first one is recorded and the answer is no. */
+static int override_matches(override_set *s, uint32_t i, const ggufmap_tensor *t) {
+    compiled_override *c = &s->items[i];
+    const ggufmap_override *ov = &s->opts->overrides[i];
+    const char *lib = gm_regex_dialect_name(s->dialect);
+    c->reached = true;
+    if (!c->re) {
+        if (s->status == GGUFMAP_OK)
+            s->status = gm_fail(s->err, GGUFMAP_EINVAL,
+                                "-ot '%s=%s': position %zu: invalid regex for %s's std::regex (%s): %s; llama.cpp "
+                                "fails to load the model",
+                                ov->pattern, ov->buft, c->refused.position, lib, c->refused.code, c->refused.reason);
+        return GM_REGEX_NOMATCH;
+    }
+    /* llama.cpp searches its own name for the tensor: the C string, up to a NUL. */
+    const char *nul = memchr(t->name, '\0', t->name_len);
+    size_t len = nul ? (size_t)(nul - t->name) : t->name_len;
+    gm_regex_error why;
+    int r = gm_regex_search(c->re, t->name, len, 0, &why);
+    if (r < 0 && s->status == GGUFMAP_OK)
+        s->status = gm_fail(s->err, GGUFMAP_EINVAL, "-ot '%s=%s': tensor '%.*s': %s (%s); llama.cpp %s", ov->pattern,
+                            ov->buft, (int)t->name_len, t->name, why.reason, why.code,
+                            r == GM_REGEX_ECOMPLEXITY ? "fails to load the model" : "would not finish loading");
+    return r;
+}
+
+/* A refused pattern no tensor reached: llama.cpp never compiles it. */
+static void overrides_warn(const override_set *s, char *warning, size_t cap) {
+    for (uint32_t i = 0; i < s->n; i++) {
+        const compiled_override *c = &s->items[i];
+        size_t used = strlen(warning);
+        if (!c->re && !c->reached && used < cap)
+            snprintf(warning + used, cap - used,
+                     "-ot '%s=%s' is never reached (earlier overrides match every tensor), so llama.cpp never "
+                     "compiles it; %s would refuse it at position %zu (%s). ",
+                     s->opts->overrides[i].pattern, s->opts->overrides[i].buft,
+                     gm_regex_dialect_name(s->dialect), c->refused.position, c->refused.code);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The decision                                                              */
+/* ------------------------------------------------------------------------ */
 
 static bool layer_on_gpu(const ggufmap_placement *p, int32_t il) {
     return p->gpu_count > 0 && il >= p->gpu_start && il < p->gpu_start + p->gpu_count;
@@ -257,9 +361,8 @@ static buft select_buft(const ggufmap_placement *p, const buft *list, uint32_t n
 
 /* llama_model_loader::create_tensor's buft_for_tensor, for one instance;
  * *lazy says whether it goes to the lazy context. */
-static buft decide(const ggufmap_placement *p, const compiled_override *ovr, pcre2_match_data *md,
-                   const ggufmap_tensor *t, const tensor_kind *k, ggufmap_tensor_class cls, int32_t layer, op o,
-                   bool *lazy) {
+static buft decide(const ggufmap_placement *p, override_set *ovr, const ggufmap_tensor *t, const tensor_kind *k,
+                   ggufmap_tensor_class cls, int32_t layer, op o, bool *lazy) {
     *lazy = false;
     if (k->lazy_candidate && p->opts.lazy != GGUFMAP_LAZY_OFF &&
         (p->opts.lazy == GGUFMAP_LAZY_ON || t->size > 4ull * 1024 * 1024 * 1024)) {
@@ -271,47 +374,20 @@ static buft decide(const ggufmap_placement *p, const compiled_override *ovr, pcr
     uint32_t n = buft_list(p, gpu, list);
     buft b = BUFT_CPU;
     bool chosen = false;
-    char name[GGUFMAP_MAX_NAME];
-    memcpy(name, t->name, t->name_len);
-    name[t->name_len] = '\0';
-    for (uint32_t i = 0; i < p->opts.n_overrides && !chosen; i++) {
-        if (pcre2_match(ovr[i].re, (PCRE2_SPTR)name, t->name_len, 0, 0, md, NULL) < 0) continue;
-        if (ovr[i].target < 0) {
+    for (uint32_t i = 0; i < ovr->n && !chosen; i++) {
+        if (override_matches(ovr, i, t) != GM_REGEX_MATCH) continue; /* an error stops ggufmap_place */
+        if (ovr->items[i].target < 0) {
             buft cpu_list[4];
             uint32_t m = buft_list(p, false, cpu_list);
             b = select_buft(p, cpu_list, m, t, o);
         } else {
-            b = (buft)ovr[i].target; /* used as it is, no support check */
+            b = (buft)ovr->items[i].target; /* used as it is, no support check */
         }
         chosen = true;
     }
     if (!chosen) b = select_buft(p, list, n, t, o);
     if (b == BUFT_HOST && !p->opts.no_mmap) b = BUFT_CPU; /* host type demoted under mmap */
     return b;
-}
-
-static int compile_overrides(const ggufmap_placement_opts *o, compiled_override *out, ggufmap_error *err) {
-    for (uint32_t i = 0; i < o->n_overrides; i++) {
-        const ggufmap_override *ov = &o->overrides[i];
-        if (strcmp(ov->buft, "CPU") == 0)
-            out[i].target = -1;
-        else if (o->device != GGUFMAP_DEVICE_CPU && strcmp(ov->buft, gpu_buft_name(o->device)) == 0)
-            out[i].target = BUFT_GPU;
-        else
-            return gm_fail(err, GGUFMAP_EINVAL, "override '%s=%s': unknown buffer type '%s' (available: CPU%s%s)",
-                           ov->pattern, ov->buft, ov->buft, o->device != GGUFMAP_DEVICE_CPU ? ", " : "",
-                           o->device != GGUFMAP_DEVICE_CPU ? gpu_buft_name(o->device) : "");
-        int code;
-        PCRE2_SIZE at;
-        out[i].re = pcre2_compile((PCRE2_SPTR)ov->pattern, PCRE2_ZERO_TERMINATED, 0, &code, &at, NULL);
-        if (!out[i].re) {
-            PCRE2_UCHAR msg[256];
-            pcre2_get_error_message(code, msg, sizeof msg);
-            return gm_fail(err, GGUFMAP_EINVAL, "override '%s=%s': invalid regex at offset %zu: %s", ov->pattern,
-                           ov->buft, (size_t)at, (const char *)msg);
-        }
-    }
-    return GGUFMAP_OK;
 }
 
 static arch arch_of(const ggufmap_model *m, char *name, size_t cap) {
@@ -371,8 +447,8 @@ static ggufmap_cpu host_cpu(void) {
 }
 
 /* Puts one file tensor's instance(s) into contexts. */
-static int place_tensor(ggufmap_placement *p, work *w, const compiled_override *ovr, pcre2_match_data *md, arch a,
-                        int64_t ti, int64_t output_tensor_missing) {
+static int place_tensor(ggufmap_placement *p, work *w, override_set *ovr, arch a, int64_t ti,
+                        int64_t output_tensor_missing) {
     const ggufmap_tensor *t = ggufmap_model_tensor(p->model, ti);
     tensor_kind k;
     classify(a, t->name, t->name_len, &k);
@@ -383,7 +459,7 @@ static int place_tensor(ggufmap_placement *p, work *w, const compiled_override *
         bool first = true;
         for (int32_t il = 0; il < p->n_layers; il++) {
             if (!layer_uses_rope_freqs(p, a, il)) continue;
-            buft b = decide(p, ovr, md, t, &k, GGUFMAP_CLASS_LAYER, il, k.o, &lazy);
+            buft b = decide(p, ovr, t, &k, GGUFMAP_CLASS_LAYER, il, k.o, &lazy);
             uint32_t c = context_for(w, b, lazy);
             if (!first && in_context(p, ti, c)) continue;
             if ((rc = add_instance(p, ti, c, &k, il, !first))) return rc;
@@ -397,14 +473,14 @@ static int place_tensor(ggufmap_placement *p, work *w, const compiled_override *
     if (is_embd && output_tensor_missing && a == ARCH_GEMMA4) {
         /* gemma4 creates the tied output copy first, then token_embd without
          * looking for it: two tensors even in one context. */
-        buft b = decide(p, ovr, md, t, &out_k, GGUFMAP_CLASS_OUTPUT, p->n_layers, OP_MUL_MAT, &lazy);
+        buft b = decide(p, ovr, t, &out_k, GGUFMAP_CLASS_OUTPUT, p->n_layers, OP_MUL_MAT, &lazy);
         if ((rc = add_instance(p, ti, context_for(w, b, lazy), &out_k, p->n_layers, true))) return rc;
     }
-    buft b = decide(p, ovr, md, t, &k, k.cls, layer, k.o, &lazy);
+    buft b = decide(p, ovr, t, &k, k.cls, layer, k.o, &lazy);
     if ((rc = add_instance(p, ti, context_for(w, b, lazy), &k, layer, false))) return rc;
     if (is_embd && output_tensor_missing && a != ARCH_GEMMA4) {
         /* The tied output: reused when it lands in token_embd's context. */
-        b = decide(p, ovr, md, t, &out_k, GGUFMAP_CLASS_OUTPUT, p->n_layers, OP_MUL_MAT, &lazy);
+        b = decide(p, ovr, t, &out_k, GGUFMAP_CLASS_OUTPUT, p->n_layers, OP_MUL_MAT, &lazy);
         uint32_t c = context_for(w, b, lazy);
         if (!in_context(p, ti, c) && (rc = add_instance(p, ti, c, &out_k, p->n_layers, true))) return rc;
     }
@@ -490,10 +566,9 @@ int ggufmap_place(const ggufmap_model *model, const ggufmap_placement_opts *opts
     *out = NULL;
     ggufmap_error_clear(err);
     ggufmap_placement *p = calloc(1, sizeof *p);
-    compiled_override *ovr = calloc(opts->n_overrides ? opts->n_overrides : 1, sizeof *ovr);
-    pcre2_match_data *md = pcre2_match_data_create(4, NULL);
+    override_set ovr = {0};
     int rc = GGUFMAP_OK;
-    if (!p || !ovr || !md) {
+    if (!p) {
         rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
         goto done;
     }
@@ -501,7 +576,7 @@ int ggufmap_place(const ggufmap_model *model, const ggufmap_placement_opts *opts
     p->opts = *opts;
     p->opts.overrides = NULL; /* not kept: the caller's strings need not outlive this call */
     p->cpu = opts->cpu == GGUFMAP_CPU_HOST ? host_cpu() : opts->cpu;
-    if ((rc = compile_overrides(opts, ovr, err))) goto done;
+    if ((rc = overrides_init(&ovr, opts, err))) goto done;
 
     char arch_name[80];
     arch a = arch_of(model, arch_name, sizeof arch_name);
@@ -520,13 +595,12 @@ int ggufmap_place(const ggufmap_model *model, const ggufmap_placement_opts *opts
     int64_t output_missing = ggufmap_model_find_tensor(model, "output.weight") < 0;
     work w = {.n = 0};
     for (int64_t i = 0; i < ggufmap_model_n_tensors(model) && !rc; i++)
-        rc = place_tensor(p, &w, ovr, md, a, i, output_missing);
+        if (!(rc = place_tensor(p, &w, &ovr, a, i, output_missing))) rc = ovr.status;
+    if (!rc) overrides_warn(&ovr, p->warning, sizeof p->warning);
     if (!rc && (rc = finish_contexts(p, &w))) gm_fail(err, rc, "out of memory");
     if (rc && err && !err->message[0]) gm_fail(err, rc, "out of memory");
 done:
-    for (uint32_t i = 0; ovr && i < opts->n_overrides; i++) pcre2_code_free(ovr[i].re);
-    free(ovr);
-    pcre2_match_data_free(md);
+    overrides_free(&ovr);
     if (rc) {
         ggufmap_placement_free(p);
         return rc;

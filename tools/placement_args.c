@@ -9,7 +9,7 @@
 
 enum {
     OPT_DEVICE = 0x1000, OPT_NGL, OPT_OT, OPT_CPU_MOE, OPT_N_CPU_MOE, OPT_NO_REPACK, OPT_CPU, OPT_LAZY,
-    OPT_NO_MMAP, OPT_NO_HOST
+    OPT_NO_MMAP, OPT_NO_HOST, OPT_REGEX
 };
 
 static const struct option placement_options[] = {
@@ -21,6 +21,7 @@ static const struct option placement_options[] = {
     {"no-repack", no_argument, NULL, OPT_NO_REPACK},       {"cpu", required_argument, NULL, OPT_CPU},
     {"lzm", required_argument, NULL, OPT_LAZY},            {"lazy-mode", required_argument, NULL, OPT_LAZY},
     {"no-mmap", no_argument, NULL, OPT_NO_MMAP},           {"no-host", no_argument, NULL, OPT_NO_HOST},
+    {"regex", required_argument, NULL, OPT_REGEX},
 };
 
 int placement_args_init(placement_args *a) {
@@ -68,19 +69,19 @@ static int add_override(placement_args *a, const char *sub, const char *pattern,
 }
 
 /* -ot "a=CPU,b=MTL0": a comma list, each entry split at its first '=' as
- * llama.cpp's parse_tensor_buffer_overrides does. */
+ * llama.cpp's parse_tensor_buffer_overrides does (common/arg.cpp:264-270):
+ * every piece between commas counts, an empty one too, and the pattern may
+ * be empty (it matches every tensor); so a pattern can hold neither ','
+ * nor '='. */
 static int parse_ot(placement_args *a, const char *sub, const char *arg) {
-    const char *s = arg;
-    while (*s) {
-        const char *comma = strchr(s, ',');
-        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+    for (const char *s = arg;;) {
+        size_t n = strcspn(s, ",");
         const char *eq = memchr(s, '=', n);
-        if (!eq || eq == s || eq == s + n - 1) return usage_error(sub, "override '%.*s' is not REGEX=BUFT", (int)n, s);
+        if (!eq || eq == s + n - 1) return usage_error(sub, "override '%.*s' is not REGEX=BUFT", (int)n, s);
         int rc = add_override(a, sub, s, (size_t)(eq - s), eq + 1, n - (size_t)(eq - s) - 1);
-        if (rc) return rc;
-        s += n + (comma ? 1 : 0);
+        if (rc || s[n] == '\0') return rc;
+        s += n + 1;
     }
-    return EXIT_OK;
 }
 
 /* --cpu-moe (n_layers < 0) and --n-cpu-moe N: llama.cpp's patterns, to CPU. */
@@ -105,8 +106,8 @@ static int parse_count(const char *arg, long *out) {
 
 int placement_args_apply(placement_args *a, int code, const char *arg, const char *sub, bool *handled) {
     long n;
-    *handled = code >= OPT_DEVICE && code <= OPT_NO_HOST;
-    if (*handled && code != OPT_CPU) a->any = true;
+    *handled = code >= OPT_DEVICE && code <= OPT_REGEX;
+    if (*handled && code != OPT_CPU && code != OPT_REGEX) a->any = true;
     switch (code) {
     case OPT_DEVICE:
         if (strcmp(arg, "cpu") == 0) a->opts.device = GGUFMAP_DEVICE_CPU;
@@ -142,6 +143,12 @@ int placement_args_apply(placement_args *a, int code, const char *arg, const cha
         return EXIT_OK;
     case OPT_NO_MMAP: a->opts.no_mmap = true; return EXIT_OK;
     case OPT_NO_HOST: a->opts.no_host = true; return EXIT_OK;
+    case OPT_REGEX:
+        if (strcmp(arg, "libstdc++") == 0) a->opts.regex = GGUFMAP_REGEX_LIBSTDCXX;
+        else if (strcmp(arg, "libc++") == 0) a->opts.regex = GGUFMAP_REGEX_LIBCXX;
+        else if (strcmp(arg, "auto") == 0) a->opts.regex = GGUFMAP_REGEX_AUTO;
+        else return usage_error(sub, "--regex %s: expected libstdc++, libc++ or auto", arg);
+        return EXIT_OK;
     default: return EXIT_OK;
     }
 }
@@ -166,5 +173,9 @@ void placement_args_help(FILE *out) {
             "                            --device metal, else this machine's)\n"
             "  -lzm, --lazy-mode on|off|auto  lazily read tables (default auto: > 4 GiB)\n"
             "  --no-mmap                 load mode none: nothing mapped but lazy tables\n"
-            "  --no-host                 no CUDA_Host buffer type\n");
+            "  --no-host                 no CUDA_Host buffer type\n"
+            "  --regex libstdc++|libc++|auto  whose std::regex reads -ot patterns: the\n"
+            "                            C++ library llama.cpp was built with (default\n"
+            "                            auto: libc++ with --device metal, as on macOS;\n"
+            "                            else libstdc++, as on Linux)\n");
 }

@@ -1,7 +1,8 @@
 /*
  * placement_args.h - llama.cpp's placement flags (--device, -ngl, -ot,
- * --cpu-moe, --n-cpu-moe, -nr, --cpu, --lazy-mode, --no-mmap, --no-host),
- * parsed once for every subcommand that takes them: plan, repack, load.
+ * --cpu-moe, --n-cpu-moe, -nr, --cpu, --lazy-mode, --no-mmap, --no-host)
+ * and --regex (whose std::regex reads the -ot patterns), parsed once for
+ * every subcommand that takes them: plan, repack, load.
  */
 #ifndef GGUFMAP_TOOLS_PLACEMENT_ARGS_H
 #define GGUFMAP_TOOLS_PLACEMENT_ARGS_H
@@ -20,7 +21,7 @@ typedef struct placement_args {
     char *pool;                      /* the override strings */
     size_t pool_used, pool_cap;
     bool cpu_given;                  /* --cpu was given */
-    bool any;                        /* any placement flag but --cpu was given */
+    bool any;                        /* any placement flag but --cpu and --regex was given */
 } placement_args;
 
 /* Sets llama.cpp's defaults.  Returns 0, or -1 when out of memory. */

@@ -15,7 +15,7 @@
 # usage: bench/device/h200_load.sh OUT_DIR [BIN_DIR] [BACKENDS] [PLANNERS]
 #   BIN_DIR holds ggufmap and ggufmap-fixture (e.g. carried from here);
 #   without it the script builds ggufmap with CMake first (needs the
-#   libpcre2-8 and libcrypto development files).
+#   libcrypto and libcurl development files).
 set -uo pipefail
 out=${1:?usage: h200_load.sh OUT_DIR [BIN_DIR] [BACKENDS] [PLANNERS]}
 bin=${2:-}

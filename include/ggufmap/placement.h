@@ -15,7 +15,9 @@
  *      CUDA device, CPU_REPACK, CPU) or a GPU's default type followed by it;
  *      layer il is on the GPU iff il >= n_layer + 1 - ngl (the output layer
  *      is "layer n_layer", the input layer always stays on the CPU);
- *   4. -ot overrides, first match wins (PCRE2 standing in for std::regex);
+ *   4. -ot overrides, first match wins, each pattern compiled and searched
+ *      as std::regex (ECMAScript) compiles and searches it in the C++
+ *      library the llama.cpp build used (see ggufmap_regex_dialect);
  *   5. otherwise the first type that supports the tensor (CPU_REPACK only
  *      takes 2-D/3-D matrix weights of the types the CPU repacks);
  *   6. a CUDA host type becomes CPU under mmap.
@@ -60,8 +62,22 @@ typedef enum ggufmap_lazy {
     GGUFMAP_LAZY_OFF = 2
 } ggufmap_lazy;
 
+/* Whose std::regex reads the -ot patterns.  llama.cpp compiles them with
+ * std::regex, which is template code compiled into llama.cpp: the accepted
+ * language and the matches are those of the C++ library the build used,
+ * and libstdc++ and libc++ differ (libc++ refuses "\h", "[]a]", "a**",
+ * which libstdc++ accepts; "$" never matches a non-empty name under
+ * libc++; libstdc++ refuses "[z-a]" and "(a\1)"; docs/regex.md lists
+ * them).  A pattern the library refuses makes llama.cpp fail the load;
+ * ggufmap_place then fails with GGUFMAP_EINVAL and says where and why. */
+typedef enum ggufmap_regex_dialect {
+    GGUFMAP_REGEX_AUTO = 0,      /* libc++ with GGUFMAP_DEVICE_METAL (macOS builds), else libstdc++ */
+    GGUFMAP_REGEX_LIBSTDCXX = 1, /* GNU libstdc++ (GCC 11, as the prebuilt Linux llama.cpp) */
+    GGUFMAP_REGEX_LIBCXX = 2     /* LLVM libc++ (macOS, and clang -stdlib=libc++) */
+} ggufmap_regex_dialect;
+
 typedef struct ggufmap_override {
-    const char *pattern; /* ECMAScript-style regex, searched unanchored in the tensor name */
+    const char *pattern; /* ECMAScript regex (std::regex), searched unanchored in the tensor name */
     const char *buft;    /* a device's default buffer type: "CPU", "MTL0", "CUDA0" */
 } ggufmap_override;
 
@@ -75,9 +91,11 @@ typedef struct ggufmap_placement_opts {
     bool no_host;                        /* --no-host: no CUDA_Host in the CPU list */
     ggufmap_cpu cpu;
     ggufmap_lazy lazy;
+    ggufmap_regex_dialect regex;         /* how the override patterns are read (default AUTO) */
 } ggufmap_placement_opts;
 
-/* Fills opts with llama.cpp's defaults: CPU device, ngl -1, repack, mmap, host CPU, lazy auto. */
+/* Fills opts with llama.cpp's defaults: CPU device, ngl -1, repack, mmap,
+ * host CPU, lazy auto, regex dialect auto. */
 GGUFMAP_API void ggufmap_placement_opts_init(ggufmap_placement_opts *opts);
 
 /* The override patterns llama.cpp's --cpu-moe adds (one) and --n-cpu-moe N
@@ -114,8 +132,15 @@ typedef struct ggufmap_context {
 typedef struct ggufmap_placement ggufmap_placement;
 
 /* Places every tensor of model.  On success *out owns the result (and
- * borrows model, which must outlive it).  Errors: an invalid regex or an
- * unknown buffer type in an override (EINVAL, message names it). */
+ * borrows model, which must outlive it).  Errors (EINVAL, the message names
+ * the override and, for a pattern, the 1-based byte position and the
+ * reason): an unknown buffer type in an override; a pattern the regex
+ * dialect refuses, when llama.cpp reaches it (llama.cpp compiles an
+ * override's pattern only when no earlier override matched the tensor, so
+ * a refused pattern behind one that matches every tensor is only a
+ * warning); a search the library gives up (libc++'s error_complexity) or
+ * that exceeds ggufmap's step budget (a pattern that backtracks
+ * exponentially: libstdc++ would not finish). */
 GGUFMAP_API int ggufmap_place(const ggufmap_model *model, const ggufmap_placement_opts *opts, ggufmap_placement **out,
                   ggufmap_error *err);
 GGUFMAP_API void ggufmap_placement_free(ggufmap_placement *p);
