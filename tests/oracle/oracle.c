@@ -622,10 +622,25 @@ static uint64_t hash_floats(const float *v, size_t n, bool *finite)
     return h;
 }
 
+/* The pooling type an embedding or rerank model declares (<arch>.pooling_type,
+ * read into hparams.pooling_type by llama-model.cpp:1258), or 0 (none). */
+static int model_pooling(const struct llama_model *m)
+{
+    char arch[64], key[96], val[32];
+    if (llama_model_meta_val_str(m, "general.architecture", arch, sizeof arch) < 0)
+        return 0;
+    snprintf(key, sizeof key, "%s.pooling_type", arch);
+    if (llama_model_meta_val_str(m, key, val, sizeof val) < 0)
+        return 0;
+    return atoi(val);
+}
+
 /* Creates a context (llama_context_default_params, swa_full off as llama.cpp's
- * CLI sets it) and decodes tokens 1..n (mod n_vocab) in one batch; an
- * encoder-only model is run with llama_encode and its pooled embedding is
- * hashed instead of logits.  Prints DECODE ok|fail. */
+ * CLI sets it) and decodes tokens 1..n (mod n_vocab) in one batch.  A pooled
+ * model (an encoder-only one, or one that declares a pooling type: BERT-style
+ * embedding and rerank models) runs with embeddings on, an encoder-only one
+ * through llama_encode, and its pooled output (n_embd floats, n_cls_out for
+ * rank pooling) is hashed instead of logits.  Prints DECODE ok|fail. */
 static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_threads)
 {
     struct llama_context_params cp = llama_context_default_params();
@@ -634,7 +649,9 @@ static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_
     cp.n_threads = cp.n_threads_batch = n_threads;
     cp.swa_full = false;
     const bool encoder_only = llama_model_has_encoder(m) && !llama_model_has_decoder(m);
-    cp.embeddings = encoder_only;
+    const int pooling = model_pooling(m);
+    const bool pooled = encoder_only || pooling != 0;
+    cp.embeddings = pooled;
     struct llama_context *ctx = llama_init_from_model(m, cp);
     if (!ctx) {
         printf("DECODE fail stage=context\n");
@@ -647,7 +664,7 @@ static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_
         b.pos[i] = i;
         b.n_seq_id[i] = 1;
         b.seq_id[i][0] = 0;
-        b.logits[i] = encoder_only || i == n_tokens - 1;
+        b.logits[i] = pooled || i == n_tokens - 1;
     }
     b.n_tokens = n_tokens;
     int rc = encoder_only ? llama_encode(ctx, b) : llama_decode(ctx, b);
@@ -655,10 +672,12 @@ static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_
     if (!ok) {
         printf("DECODE fail stage=%s rc=%d\n", encoder_only ? "encode" : "decode", rc);
     } else {
-        const float *out = encoder_only ? llama_get_embeddings_seq(ctx, 0) : llama_get_logits_ith(ctx, -1);
-        if (encoder_only && !out)
+        const float *out = pooled ? llama_get_embeddings_seq(ctx, 0) : llama_get_logits_ith(ctx, -1);
+        if (pooled && !out)
             out = llama_get_embeddings_ith(ctx, -1);
-        size_t n = encoder_only ? (size_t)llama_model_n_embd(m) : (size_t)n_vocab;
+        size_t n = !pooled                            ? (size_t)n_vocab
+                   : pooling == LLAMA_POOLING_TYPE_RANK ? (size_t)llama_model_n_cls_out(m)
+                                                        : (size_t)llama_model_n_embd_out(m);
         if (!out) {
             printf("DECODE fail stage=output\n");
             ok = false;
@@ -666,7 +685,7 @@ static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_
             bool finite;
             uint64_t h = hash_floats(out, n, &finite);
             printf("DECODE ok kind=%s n_tokens=%d n_out=%zu hash=%016" PRIx64 " finite=%d\n",
-                   encoder_only ? "embd" : "logits", n_tokens, n, h, finite ? 1 : 0);
+                   pooled ? "embd" : "logits", n_tokens, n, h, finite ? 1 : 0);
             ok = finite;
         }
     }
