@@ -415,6 +415,7 @@ const ggufmap_instance *ggufmap_placement_instance(const ggufmap_placement *p, i
 int32_t ggufmap_placement_n_layers(const ggufmap_placement *p) { return p->n_layers; }
 int32_t ggufmap_placement_n_layers_nextn(const ggufmap_placement *p) { return p->n_layers_nextn; }
 const char *ggufmap_placement_arch(const ggufmap_placement *p) { return p->arch; }
+bool ggufmap_placement_load_mtp(const ggufmap_placement *p) { return p->opts.load_mtp; }
 bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer) { return layer_on_gpu(p, layer); }
 const char *ggufmap_placement_warning(const ggufmap_placement *p) { return p->warning; }
 ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p) { return p->cpu; }

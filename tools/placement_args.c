@@ -9,7 +9,7 @@
 
 enum {
     OPT_DEVICE = 0x1000, OPT_NGL, OPT_OT, OPT_CPU_MOE, OPT_N_CPU_MOE, OPT_NO_REPACK, OPT_CPU, OPT_LAZY,
-    OPT_NO_MMAP, OPT_NO_HOST
+    OPT_NO_MMAP, OPT_NO_HOST, OPT_MTP
 };
 
 static const struct option placement_options[] = {
@@ -21,6 +21,7 @@ static const struct option placement_options[] = {
     {"no-repack", no_argument, NULL, OPT_NO_REPACK},       {"cpu", required_argument, NULL, OPT_CPU},
     {"lzm", required_argument, NULL, OPT_LAZY},            {"lazy-mode", required_argument, NULL, OPT_LAZY},
     {"no-mmap", no_argument, NULL, OPT_NO_MMAP},           {"no-host", no_argument, NULL, OPT_NO_HOST},
+    {"mtp", no_argument, NULL, OPT_MTP},
 };
 
 int placement_args_init(placement_args *a) {
@@ -105,7 +106,7 @@ static int parse_count(const char *arg, long *out) {
 
 int placement_args_apply(placement_args *a, int code, const char *arg, const char *sub, bool *handled) {
     long n;
-    *handled = code >= OPT_DEVICE && code <= OPT_NO_HOST;
+    *handled = code >= OPT_DEVICE && code <= OPT_MTP;
     if (*handled && code != OPT_CPU) a->any = true;
     switch (code) {
     case OPT_DEVICE:
@@ -142,6 +143,7 @@ int placement_args_apply(placement_args *a, int code, const char *arg, const cha
         return EXIT_OK;
     case OPT_NO_MMAP: a->opts.no_mmap = true; return EXIT_OK;
     case OPT_NO_HOST: a->opts.no_host = true; return EXIT_OK;
+    case OPT_MTP: a->opts.load_mtp = true; return EXIT_OK;
     default: return EXIT_OK;
     }
 }
@@ -166,5 +168,8 @@ void placement_args_help(FILE *out) {
             "                            --device metal, else this machine's)\n"
             "  -lzm, --lazy-mode on|off|auto  lazily read tables (default auto: > 4 GiB)\n"
             "  --no-mmap                 load mode none: nothing mapped but lazy tables\n"
-            "  --no-host                 no CUDA_Host buffer type\n");
+            "  --no-host                 no CUDA_Host buffer type\n"
+            "  --mtp                     load_mtp: the MTP/NextN layers are created, not\n"
+            "                            skipped (an MTP draft head, --spec-type draft-mtp);\n"
+            "                            plan shows that load beside the model's\n");
 }

@@ -1,6 +1,7 @@
 /*
  * placement_args.h - llama.cpp's placement flags (--device, -ngl, -ot,
- * --cpu-moe, --n-cpu-moe, -nr, --cpu, --lazy-mode, --no-mmap, --no-host),
+ * --cpu-moe, --n-cpu-moe, -nr, --cpu, --lazy-mode, --no-mmap, --no-host,
+ * --mtp),
  * parsed once for every subcommand that takes them: plan, repack, load.
  */
 #ifndef GGUFMAP_TOOLS_PLACEMENT_ARGS_H

@@ -143,6 +143,8 @@ const ggufmap_instance *ggufmap_placement_instance(const ggufmap_placement *p, i
 int32_t ggufmap_placement_n_layers(const ggufmap_placement *p);
 /* Of those, the MTP/NextN layers at the end (hparams.n_layer_nextn). */
 int32_t ggufmap_placement_n_layers_nextn(const ggufmap_placement *p);
+/* Whether the MTP/NextN layers were created (ggufmap_placement_opts.load_mtp). */
+bool ggufmap_placement_load_mtp(const ggufmap_placement *p);
 /* general.architecture, as llama.cpp names it. */
 const char *ggufmap_placement_arch(const ggufmap_placement *p);
 bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer);

@@ -499,7 +499,9 @@ static void usage(FILE *out)
           "                     1..N mod n_vocab); prints a DECODE line with a hash of the\n"
           "                     last token's logits (embeddings for encoder-only models)\n"
           "  --ctx N            n_ctx of that context (default: max(N, 256))\n"
-          "  --threads N        threads for decoding (default 2)\n",
+          "  --threads N        threads for decoding (default 2)\n"
+          "  --mtp              after the model, load it again with load_mtp = true (the\n"
+          "                     MTP draft head's load); its lines follow a 'LOAD mtp' line\n",
           out);
 }
 
@@ -725,6 +727,7 @@ int main(int argc, char **argv)
     int ngl = 0;
     enum fake_gpu_kind fake_gpu = FAKE_GPU_NONE;
     long n_decode = 0, n_ctx = 0, n_threads = 2;
+    bool mtp = false;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -809,6 +812,8 @@ int main(int argc, char **argv)
                 return 2;
         } else if (strcmp(a, "--gguf-check") == 0 && has_next) {
             check_file = argv[++i];
+        } else if (strcmp(a, "--mtp") == 0) {
+            mtp = true;
         } else if (strcmp(a, "--list-bufts") == 0) {
             list_bufts = true;
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -919,7 +924,26 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("MODEL size=%" PRIu64 " n_params=%" PRIu64 "\n", llama_model_size(m), llama_model_n_params(m));
+    struct llama_model *m_mtp = NULL;
+    if (mtp) { /* --mtp: the MTP head's load of the same file, beside the first one */
+        printf("LOAD mtp\n");
+        mp.load_mtp = true;
+        g_active = true;
+        m_mtp = llama_model_load_from_file(model, mp);
+        g_active = false;
+        if (g_loglen > 0)
+            flush_log_line();
+        if (!m_mtp) {
+            llama_model_free(m);
+            printf("RESULT fail\n");
+            return 1;
+        }
+        printf("MODEL size=%" PRIu64 " n_params=%" PRIu64 "\n", llama_model_size(m_mtp),
+               llama_model_n_params(m_mtp));
+    }
     bool decoded = n_decode == 0 || decode_tokens(m, (int)n_decode, (int)n_ctx, (int)n_threads);
+    if (m_mtp)
+        llama_model_free(m_mtp);
     llama_model_free(m);
     llama_backend_free();
     printf("RESULT %s\n", decoded ? "ok" : "fail");
