@@ -122,6 +122,18 @@ class Sources:
         self.model_files = {}
         for path in sorted(glob.glob(os.path.join(root, "src/models/*.cpp"))):
             self.model_files["src/models/" + os.path.basename(path)] = read(root, os.path.relpath(path, root))
+        self._hparams_cache = {}
+        hp_h = read(root, "src/llama-hparams.h")
+        self.hparams_init = {}
+        for m in re.finditer(r"^\s*(?:uint32_t|int32_t|int64_t|uint64_t|int|bool)\s+(\w+)\s*=\s*([^;,]+);", hp_h, re.M):
+            v = m.group(2).strip()
+            if re.fullmatch(r"-?\d+[uU]?", v):
+                self.hparams_init[m.group(1)] = int(v.rstrip("uU"))
+            elif v in ("true", "false"):
+                self.hparams_init[m.group(1)] = int(v == "true")
+        base_text, _ = cx.find_function(self.model_cpp, "llama_model_base::load_hparams")
+        self.base_hparams_written = set(re.findall(r"hparams\.(\w+)\s*(?:=[^=]|\+=|-=|\|=)", base_text)) | \
+            set(re.findall(r"get_\w+\(\s*LLM_KV_\w+\s*,\s*hparams\.(\w+)", base_text))
         self.arch_class = self._mapping()
         self.loader_defs = {}  # class -> file of its load_arch_tensors definition
         for path, text in self.model_files.items():
@@ -141,6 +153,51 @@ class Sources:
                     out[a] = tok.group(2)
                 pending = []
         return out
+
+    def hparams_of(self, cls):
+        """{field: (key template, required, default)} for the hparams that
+        cls's load_arch_hparams reads with one plain top-level
+        ml.get_key(LLM_KV_X, hparams.F[, false]) and nothing else writes
+        (neither that function elsewhere nor the base load_hparams); the
+        default is the field's initializer in src/llama-hparams.h.  A field
+        with an initializer that no one writes is that constant (key None)."""
+        if cls in self._hparams_cache:
+            return self._hparams_cache[cls]
+        known = {}
+        c, found = cls, None
+        while c and c.startswith("llama_model_") and c != "llama_model_base":
+            for path, text in self.model_files.items():
+                r = cx.find_function(text, c + "::load_arch_hparams") if c + "::load_arch_hparams" in text else None
+                if r:
+                    found = (path, r)
+                    break
+            if found:
+                break
+            c = self.bases.get(c)
+        if found:
+            path, (text, line) = found
+            try:
+                body = cx.parse_body(text, line, path)
+            except SyntaxError:
+                body = None
+            if body:
+                writes = {}
+                for top, node in hparams_writes(body):
+                    writes.setdefault(node[0], []).append((top, node))
+                for field, value in self.hparams_init.items():
+                    if field not in writes and field not in self.base_hparams_written:
+                        known[field] = (None, False, value)
+                for field, ws in writes.items():
+                    if len(ws) != 1 or field in self.base_hparams_written:
+                        continue
+                    top, (f, kv, required) = ws[0]
+                    if not top or kv is None or kv not in self.kv_names:
+                        continue
+                    if not required and field not in self.hparams_init:
+                        continue
+                    known[field] = (self.kv_names[kv], required, self.hparams_init.get(field, 0))
+        self._hparams_cache[cls] = known
+        return known
 
     def loader_of(self, cls):
         """(file, body_text, first_line, defining_class) of cls's load_arch_tensors."""
@@ -171,7 +228,7 @@ FLAG_BITS = {  # llama_model_loader's flags (src/llama-model-loader.h:67-72), re
 
 EXPR_KINDS = [
     "CONST", "UNKNOWN", "LOCAL", "NLAYER", "NLAYER_ALL", "NLAYER_NEXTN", "LOAD_MTP", "ARCH",
-    "HANDLE", "HTYPE", "WEIGHT", "IS_SWA",
+    "HANDLE", "HTYPE", "WEIGHT", "IS_SWA", "HPKEY",
     "NOT", "NEG", "BNOT",
     "ADD", "SUB", "MUL", "DIV", "MOD", "SHL", "SHR", "BAND", "BOR", "BXOR",
     "LAND", "LOR", "EQ", "NE", "LT", "LE", "GT", "GE", "COND",
@@ -267,8 +324,9 @@ class Function:
 class Compiler:
     """Compiles one function's syntax tree into statements."""
 
-    def __init__(self, prog, fn, handle_members, helpers):
+    def __init__(self, prog, fn, handle_members, helpers, hparams=None):
         self.p, self.fn = prog, fn
+        self.hparams = hparams or {}  # field -> (key, required, default): hparams.F read from the file
         self.handle_members = handle_members
         self.helpers = helpers  # name -> (params, body, path)
         self.path = fn.path
@@ -369,6 +427,11 @@ class Compiler:
                 return p.expr("NLAYER_ALL")
             if name == "n_layer_nextn":
                 return p.expr("NLAYER_NEXTN")
+            if name in self.hparams:
+                key, required, default = self.hparams[name]
+                if key is None:  # never set by this arch: the initializer
+                    return p.const(default)
+                return p.expr("HPKEY", p.string(key), int(required), v=default)
             self.note(line, f"hparams.{name} is not known from the file")
             return p.unknown
         if base == ("name", "ml") and name == "load_mtp":
@@ -851,13 +914,62 @@ def has_unknown(prog, node):
     kind, a, b, c, _ = prog.exprs[node]
     if kind == "UNKNOWN":
         return True
-    if kind in ("CONST", "LOCAL", "NLAYER", "NLAYER_ALL", "NLAYER_NEXTN", "LOAD_MTP", "ARCH"):
+    if kind in ("CONST", "LOCAL", "NLAYER", "NLAYER_ALL", "NLAYER_NEXTN", "LOAD_MTP", "ARCH", "HPKEY"):
         return False
     if kind == "WEIGHT":
         return any(x >= 0 and has_unknown(prog, x) for x in (b, c))
     if kind in ("HANDLE", "HTYPE"):
         return b >= 0 and has_unknown(prog, b)
     return any(x >= 0 and has_unknown(prog, x) for x in (a, b, c))
+
+
+def hparams_writes(body):
+    """(top_level, (field, kv_enum|None, required)) for every write of a
+    hparams.FIELD in a function body: assignments, ++/--, and the loader's
+    get_* calls that fill their second argument."""
+    out = []
+
+    def field_of(e):
+        if e[0] == "member" and e[1] == ("name", "hparams"):
+            return e[2]
+        if e[0] == "index":
+            return field_of(e[1])
+        return None
+
+    def visit(node, top):
+        if isinstance(node, list):
+            for x in node:
+                visit(x, top)
+            return
+        if not isinstance(node, tuple) or not node:
+            return
+        k = node[0]
+        if k == "assign" or (k in ("un", "post") and node[1] in ("++", "--")):
+            f = field_of(node[2])
+            if f:
+                out.append((False, (f, None, False)))
+        if k == "call" and node[1][0] == "member" and node[1][1] in (("name", "ml"),) and \
+                node[1][2].startswith("get_") and len(node[2]) >= 2:
+            f = field_of(node[2][1])
+            if f:
+                kv = node[2][0][1] if node[2][0][0] == "name" else None
+                plain = node[1][2] == "get_key" and field_of(node[2][1]) == node[2][1][2] and \
+                    node[2][1][0] == "member"
+                required = len(node[2]) == 2 or node[2][2] == ("name", "true")
+                optional_ok = len(node[2]) == 3 and node[2][2] in (("name", "false"), ("name", "true"))
+                ok = plain and (len(node[2]) == 2 or optional_ok)
+                out.append((top and ok, (f, kv if ok else None, required)))
+        if k == "call" and node[1][0] == "member" and node[1][1] == ("name", "hparams"):
+            out.append((False, (node[1][2], None, False)))  # a setter: not a plain key
+        for x in node[1:]:
+            visit(x, False)
+
+    for line, st in body[1]:
+        if st[0] == "expr" and st[1][0] == "call":
+            visit(st[1], True)
+        else:
+            visit(st, False)
+    return out
 
 
 def assigns(node, name):
@@ -940,11 +1052,16 @@ def build(root):
     gp_body, gp_line = generic_pass(src)
     members = collect_handle_members([v[2] for v in loaders.values()] + [gp_body])
 
+    users = {}  # defining class -> the classes of the archs whose loader it is
+    for arch in src.arch_class:
+        users.setdefault(src.loader_of(src.arch_class[arch])[3], set()).add(src.arch_class[arch])
     functions = []
     fn_of_class = {}
     for cls, (path, line, body) in sorted(loaders.items(), key=lambda kv: (kv[1][0], kv[1][1])):
         fn = Function(prog, cls + "::load_arch_tensors", path, line)
-        comp = Compiler(prog, fn, members, helpers)
+        maps = [src.hparams_of(c) for c in sorted(users[cls])]
+        hparams = {f: e for f, e in maps[0].items() if all(m.get(f) == e for m in maps[1:])}
+        comp = Compiler(prog, fn, members, helpers, hparams)
         fn.body = comp.block(Env(), body[1], {"target": None})
         fn_of_class[cls] = len(functions)
         functions.append(fn)

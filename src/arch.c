@@ -181,6 +181,19 @@ static val is_swa(const vm *m, val il) {
     return known(v != 0);
 }
 
+/* An hparam load_arch_hparams reads with ml.get_key(KEY, hparams.F[, false]):
+ * the key's value; when absent the field's initializer, or unknown for a
+ * required key (llama.cpp refuses the file then). */
+static val hparam_key(const vm *m, const gm_arch_expr *x) {
+    bool found;
+    int64_t v = key_int(m, gm_arch_strings[x->a], x->v, &found);
+    if (found) return known(v);
+    char key[160];
+    snprintf(key, sizeof key, gm_arch_strings[x->a], m->def->name);
+    if (ggufmap_model_find_kv(m->model, key)) return UNKNOWN; /* there, but not a number */
+    return x->b ? UNKNOWN : known(x->v);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Expressions                                                               */
 /* ------------------------------------------------------------------------ */
@@ -285,6 +298,7 @@ static val eval(vm *m, int32_t e) {
     }
     case GM_AX_WEIGHT: return weight(m, x);
     case GM_AX_IS_SWA: return is_swa(m, eval(m, x->a));
+    case GM_AX_HPKEY: return hparam_key(m, x);
     case GM_AX_NOT: {
         val a = eval(m, x->a);
         return is_known(a) ? known(a.v == 0) : UNKNOWN;

@@ -6,8 +6,9 @@
  * llama.cpp's own source: each load_arch_tensors is a small program of
  * statements over a pool of expressions, whose leaves are what a GGUF file
  * says (the layer counts, which tensors it holds, their types), what the
- * caller asks (load_mtp) and "unknown" (an hparam, a shape, a member the
- * file alone does not give).  src/arch.c runs the program the way llama.cpp
+ * caller asks (load_mtp), the hparams that load_arch_hparams reads from a
+ * key as they are (HPKEY: a = key string, b = required, v = default when
+ * absent) and "unknown" (any other hparam, a shape, a member).  src/arch.c runs the program the way llama.cpp
  * runs the C++ it came from and returns every create_tensor call that makes
  * a tensor, in llama.cpp's order, with the class, op and layer llama.cpp's
  * loader uses to place it (llama-model-loader.cpp create_tensor).  An
@@ -57,7 +58,7 @@ typedef struct gm_arch_tensor {
 
 typedef enum gm_ax_kind {
     GM_AX_CONST, GM_AX_UNKNOWN, GM_AX_LOCAL, GM_AX_NLAYER, GM_AX_NLAYER_ALL, GM_AX_NLAYER_NEXTN, GM_AX_LOAD_MTP,
-    GM_AX_ARCH, GM_AX_HANDLE, GM_AX_HTYPE, GM_AX_WEIGHT, GM_AX_IS_SWA,
+    GM_AX_ARCH, GM_AX_HANDLE, GM_AX_HTYPE, GM_AX_WEIGHT, GM_AX_IS_SWA, GM_AX_HPKEY,
     GM_AX_NOT, GM_AX_NEG, GM_AX_BNOT,
     GM_AX_ADD, GM_AX_SUB, GM_AX_MUL, GM_AX_DIV, GM_AX_MOD, GM_AX_SHL, GM_AX_SHR, GM_AX_BAND, GM_AX_BOR, GM_AX_BXOR,
     GM_AX_LAND, GM_AX_LOR, GM_AX_EQ, GM_AX_NE, GM_AX_LT, GM_AX_LE, GM_AX_GT, GM_AX_GE, GM_AX_COND
