@@ -3,7 +3,8 @@
 gen_arch_table.py - writes src/arch_table.c, llama.cpp's own tensor table for
 every architecture, from llama.cpp's source tree.
 
-    scripts/gen_arch_table.py LLAMA_SRC_DIR OUT.c
+    scripts/gen_arch_table.py LLAMA_SRC_DIR OUT.c [--notes]
+    scripts/gen_arch_table.py --inputs      (the paths below, one a line)
 
 What it reads (paths relative to LLAMA_SRC_DIR, a v0.5.0 tree):
   src/llama-arch.h            the llm_arch and llm_tensor enums (their values)
@@ -15,8 +16,11 @@ What it reads (paths relative to LLAMA_SRC_DIR, a v0.5.0 tree):
   src/llama-model.cpp         llama_model_mapping (arch -> model class), the
                               helpers create_tensor_qkv / create_tensor_gate_up_exps,
                               and the generic ".scale" pass of load_tensors
+  src/llama-model-loader.h    the create_tensor flags
+  src/llama-hparams.h         the hparams' initializers
   src/models/models.h         the model classes and whom they inherit from
-  src/models/*.cpp            every load_arch_tensors
+  src/models/*.cpp            every load_arch_tensors, and the keys each
+                              load_arch_hparams reads
 
 Every load_arch_tensors is compiled into a small program (statements and
 expressions, see src/arch.h) that src/arch.c runs against a GGUF file: the
@@ -1258,9 +1262,16 @@ def source_commit(root):
     return os.environ.get("GGUFMAP_LLAMA_COMMIT", "llama.cpp v0.5.0, commit de3ff815")
 
 
+INPUTS = ["src/llama-arch.h", "src/llama-arch.cpp", "ggml/include/ggml.h", "src/llama-model.cpp",
+          "src/llama-model-loader.h", "src/llama-hparams.h", "src/models"]
+
+
 def main(argv):
+    if argv[1:] == ["--inputs"]:
+        print("\n".join(INPUTS))
+        return 0
     if len(argv) not in (3, 4) or (len(argv) == 4 and argv[3] != "--notes"):
-        sys.stderr.write("usage: gen_arch_table.py LLAMA_SRC_DIR OUT.c|- [--notes]\n")
+        sys.stderr.write("usage: gen_arch_table.py LLAMA_SRC_DIR OUT.c|- [--notes] | --inputs\n")
         return 1
     try:
         prog = emit(argv[1], argv[2])

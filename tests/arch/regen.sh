@@ -19,7 +19,7 @@ LOG=/dev/null
 command -v python3 >/dev/null 2>&1 || die "python3 not found in PATH (scripts/deps.sh installs it)"
 [[ -d $oracle_dir/llama.git ]] || die "$oracle_dir/llama.git missing (run tests/oracle/setup.sh $oracle_dir)"
 rm -rf "$work" && mkdir -p "$work" || die "cannot create $work"
-paths=(src/llama-arch.h src/llama-arch.cpp src/llama-model.cpp src/llama-model-loader.h src/models ggml/include/ggml.h)
+mapfile -t paths < <(python3 "$repo/scripts/gen_arch_table.py" --inputs)
 ( source_tree "$oracle_dir" "$work/src" "${paths[@]}" ) || die "cannot extract ${paths[*]}"
 pass=0 fail=0
 if python3 "$repo/scripts/gen_arch_table.py" "$work/src" "$work/arch_table.c" 2>"$work/gen.err"; then
