@@ -227,9 +227,6 @@ class Sources:
 
 # ------------------------------------------------------------------ program
 
-FLAG_BITS = {  # llama_model_loader's flags (src/llama-model-loader.h:67-72), read from the header below
-}
-
 EXPR_KINDS = [
     "CONST", "UNKNOWN", "LOCAL", "NLAYER", "NLAYER_ALL", "NLAYER_NEXTN", "LOAD_MTP", "ARCH",
     "HANDLE", "HTYPE", "WEIGHT", "IS_SWA", "HPKEY",
@@ -336,9 +333,6 @@ class Compiler:
         self.path = fn.path
         self.depth = 0
 
-    def note(self, line, text):
-        pass  # what matters is reported where it is used (flatten)
-
     # -------------------------------------------------------- expressions
 
     def name_value(self, env, name, line):
@@ -415,7 +409,6 @@ class Compiler:
         if kind == "hnd":
             return p.expr("HANDLE", b[1], b[2])
         if kind == "unknown":
-            self.note(line, f"'{b[1]}' is not known from the file")
             return p.unknown
         if kind == "tensor":
             return p.const(p.src.tensor_enum[b[1]])
@@ -436,7 +429,6 @@ class Compiler:
                 if key is None:  # never set by this arch: the initializer
                     return p.const(default)
                 return p.expr("HPKEY", p.string(key), int(required), v=default)
-            self.note(line, f"hparams.{name} is not known from the file")
             return p.unknown
         if base == ("name", "ml") and name == "load_mtp":
             return p.expr("LOAD_MTP")
@@ -447,7 +439,6 @@ class Compiler:
             h = self.lvalue(env, base, line, quiet=True)
             if h and h[0] == "hnd":
                 return p.expr("HTYPE", h[1], h[2])
-        self.note(line, f"'{render(e)}' is not known from the file")
         return p.unknown
 
     def call_int(self, env, e, line):
@@ -458,7 +449,6 @@ class Compiler:
                 return p.expr("NLAYER")
             if fn[2] == "is_swa" and len(args) == 1:
                 return p.expr("IS_SWA", self.int_expr(env, args[0], line))
-            self.note(line, f"hparams.{fn[2]}() is not known from the file")
             return p.unknown
         if fn[0] == "member" and fn[1] in (("name", "ml"),) and fn[2] in ("get_weight", "get_tensor_meta"):
             return self.weight_expr(env, args[0], line)
@@ -470,7 +460,6 @@ class Compiler:
             return p.expr("COND", p.expr("GT" if fn[1] == "std::max" else "LT", a, b), a, b)
         if fn[0] == "name" and fn[1] in ("create_tensor",):
             raise CompileError(f"{self.path}:{line}: create_tensor inside an expression")
-        self.note(line, f"'{render(fn)}(...)' is not known from the file")
         return p.unknown
 
     def str_parts(self, env, e, line):
@@ -739,7 +728,6 @@ class Compiler:
             return [("hset", target[1], target[2], src[1], src[2], line)]
         if contains_create(rhs):
             raise CompileError(f"{self.path}:{line}: cannot compile {render(rhs)}")
-        self.note(line, f"handle set from '{render(rhs)}': unknown")
         return []
 
     def create(self, env, line, call, target, ctx):
@@ -1113,22 +1101,14 @@ def flatten(stmts, out, prog, path):
             out.append(None)
             flatten(s[1], out, prog, path)
             out[at] = ("SCOPE", len(out) - at - 1, -1, -1, -1, -1, -1, -1, s[2], None, None, None)
-        elif k == "if":
+        elif k in ("if", "for"):  # IF: then, else; FOR: body, step
             at = len(out)
             out.append(None)
             flatten(s[2], out, prog, path)
-            n_then = len(out) - at - 1
+            n_first = len(out) - at - 1
             flatten(s[3], out, prog, path)
-            n_else = len(out) - at - 1 - n_then
-            out[at] = ("IF", s[1], n_then, n_else, -1, -1, -1, -1, s[4], None, None, None)
-        elif k == "for":
-            at = len(out)
-            out.append(None)
-            flatten(s[2], out, prog, path)
-            n_body = len(out) - at - 1
-            flatten(s[3], out, prog, path)
-            n_step = len(out) - at - 1 - n_body
-            out[at] = ("FOR", s[1], n_body, n_step, -1, -1, -1, -1, s[4], None, None, None)
+            n_second = len(out) - at - 1 - n_first
+            out[at] = (k.upper(), s[1], n_first, n_second, -1, -1, -1, -1, s[4], None, None, None)
         else:
             raise SystemExit(f"gen_arch_table: internal: statement {k}")
 

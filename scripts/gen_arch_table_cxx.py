@@ -139,22 +139,28 @@ class Parser:
         while self.peek(j).text == "::" and self.peek(j + 1).kind == "id":
             j += 2
         if self.peek(j).text == "<":  # template type
-            depth, k = 0, j
-            while True:
-                s = self.peek(k).text
-                if s == "<":
-                    depth += 1
-                elif s == ">":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                elif s in (";", "{", "}", "") or k - j > 40:
-                    return False
-                k += 1
-            j = k + 1
+            j = self.template_end(j)
+            if j < 0:
+                return False
         while self.peek(j).text in ("*", "&", "const"):
             j += 1
         return self.peek(j).kind == "id" and self.peek(j + 1).text in ("=", ";", ",", "{", "(", "[", ":")
+
+    def template_end(self, j):
+        """The token index after the '>' closing the '<' at peek(j), or -1
+        when this is no template argument list (a comparison)."""
+        depth = 0
+        for k in range(j, j + 40):
+            s = self.peek(k).text
+            if s == "<":
+                depth += 1
+            elif s in (">", ">>"):
+                depth -= len(s)
+                if depth <= 0:
+                    return k + 1
+            elif s in (";", "{", "}", ""):
+                return -1
+        return -1
 
     def parse_type(self):
         parts = []
@@ -170,20 +176,12 @@ class Parser:
             self.take()
             parts.append("::" + self.take().text)
         if self.at("<"):
-            depth = 0
-            while True:
-                s = self.take().text
-                parts.append(s)
-                if s == "<":
-                    depth += 1
-                elif s == ">":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                elif s == ">>":
-                    depth -= 2
-                    if depth <= 0:
-                        break
+            end = self.template_end(0)
+            if end < 0:
+                raise SyntaxError(f"{self.where}:{self.peek().line}: unbalanced template arguments")
+            while end > 0:
+                parts.append(self.take().text)
+                end -= 1
         while self.peek().text in ("long", "int", "const") and parts[-1] in ("long", "unsigned", "short", "signed"):
             parts.append(self.take().text)
         while self.peek().text in ("*", "&", "const"):

@@ -324,6 +324,87 @@ static void text(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts 
 /* JSON                                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* One buffer of buffers[]. */
+static void json_buffer(json *j, const ggufmap_placement *pl, const ggufmap_buffer *b) {
+    const ggufmap_model *m = ggufmap_placement_model(pl);
+    const ggufmap_context *ctx = ggufmap_placement_context(pl, b->context);
+    json_begin_object(j);
+    json_key(j, "name"), json_string(j, b->name);
+    json_key(j, "context"), json_uint(j, b->context);
+    json_key(j, "lazy"), json_bool(j, ctx->lazy);
+    json_key(j, "mapped"), json_bool(j, b->mapped);
+    if (b->mapped) {
+        json_key(j, "shard"), json_uint(j, b->shard);
+        json_key(j, "first"), json_uint(j, b->first);
+        json_key(j, "last"), json_uint(j, b->last);
+    }
+    json_key(j, "size"), json_uint(j, b->size);
+    json_key(j, "max_tensor"), json_uint(j, b->max_tensor);
+    json_key(j, "n_tensors"), json_int(j, b->n_tensors);
+    json_key(j, "own_bytes"), json_uint(j, b->own_bytes);
+    json_key(j, "foreign_bytes"), json_uint(j, b->foreign_bytes);
+    json_key(j, "foreign");
+    json_begin_array(j);
+    for (uint32_t k = 0; k < b->n_foreign; k++) {
+        const ggufmap_foreign *f = &b->foreign[k];
+        const ggufmap_tensor *t = ggufmap_model_tensor(m, f->tensor);
+        json_begin_object(j);
+        json_key(j, "name"), json_string_n(j, t->name, t->name_len);
+        json_key(j, "bytes"), json_uint(j, f->bytes);
+        json_key(j, "owner");
+        if (f->owner >= 0) {
+            const ggufmap_context *oc = ggufmap_placement_context(pl, (uint32_t)f->owner);
+            json_string(j, oc->lazy ? "CPU (lazy)" : oc->buft);
+        } else {
+            json_null(j);
+        }
+        json_end_object(j);
+    }
+    json_end_array(j);
+    json_key(j, "ranges");
+    json_begin_array(j);
+    for (uint32_t k = 0; k < b->n_ranges; k++) {
+        json_begin_array(j);
+        json_uint(j, b->ranges[k].first);
+        json_uint(j, b->ranges[k].last);
+        json_end_array(j);
+    }
+    json_end_array(j);
+    json_key(j, "ranges_bytes"), json_uint(j, b->ranges_bytes);
+    json_key(j, "resident");
+    json_begin_object(j);
+    json_key(j, "span"), json_uint(j, b->mapped ? b->span_resident : b->size);
+    json_key(j, "span_views"), json_uint(j, b->span_views);
+    json_key(j, "ranges"), json_uint(j, b->mapped ? b->ranges_resident : b->size);
+    json_key(j, "ranges_views"), json_uint(j, b->ranges_views);
+    json_end_object(j);
+    json_end_object(j);
+}
+
+/* tensors[]: every file tensor and the contexts holding it. */
+static void json_tensors(json *j, const ggufmap_plan *plan) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    const ggufmap_model *m = ggufmap_placement_model(pl);
+    json_key(j, "tensors");
+    json_begin_array(j);
+    for (int64_t i = 0; i < ggufmap_model_n_tensors(m); i++) {
+        const ggufmap_tensor *tn = ggufmap_model_tensor(m, i);
+        uint32_t mask = ggufmap_plan_tensor_contexts(plan, i);
+        json_begin_object(j);
+        json_key(j, "name"), json_string_n(j, tn->name, tn->name_len);
+        json_key(j, "shard"), json_uint(j, tn->shard);
+        json_key(j, "offset"), json_uint(j, tn->offset);
+        json_key(j, "size"), json_uint(j, tn->size);
+        json_key(j, "contexts");
+        json_begin_array(j);
+        for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++)
+            if (mask & (1u << c)) json_uint(j, c);
+        json_end_array(j);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
 /* The members of one load's plan, into the object j has open. */
 static void json_plan_fields(json *j, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
     const ggufmap_placement *pl = ggufmap_plan_placement(plan);
@@ -365,59 +446,7 @@ static void json_plan_fields(json *j, const ggufmap_plan *plan, const ggufmap_re
     json_key(j, "buffers");
     json_begin_array(j);
     for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
-        const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
-        const ggufmap_context *ctx = ggufmap_placement_context(pl, b->context);
-        json_begin_object(j);
-        json_key(j, "name"), json_string(j, b->name);
-        json_key(j, "context"), json_uint(j, b->context);
-        json_key(j, "lazy"), json_bool(j, ctx->lazy);
-        json_key(j, "mapped"), json_bool(j, b->mapped);
-        if (b->mapped) {
-            json_key(j, "shard"), json_uint(j, b->shard);
-            json_key(j, "first"), json_uint(j, b->first);
-            json_key(j, "last"), json_uint(j, b->last);
-        }
-        json_key(j, "size"), json_uint(j, b->size);
-        json_key(j, "max_tensor"), json_uint(j, b->max_tensor);
-        json_key(j, "n_tensors"), json_int(j, b->n_tensors);
-        json_key(j, "own_bytes"), json_uint(j, b->own_bytes);
-        json_key(j, "foreign_bytes"), json_uint(j, b->foreign_bytes);
-        json_key(j, "foreign");
-        json_begin_array(j);
-        for (uint32_t k = 0; k < b->n_foreign; k++) {
-            const ggufmap_foreign *f = &b->foreign[k];
-            const ggufmap_tensor *t = ggufmap_model_tensor(m, f->tensor);
-            json_begin_object(j);
-            json_key(j, "name"), json_string_n(j, t->name, t->name_len);
-            json_key(j, "bytes"), json_uint(j, f->bytes);
-            json_key(j, "owner");
-            if (f->owner >= 0) {
-                const ggufmap_context *oc = ggufmap_placement_context(pl, (uint32_t)f->owner);
-                json_string(j, oc->lazy ? "CPU (lazy)" : oc->buft);
-            } else {
-                json_null(j);
-            }
-            json_end_object(j);
-        }
-        json_end_array(j);
-        json_key(j, "ranges");
-        json_begin_array(j);
-        for (uint32_t k = 0; k < b->n_ranges; k++) {
-            json_begin_array(j);
-            json_uint(j, b->ranges[k].first);
-            json_uint(j, b->ranges[k].last);
-            json_end_array(j);
-        }
-        json_end_array(j);
-        json_key(j, "ranges_bytes"), json_uint(j, b->ranges_bytes);
-        json_key(j, "resident");
-        json_begin_object(j);
-        json_key(j, "span"), json_uint(j, b->mapped ? b->span_resident : b->size);
-        json_key(j, "span_views"), json_uint(j, b->span_views);
-        json_key(j, "ranges"), json_uint(j, b->mapped ? b->ranges_resident : b->size);
-        json_key(j, "ranges_views"), json_uint(j, b->ranges_views);
-        json_end_object(j);
-        json_end_object(j);
+        json_buffer(j, pl, ggufmap_plan_buffer(plan, i));
     }
     json_end_array(j);
 
@@ -447,24 +476,7 @@ static void json_plan_fields(json *j, const ggufmap_plan *plan, const ggufmap_re
     o->limit ? json_bool(j, ws_planned <= o->limit) : json_null(j);
     json_end_object(j);
 
-    json_key(j, "tensors");
-    json_begin_array(j);
-    for (int64_t i = 0; i < ggufmap_model_n_tensors(m); i++) {
-        const ggufmap_tensor *tn = ggufmap_model_tensor(m, i);
-        uint32_t mask = ggufmap_plan_tensor_contexts(plan, i);
-        json_begin_object(j);
-        json_key(j, "name"), json_string_n(j, tn->name, tn->name_len);
-        json_key(j, "shard"), json_uint(j, tn->shard);
-        json_key(j, "offset"), json_uint(j, tn->offset);
-        json_key(j, "size"), json_uint(j, tn->size);
-        json_key(j, "contexts");
-        json_begin_array(j);
-        for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++)
-            if (mask & (1u << c)) json_uint(j, c);
-        json_end_array(j);
-        json_end_object(j);
-    }
-    json_end_array(j);
+    json_tensors(j, plan);
 }
 
 /* The ggufmap.plan/1 document: the first load's members at the top, the

@@ -148,17 +148,8 @@ run_case() {
   grep -E '^(MAPPED|ALLOC|LOAD) ' "$d/o.out" >"$d/o.lines"
   grep -E '^(MAPPED|ALLOC|LOAD) ' "$d/p.out" >"$d/p.lines"
   if (( inject && id % 37 == 0 )); then sed -i '1s/size=\([0-9]*\)[0-9]/size=\1x/' "$d/p.lines"; fi
-  if [[ -z $ores ]]; then
-    status=FAIL note="the oracle printed no RESULT line (rc $orc)"
-  elif [[ $ores != ok ]]; then
-    if (( prc == 2 )); then status=PASS note="both refuse"; else status=FAIL note="oracle RESULT $ores but plan exit $prc"; fi
-  elif (( prc != 0 )); then
-    status=FAIL note="plan exit $prc (oracle RESULT ok)"
-  elif cmp -s "$d/o.lines" "$d/p.lines" && [[ -s $d/o.lines ]]; then
-    status=PASS
-  else
-    status=FAIL
-  fi
+  classify "$ores" "$prc" "$orc" "$d/o.lines" "$d/p.lines"
+  note=$cnote
   if [[ $status == FAIL ]]; then
     {
       echo "--- case $id FAIL: $arch $desc${note:+  [$note]}"
