@@ -582,8 +582,10 @@ class Compiler:
         k = s[0]
         if k == "block":
             return self.block(Env(env), s[1], ctx)
-        if k in ("empty", "throw"):
+        if k == "empty":
             return []
+        if k == "throw":  # llama.cpp refuses the file here
+            return [("fail", p.string(s[1]), line, self.path)]
         if k == "load_locals":
             env.set("n_layer", ("int", p.expr("NLAYER")))
             env.set("n_layer_all", ("int", p.expr("NLAYER_ALL")))
@@ -698,6 +700,9 @@ class Compiler:
             if is_create(e):
                 return self.create(env, line, e, None, ctx)
             fn = e[1]
+            if fn == ("name", "GGML_ABORT"):  # llama.cpp aborts here
+                text = e[2][0][1] if e[2] and e[2][0][0] == "str" else ""
+                return [("fail", p.string(text), line, self.path)]
             if fn[0] == "name" and fn[1] in self.helpers:
                 return self.inline_helper(env, line, e, ctx)
             if self.lambda_of(env, e) is not None:
@@ -1096,6 +1101,8 @@ def flatten(stmts, out, prog, path):
             out.append(("HSET", s[1], s[2], s[3], s[4], -1, -1, -1, s[5], None, None, None))
         elif k in ("return", "break", "continue"):
             out.append((k.upper(), -1, -1, -1, -1, -1, -1, -1, s[1], None, None, None))
+        elif k == "fail":
+            out.append(("FAIL", s[1], -1, -1, -1, -1, -1, -1, s[2], s[3], None, None))
         elif k == "scope":
             at = len(out)
             out.append(None)

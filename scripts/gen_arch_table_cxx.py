@@ -16,7 +16,7 @@ Node shapes (tuples, first item the kind):
     ('for', init_stmt|None, cond|None, step|None, body), ('rangefor', body),
     ('switch', expr, [(values|None, [stmt])]), ('decl', type_text, [(name, init|None)]),
     ('expr', expr), ('return', expr|None), ('break',), ('continue',),
-    ('throw',), ('try', block, catch_block), ('load_locals',), ('empty',); every statement is wrapped as (line, node).
+    ('throw', message), ('try', block, catch_block), ('load_locals',), ('empty',); every statement is wrapped as (line, node).
   expressions: ('num', int), ('str', text), ('name', 'a::b'), ('un', op, e),
     ('post', op, e), ('bin', op, a, b), ('assign', op, lhs, rhs),
     ('cond', c, a, b), ('call', fn, [args]), ('member', e, name, arrow),
@@ -244,14 +244,14 @@ class Parser:
                 self.take()
                 self.take(";")
                 return (s,)
-            if s == "throw":
+            if s == "throw":  # ('throw', first string literal of the message or "")
+                text = ""
                 while not self.at(";"):
-                    if self.at("("):
-                        self.skip_balanced("(", ")")
-                    else:
-                        self.take()
+                    tok = self.take()
+                    if tok.kind == "str" and not text:
+                        text = tok.text[1:-1]
                 self.take(";")
-                return ("throw",)
+                return ("throw", text)
             if s == "try":  # try { A } catch (...) { B }: kept as ('try', A, B)
                 self.take()
                 body = self.parse_block()

@@ -571,6 +571,12 @@ static flow run_one(vm *m, uint32_t at) {
         flow f = run(m, at + 1, (uint32_t)s->a);
         return f == FLOW_RETURN ? FLOW_NEXT : f;
     }
+    case GM_AS_FAIL: {
+        char w[256];
+        if (m->dry) return FLOW_RETURN; /* a path llama.cpp does not finish */
+        return fail(m, GGUFMAP_EFORMAT, "llama.cpp's loader refuses the file at %s: %s", where(s, w, sizeof w),
+                    gm_arch_strings[s->a][0] ? gm_arch_strings[s->a] : "(an exception)");
+    }
     case GM_AS_RETURN: return FLOW_RETURN;
     case GM_AS_BREAK: return FLOW_BREAK;
     case GM_AS_CONTINUE: return FLOW_CONTINUE;

@@ -24,6 +24,7 @@
  *   IF     a=cond b=#then c=#else    FOR a=cond b=#body c=#step (step statements after the body)
  *   SCOPE  a=#body (a lambda or helper inlined: RETURN ends it)
  *   RETURN, BREAK, CONTINUE
+ *   FAIL   a=message string: a throw or GGML_ABORT, llama.cpp refuses the file
  * Handles (layer.wq, output, ...) are slots; a layer expression of -1 names
  * the model's own member, otherwise the layer's field.
  */
@@ -71,7 +72,8 @@ typedef struct gm_arch_expr {
 } gm_arch_expr;
 
 typedef enum gm_as_kind {
-    GM_AS_CREATE, GM_AS_SET, GM_AS_HSET, GM_AS_IF, GM_AS_FOR, GM_AS_SCOPE, GM_AS_RETURN, GM_AS_BREAK, GM_AS_CONTINUE
+    GM_AS_CREATE, GM_AS_SET, GM_AS_HSET, GM_AS_IF, GM_AS_FOR, GM_AS_SCOPE, GM_AS_RETURN, GM_AS_BREAK, GM_AS_CONTINUE,
+    GM_AS_FAIL
 } gm_as_kind;
 
 typedef struct gm_arch_stmt {

@@ -330,6 +330,8 @@ static int finish_contexts(ggufmap_placement *p, const work *w) {
     return GGUFMAP_OK;
 }
 
+const char *ggufmap_architecture(uint32_t i) { return i < gm_arch_n_defs ? gm_arch_defs[i].name : NULL; }
+
 void ggufmap_placement_opts_init(ggufmap_placement_opts *o) {
     memset(o, 0, sizeof *o);
     o->device = GGUFMAP_DEVICE_CPU;

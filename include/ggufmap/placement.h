@@ -84,6 +84,10 @@ typedef struct ggufmap_placement_opts {
                                             layers instead of skipping them (--spec-type draft-mtp) */
 } ggufmap_placement_opts;
 
+/* The i-th architecture llama.cpp v0.5.0 has a loader for, by its
+ * general.architecture name, in byte order; NULL past the last. */
+const char *ggufmap_architecture(uint32_t i);
+
 /* Fills opts with llama.cpp's defaults: CPU device, ngl -1, repack, mmap, host CPU, lazy auto, no MTP. */
 void ggufmap_placement_opts_init(ggufmap_placement_opts *opts);
 
