@@ -23,6 +23,7 @@
  * where load_arch_hparams computes them) are in the "hparams" section,
  * each with its source line.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,10 +85,15 @@ static const char *where(const gm_arch_stmt *s, char *buf, size_t cap) {
     return buf;
 }
 
-static flow fail(vm *m, int status, const char *fmt, const char *a, const char *b) {
+/* Records the first error of the run (a later one would only repeat it). */
+static flow fail(vm *m, int status, const char *fmt, ...) GM_PRINTF(3, 4);
+static flow fail(vm *m, int status, const char *fmt, ...) {
     if (!m->status) {
         char msg[768];
-        snprintf(msg, sizeof msg, fmt, a, b);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
         m->status = gm_fail(m->err, status, "%s", msg);
     }
     return FLOW_ERROR;
@@ -379,7 +385,7 @@ static flow record(vm *m, const call *c, gm_layer layer, gm_op op) {
     if (m->out->n_creations == m->cap_creations) {
         int64_t cap = m->cap_creations ? m->cap_creations * 2 : 256;
         gm_creation *list = realloc(m->out->creations, (size_t)cap * sizeof *list);
-        if (!list) return fail(m, GGUFMAP_ENOMEM, "out of memory%s%s", "", "");
+        if (!list) return fail(m, GGUFMAP_ENOMEM, "out of memory");
         m->out->creations = list;
         m->cap_creations = cap;
     }
@@ -417,7 +423,7 @@ static flow create(vm *m, const gm_arch_stmt *s, int64_t *handle) {
     bool dup = flag(c.flags, gm_arch_tensor_duplicated, false);
     if (m->dry) {
         bool fresh = c.tensor >= 0 && (dup || !m->created[c.tensor]); /* a skipped one counts as created too */
-        if (fresh && probe_add(m->dry, c.tensor)) return fail(m, GGUFMAP_ENOMEM, "out of memory%s%s", "", "");
+        if (fresh && probe_add(m->dry, c.tensor)) return fail(m, GGUFMAP_ENOMEM, "out of memory");
         return FLOW_NEXT;
     }
     *handle = -1;
@@ -557,7 +563,8 @@ static flow run_hset(vm *m, const gm_arch_stmt *s) {
 
 static flow run_one(vm *m, uint32_t at) {
     const gm_arch_stmt *s = &gm_arch_stmts[at];
-    if (++m->steps > STEP_LIMIT) return fail(m, GGUFMAP_EFORMAT, "%s%s: too many steps", "architecture loader", "");
+    if (++m->steps > STEP_LIMIT)
+        return fail(m, GGUFMAP_EFORMAT, "the '%s' loader runs more than %d steps", m->def->name, STEP_LIMIT);
     switch ((gm_as_kind)s->kind) {
     case GM_AS_CREATE: {
         int64_t scratch, *h = s->f >= 0 ? handle_at(m, s->f, eval(m, s->g)) : NULL;

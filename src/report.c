@@ -240,14 +240,21 @@ static void verdict_line(FILE *out, const char *label, uint64_t bytes, uint64_t 
     fputc('\n', out);
 }
 
-static void verdict(FILE *out, const ggufmap_plan *plan, uint64_t limit) {
-    uint64_t llama, planned;
-    ggufmap_plan_working_set(plan, &llama, &planned);
-    fprintf(out, "\nworking set (GPU buffers, page-aligned; KV cache and compute buffers not included)\n");
+/* A heading, then llama.cpp's working set and the planner's. */
+static void verdict_lines(FILE *out, const char *heading, const ggufmap_plan *plan, uint64_t llama, uint64_t planned,
+                          uint64_t limit) {
+    fprintf(out, "\n%s\n", heading);
     verdict_line(out, "llama.cpp today", llama, limit);
     char label[64], pn[48];
     snprintf(label, sizeof label, "loader, %s", ggufmap_planner_format(&ggufmap_plan_options(plan)->planner, pn, sizeof pn));
     verdict_line(out, label, planned, limit);
+}
+
+static void verdict(FILE *out, const ggufmap_plan *plan, uint64_t limit) {
+    uint64_t llama, planned;
+    ggufmap_plan_working_set(plan, &llama, &planned);
+    verdict_lines(out, "working set (GPU buffers, page-aligned; KV cache and compute buffers not included)", plan, llama,
+                  planned, limit);
 }
 
 static void text(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
@@ -504,11 +511,8 @@ static void both_loads(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *
     uint64_t a_llama, a_planned, b_llama, b_planned;
     ggufmap_plan_working_set(plan, &a_llama, &a_planned);
     ggufmap_plan_working_set(mtp, &b_llama, &b_planned);
-    fprintf(out, "\nboth loads together (the MTP head's load beside the model's)\n");
-    verdict_line(out, "llama.cpp today", a_llama + b_llama, limit);
-    char label[64], pn[48];
-    snprintf(label, sizeof label, "loader, %s", ggufmap_planner_format(&ggufmap_plan_options(plan)->planner, pn, sizeof pn));
-    verdict_line(out, label, a_planned + b_planned, limit);
+    verdict_lines(out, "both loads together (the MTP head's load beside the model's)", plan, a_llama + b_llama,
+                  a_planned + b_planned, limit);
 }
 
 void ggufmap_report_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
