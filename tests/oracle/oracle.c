@@ -637,8 +637,22 @@ static int model_pooling(const struct llama_model *m)
     return atoi(val);
 }
 
+/* An encoder-decoder model (T5) encodes the batch, then decodes its decoder
+ * start token (llama_model_decoder_start_token, or token 0) against it. */
+static int encode_then_decode(struct llama_context *ctx, const struct llama_model *m, struct llama_batch b)
+{
+    int rc = llama_encode(ctx, b);
+    if (rc != 0)
+        return rc;
+    llama_token start = llama_model_decoder_start_token(m);
+    if (start == LLAMA_TOKEN_NULL)
+        start = 0;
+    return llama_decode(ctx, llama_batch_get_one(&start, 1));
+}
+
 /* Creates a context (llama_context_default_params, swa_full off as llama.cpp's
- * CLI sets it) and decodes tokens 1..n (mod n_vocab) in one batch.  A pooled
+ * CLI sets it) and decodes tokens 1..n (mod n_vocab) in one batch (an
+ * encoder-decoder model encodes them and decodes its start token).  A pooled
  * model (an encoder-only one, or one that declares a pooling type: BERT-style
  * embedding and rerank models) runs with embeddings on, an encoder-only one
  * through llama_encode, and its pooled output (n_embd floats, n_cls_out for
@@ -669,7 +683,8 @@ static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_
         b.logits[i] = pooled || i == n_tokens - 1;
     }
     b.n_tokens = n_tokens;
-    int rc = encoder_only ? llama_encode(ctx, b) : llama_decode(ctx, b);
+    const bool enc_dec = llama_model_has_encoder(m) && !encoder_only;
+    int rc = encoder_only ? llama_encode(ctx, b) : enc_dec ? encode_then_decode(ctx, m, b) : llama_decode(ctx, b);
     bool ok = rc == 0;
     if (!ok) {
         printf("DECODE fail stage=%s rc=%d\n", encoder_only ? "encode" : "decode", rc);
