@@ -194,7 +194,7 @@ class Sources:
                 for field, ws in writes.items():
                     if len(ws) != 1 or field in self.base_hparams_written:
                         continue
-                    top, (f, kv, required) = ws[0]
+                    top, (_, kv, required) = ws[0]
                     if not top or kv is None or kv not in self.kv_names:
                         continue
                     if not required and field not in self.hparams_init:
@@ -717,7 +717,6 @@ class Compiler:
     def assign_handle(self, env, line, target, rhs, ctx):
         """target = rhs, where rhs is create_tensor(...), a lambda call, a
         handle, nullptr or a ?: of those."""
-        p = self.p
         if is_create(rhs):
             return self.create(env, line, rhs, target, ctx)
         if rhs[0] == "call" and self.lambda_of(env, rhs) is not None:
@@ -745,7 +744,6 @@ class Compiler:
         return [("create", t["tensor"], t["suffix"], t["bid"], t["xid"], flags, hslot, hlayer, line, self.path)]
 
     def if_stmt(self, env, line, s, ctx):
-        p = self.p
         _, cond, then, els = s
         pre = []
         scope = Env(env)
@@ -961,7 +959,7 @@ def hparams_writes(body):
         for x in node[1:]:
             visit(x, False)
 
-    for line, st in body[1]:
+    for _, st in body[1]:
         if st[0] == "expr" and st[1][0] == "call":
             visit(st[1], True)
         else:
