@@ -12,6 +12,7 @@ packages=(
   nodejs npm       # installs the pinned prebuilt llama.cpp that tests use as oracle
   git              # unpacks the llama.cpp source bundle for the oracle's headers
   ca-certificates  # TLS to the npm registry
+  python3          # tests only: regenerates src/arch_table.c from llama.cpp's source (tests/arch)
   # tests only: the arm64 llama.cpp oracle (CPU_REPACK rules of Apple-like
   # CPUs) runs under qemu-user, built with the aarch64 cross compiler
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross libc6-arm64-cross libstdc++6-arm64-cross

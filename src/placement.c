@@ -2,18 +2,24 @@
  * placement.c - llama.cpp v0.5.0's buffer-type decision, tensor by tensor.
  *
  * Data structure.  A placement holds the instances (tensors as llama.cpp
- * creates them: one per file tensor, plus duplicated copies) and the contexts
- * they fall into, keyed by (buffer type, lazy) and sorted as llama.cpp's
- * ctx_map sorts them.  Buffer types are a small closed set here: CPU,
- * CPU_REPACK, the GPU's default type (MTL0 or CUDA0) and CUDA_Host.
+ * creates them: one per file tensor its loader uses, plus duplicated copies)
+ * and the contexts they fall into, keyed by (buffer type, lazy) and sorted
+ * as llama.cpp's ctx_map sorts them.  Buffer types are a small closed set
+ * here: CPU, CPU_REPACK, the GPU's default type (MTL0 or CUDA0) and
+ * CUDA_Host.
  *
- * The rules, with llama.cpp source lines, are in docs/placement-rules.md; the
- * comments below cite its sections.  Every rule is checked against the real
- * llama.cpp by tests/plan (the differential test).
+ * Which tensors are created, in which order, with which class, layer and op
+ * is the architecture's own loader's business: src/arch.c runs it (from the
+ * table generated out of llama.cpp's source) and hands over the creations;
+ * this file only decides where each one goes.  The rules, with llama.cpp
+ * source lines, are in docs/placement-rules.md; the comments below cite its
+ * sections.  Every rule is checked against the real llama.cpp by tests/plan
+ * (the differential test).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "arch.h"
 #include "ggufmap/placement.h"
 #include "internal.h"
 #include "regex.h"
@@ -24,18 +30,18 @@
 
 typedef enum buft { BUFT_CPU, BUFT_REPACK, BUFT_HOST, BUFT_GPU } buft;
 
-typedef enum op { OP_GET_ROWS, OP_MUL_MAT, OP_MUL_MAT_ID, OP_MUL, OP_ADD, OP_ROPE, OP_SSM_CONV } op;
-
 struct ggufmap_placement {
     const ggufmap_model *model;
     ggufmap_placement_opts opts;
     ggufmap_cpu cpu;
-    int32_t n_layers;
+    int32_t n_layers;             /* hparams.n_layer_all */
+    int32_t n_layers_nextn;       /* hparams.n_layer_nextn */
     int32_t gpu_start, gpu_count; /* layers [gpu_start, gpu_start + gpu_count) run on the GPU */
     ggufmap_context *contexts;
     uint32_t n_contexts;
     ggufmap_instance *instances;
     int64_t n_instances, cap_instances;
+    char arch[64];
     char warning[512];
 };
 
@@ -74,108 +80,32 @@ static bool cpu_repacks(ggufmap_cpu cpu, int32_t type, int64_t r) {
     }
 }
 
+/* Metal's supports_op on Apple7+ for the test op of a weight
+ * (ggml-metal-device.m:1525-1950, docs/placement-rules.md 7): element-wise
+ * ops need the weight in the F32 of their test input, SCALE an F32/F16
+ * weight; matrix products and row gathers take every type but NVFP4 and
+ * TQ1_0; the rest (ROPE, SSM_CONV/SCAN, RWKV_WKV6, IM2COL) everything. */
+static bool metal_supports(const ggufmap_tensor *t, gm_op o) {
+    enum { F32 = 0, F16 = 1, TQ1_0 = 34, NVFP4 = 40 };
+    switch (o) {
+    case GM_OP_MUL: case GM_OP_ADD: case GM_OP_ADD_ID: case GM_OP_DIV: return t->type == F32;
+    case GM_OP_SCALE: return t->type == F32 || t->type == F16;
+    case GM_OP_MUL_MAT: case GM_OP_MUL_MAT_ID: case GM_OP_GET_ROWS: return t->type != NVFP4 && t->type != TQ1_0;
+    default: return true;
+    }
+}
+
 /* Does buffer type b accept tensor t used by op o?  (weight_buft_supported) */
-static bool supports(const ggufmap_placement *p, buft b, const ggufmap_tensor *t, op o) {
+static bool supports(const ggufmap_placement *p, buft b, const ggufmap_tensor *t, gm_op o) {
     switch (b) {
     case BUFT_REPACK: {
         int nd = n_dims_of(t);
-        if (!((o == OP_MUL_MAT && nd == 2) || (o == OP_MUL_MAT_ID && nd == 3))) return false;
+        if (!((o == GM_OP_MUL_MAT && nd == 2) || (o == GM_OP_MUL_MAT_ID && nd == 3))) return false;
         return cpu_repacks(p->cpu, t->type, t->ne[1]);
     }
-    case BUFT_GPU:
-        if (p->opts.device == GGUFMAP_DEVICE_METAL) {
-            /* ggml-metal-device.m supports_op on Apple7+: element-wise ops need
-             * the weight in F32 (the test input is F32); matrix products and
-             * row gathers take every type but NVFP4 and TQ1_0. */
-            if (o == OP_MUL || o == OP_ADD) return t->type == 0;
-            if (o == OP_MUL_MAT || o == OP_MUL_MAT_ID || o == OP_GET_ROWS) return t->type != 40 && t->type != 34;
-        }
-        return true;
+    case BUFT_GPU: return p->opts.device == GGUFMAP_DEVICE_METAL ? metal_supports(t, o) : true;
     default: return true; /* CPU and the CUDA host type accept every weight */
     }
-}
-
-/* ------------------------------------------------------------------------ */
-/* Tensor classes (docs/placement-rules.md section 1)                        */
-/* ------------------------------------------------------------------------ */
-
-typedef enum arch { ARCH_OTHER, ARCH_LLAMA, ARCH_QWEN3MOE, ARCH_GEMMA4, ARCH_QWEN4EXP } arch;
-
-typedef struct tensor_kind {
-    ggufmap_tensor_class cls;
-    int32_t layer;
-    op o;
-    bool lazy_candidate; /* created with TENSOR_READ_LAZY */
-    bool per_layer_copy; /* rope_freqs: created (duplicated) by every layer that uses it */
-} tensor_kind;
-
-static bool has_suffix(const char *s, size_t n, const char *suffix) {
-    size_t k = strlen(suffix);
-    return n >= k && memcmp(s + n - k, suffix, k) == 0;
-}
-
-static bool contains(const char *s, size_t n, const char *needle) {
-    size_t k = strlen(needle);
-    for (size_t i = 0; i + k <= n; i++)
-        if (memcmp(s + i, needle, k) == 0) return true;
-    return false;
-}
-
-/* The op llama.cpp tests a weight with, from its base name (no "blk.N."). */
-static op op_of(const char *s, size_t n) {
-    bool exps = contains(s, n, "_exps") || contains(s, n, "_chexps");
-    if (has_suffix(s, n, ".bias")) return OP_ADD; /* ADD, or ADD_ID for experts: same verdicts here */
-    if (contains(s, n, "conv1d")) return OP_SSM_CONV;
-    if (exps) return OP_MUL_MAT_ID;
-    if (contains(s, n, "norm") || (n >= 5 && memcmp(s, "ssm_a", 5) == 0 && (n == 5 || s[5] == '.')) ||
-        contains(s, n, "layer_output_scale"))
-        return OP_MUL;
-    return OP_MUL_MAT;
-}
-
-static void classify(arch a, const char *name, size_t n, tensor_kind *k) {
-    memset(k, 0, sizeof *k);
-    k->layer = -1;
-    if (n > 4 && memcmp(name, "blk.", 4) == 0) {
-        int32_t layer = 0;
-        size_t i = 4;
-        while (i < n && name[i] >= '0' && name[i] <= '9' && layer < 100000) layer = layer * 10 + (name[i++] - '0');
-        if (i > 4 && i < n && name[i] == '.') {
-            k->cls = GGUFMAP_CLASS_LAYER;
-            k->layer = layer;
-            k->o = op_of(name + i + 1, n - i - 1);
-            return;
-        }
-    }
-    if ((n == 17 && memcmp(name, "token_embd.weight", 17) == 0) || has_suffix(name, n, "pos_embd.weight") ||
-        (n >= 11 && memcmp(name, "token_types", 11) == 0)) {
-        k->cls = GGUFMAP_CLASS_INPUT;
-        k->o = OP_GET_ROWS;
-        return;
-    }
-    if (n >= 20 && memcmp(name, "per_layer_token_embd", 20) == 0) {
-        k->cls = GGUFMAP_CLASS_INPUT;
-        k->o = OP_GET_ROWS;
-        k->lazy_candidate = a == ARCH_GEMMA4 || a == ARCH_QWEN4EXP;
-        return;
-    }
-    if (n >= 6 && memcmp(name, "output", 6) == 0) {
-        k->cls = GGUFMAP_CLASS_OUTPUT;
-        k->o = op_of(name, n);
-        return;
-    }
-    if ((n >= 10 && memcmp(name, "rope_freqs", 10) == 0) || (n >= 12 && memcmp(name, "rope_factors", 12) == 0)) {
-        k->cls = GGUFMAP_CLASS_LAYER;
-        k->layer = 0;
-        k->o = OP_ROPE;
-        k->per_layer_copy = true;
-        return;
-    }
-    /* gemma4's per_layer_model_proj / per_layer_proj_norm belong to layer 0;
-     * any other un-numbered tensor is taken the same way. */
-    k->cls = GGUFMAP_CLASS_LAYER;
-    k->layer = 0;
-    k->o = op_of(name, n);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -200,7 +130,7 @@ static uint32_t context_for(work *w, buft b, bool lazy) {
     return w->n++;
 }
 
-static int add_instance(ggufmap_placement *p, int64_t tensor, uint32_t ctx, const tensor_kind *k, int32_t layer,
+static int add_instance(ggufmap_placement *p, int64_t tensor, uint32_t ctx, ggufmap_tensor_class cls, int32_t layer,
                         bool dup) {
     if (p->n_instances == p->cap_instances) {
         int64_t cap = p->cap_instances ? 2 * p->cap_instances : 256;
@@ -212,7 +142,7 @@ static int add_instance(ggufmap_placement *p, int64_t tensor, uint32_t ctx, cons
     ggufmap_instance *in = &p->instances[p->n_instances++];
     in->tensor = tensor;
     in->context = ctx;
-    in->cls = k->cls;
+    in->cls = cls;
     in->layer = layer;
     in->duplicate = dup;
     return GGUFMAP_OK;
@@ -353,7 +283,7 @@ static uint32_t buft_list(const ggufmap_placement *p, bool gpu, buft *list) {
     return n;
 }
 
-static buft select_buft(const ggufmap_placement *p, const buft *list, uint32_t n, const ggufmap_tensor *t, op o) {
+static buft select_buft(const ggufmap_placement *p, const buft *list, uint32_t n, const ggufmap_tensor *t, gm_op o) {
     for (uint32_t i = 0; i < n; i++)
         if (supports(p, list[i], t, o)) return list[i];
     return BUFT_CPU;
@@ -361,10 +291,10 @@ static buft select_buft(const ggufmap_placement *p, const buft *list, uint32_t n
 
 /* llama_model_loader::create_tensor's buft_for_tensor, for one instance;
  * *lazy says whether it goes to the lazy context. */
-static buft decide(const ggufmap_placement *p, override_set *ovr, const ggufmap_tensor *t, const tensor_kind *k,
-                   ggufmap_tensor_class cls, int32_t layer, op o, bool *lazy) {
+static buft decide(const ggufmap_placement *p, override_set *ovr, const ggufmap_tensor *t, bool lazy_candidate, ggufmap_tensor_class cls, int32_t layer, gm_op o,
+                   bool *lazy) {
     *lazy = false;
-    if (k->lazy_candidate && p->opts.lazy != GGUFMAP_LAZY_OFF &&
+    if (lazy_candidate && p->opts.lazy != GGUFMAP_LAZY_OFF &&
         (p->opts.lazy == GGUFMAP_LAZY_ON || t->size > 4ull * 1024 * 1024 * 1024)) {
         *lazy = true;
         return BUFT_CPU;
@@ -390,49 +320,6 @@ static buft decide(const ggufmap_placement *p, override_set *ovr, const ggufmap_
     return b;
 }
 
-static arch arch_of(const ggufmap_model *m, char *name, size_t cap) {
-    const ggufmap_kv *kv = ggufmap_model_find_kv(m, "general.architecture");
-    const char *s;
-    uint64_t n;
-    name[0] = '\0';
-    if (!kv || ggufmap_kv_string(kv, &s, &n) != GGUFMAP_OK) return ARCH_OTHER;
-    snprintf(name, cap, "%.*s", (int)(n < 64 ? n : 64), s);
-    if (strcmp(name, "llama") == 0) return ARCH_LLAMA;
-    if (strcmp(name, "qwen3moe") == 0) return ARCH_QWEN3MOE;
-    if (strcmp(name, "gemma4") == 0) return ARCH_GEMMA4;
-    if (strcmp(name, "qwen4exp") == 0) return ARCH_QWEN4EXP;
-    return ARCH_OTHER;
-}
-
-/* <arch>.block_count, or the highest blk.N + 1 with a warning. */
-static int32_t layer_count(ggufmap_placement *p, const char *arch_name) {
-    char key[128];
-    snprintf(key, sizeof key, "%s.block_count", arch_name);
-    const ggufmap_kv *kv = ggufmap_model_find_kv(p->model, key);
-    int64_t v;
-    if (kv && ggufmap_kv_int(kv, &v) == GGUFMAP_OK && v > 0 && v < 100000) return (int32_t)v;
-    int32_t max = -1;
-    for (int64_t i = 0; i < ggufmap_model_n_tensors(p->model); i++) {
-        const ggufmap_tensor *t = ggufmap_model_tensor(p->model, i);
-        tensor_kind k;
-        classify(ARCH_OTHER, t->name, t->name_len, &k);
-        if (k.cls == GGUFMAP_CLASS_LAYER && !k.per_layer_copy && k.layer > max) max = k.layer;
-    }
-    snprintf(p->warning + strlen(p->warning), sizeof p->warning - strlen(p->warning),
-             "%s'%s' missing: %d layers counted from the tensor names. ", p->warning[0] ? "" : "", key, max + 1);
-    return max + 1;
-}
-
-/* Which layers create rope_freqs: every layer, but only the full-attention
- * ones in gemma4 (sliding_window_pattern[i] false). */
-static bool layer_uses_rope_freqs(const ggufmap_placement *p, arch a, int32_t il) {
-    if (a != ARCH_GEMMA4) return true;
-    const ggufmap_kv *kv = ggufmap_model_find_kv(p->model, "gemma4.attention.sliding_window_pattern");
-    int64_t swa;
-    if (!kv || ggufmap_kv_array_int(kv, (uint64_t)il, &swa) != GGUFMAP_OK) return true;
-    return swa == 0;
-}
-
 static ggufmap_cpu host_cpu(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
@@ -446,45 +333,23 @@ static ggufmap_cpu host_cpu(void) {
 #endif
 }
 
-/* Puts one file tensor's instance(s) into contexts. */
-static int place_tensor(ggufmap_placement *p, work *w, override_set *ovr, arch a, int64_t ti,
-                        int64_t output_tensor_missing) {
-    const ggufmap_tensor *t = ggufmap_model_tensor(p->model, ti);
-    tensor_kind k;
-    classify(a, t->name, t->name_len, &k);
-    bool lazy;
-    int rc;
-    if (k.per_layer_copy) {
-        /* One copy in each distinct context of the layers that create it. */
-        bool first = true;
-        for (int32_t il = 0; il < p->n_layers; il++) {
-            if (!layer_uses_rope_freqs(p, a, il)) continue;
-            buft b = decide(p, ovr, t, &k, GGUFMAP_CLASS_LAYER, il, k.o, &lazy);
-            uint32_t c = context_for(w, b, lazy);
-            if (!first && in_context(p, ti, c)) continue;
-            if ((rc = add_instance(p, ti, c, &k, il, !first))) return rc;
-            first = false;
-        }
-        return GGUFMAP_OK;
-    }
-    int32_t layer = k.cls == GGUFMAP_CLASS_OUTPUT ? p->n_layers : k.layer;
-    bool is_embd = t->name_len == 17 && memcmp(t->name, "token_embd.weight", 17) == 0;
-    tensor_kind out_k = {GGUFMAP_CLASS_OUTPUT, p->n_layers, OP_MUL_MAT, false, false};
-    if (is_embd && output_tensor_missing && a == ARCH_GEMMA4) {
-        /* gemma4 creates the tied output copy first, then token_embd without
-         * looking for it: two tensors even in one context. */
-        buft b = decide(p, ovr, t, &out_k, GGUFMAP_CLASS_OUTPUT, p->n_layers, OP_MUL_MAT, &lazy);
-        if ((rc = add_instance(p, ti, context_for(w, b, lazy), &out_k, p->n_layers, true))) return rc;
-    }
-    buft b = decide(p, ovr, t, &k, k.cls, layer, k.o, &lazy);
-    if ((rc = add_instance(p, ti, context_for(w, b, lazy), &k, layer, false))) return rc;
-    if (is_embd && output_tensor_missing && a != ARCH_GEMMA4) {
-        /* The tied output: reused when it lands in token_embd's context. */
-        b = decide(p, ovr, t, &out_k, GGUFMAP_CLASS_OUTPUT, p->n_layers, OP_MUL_MAT, &lazy);
-        uint32_t c = context_for(w, b, lazy);
-        if (!in_context(p, ti, c) && (rc = add_instance(p, ti, c, &out_k, p->n_layers, true))) return rc;
-    }
-    return GGUFMAP_OK;
+static ggufmap_tensor_class class_of(gm_layer layer) {
+    return layer == GM_LAYER_INPUT ? GGUFMAP_CLASS_INPUT
+         : layer == GM_LAYER_OUTPUT ? GGUFMAP_CLASS_OUTPUT : GGUFMAP_CLASS_LAYER;
+}
+
+/* Puts one creation of the architecture's loader into its context
+ * (docs/placement-rules.md 0): a duplicated tensor already in the chosen
+ * context is reused, anything else is a new tensor there. */
+static int place_creation(ggufmap_placement *p, work *w, override_set *ovr, const gm_creation *c) {
+    const ggufmap_tensor *t = ggufmap_model_tensor(p->model, c->tensor);
+    ggufmap_tensor_class cls = class_of((gm_layer)c->layer);
+    int32_t layer = cls == GGUFMAP_CLASS_INPUT ? -1 : cls == GGUFMAP_CLASS_OUTPUT ? p->n_layers : c->bid;
+    bool lazy, dup = c->flags & GM_CREATE_DUPLICATED;
+    buft b = decide(p, ovr, t, c->flags & GM_CREATE_READ_LAZY, cls, layer, (gm_op)c->op, &lazy);
+    uint32_t ctx = context_for(w, b, lazy);
+    if (dup && in_context(p, c->tensor, ctx)) return GGUFMAP_OK;
+    return add_instance(p, c->tensor, ctx, cls, layer, dup);
 }
 
 /* CUDA's allocation size: quantized rows padded to a multiple of 512 elements. */
@@ -540,6 +405,8 @@ static int finish_contexts(ggufmap_placement *p, const work *w) {
     return GGUFMAP_OK;
 }
 
+const char *ggufmap_architecture(uint32_t i) { return i < gm_arch_n_defs ? gm_arch_defs[i].name : NULL; }
+
 void ggufmap_placement_opts_init(ggufmap_placement_opts *o) {
     memset(o, 0, sizeof *o);
     o->device = GGUFMAP_DEVICE_CPU;
@@ -578,24 +445,20 @@ int ggufmap_place(const ggufmap_model *model, const ggufmap_placement_opts *opts
     p->cpu = opts->cpu == GGUFMAP_CPU_HOST ? host_cpu() : opts->cpu;
     if ((rc = overrides_init(&ovr, opts, err))) goto done;
 
-    char arch_name[80];
-    arch a = arch_of(model, arch_name, sizeof arch_name);
-    if (a == ARCH_OTHER)
-        snprintf(p->warning, sizeof p->warning,
-                 "architecture '%s' is not modelled (llama, qwen3moe, gemma4, qwen4exp are): tensor classes follow "
-                 "the generic name rules. ",
-                 arch_name[0] ? arch_name : "(none)");
-    p->n_layers = layer_count(p, arch_name);
+    gm_arch_load load;
+    if ((rc = gm_arch_load_model(model, opts->load_mtp, &load, err))) goto done;
+    snprintf(p->arch, sizeof p->arch, "%s", load.def->name);
+    p->n_layers = load.n_layer_all;
+    p->n_layers_nextn = load.n_layer_nextn;
     if (opts->device != GGUFMAP_DEVICE_CPU) {
         int32_t ngl = opts->n_gpu_layers < 0 ? p->n_layers + 1 : opts->n_gpu_layers;
         p->gpu_start = p->n_layers + 1 - ngl > 0 ? p->n_layers + 1 - ngl : 0;
         p->gpu_count = ngl < p->n_layers + 1 ? ngl : p->n_layers + 1;
     }
-
-    int64_t output_missing = ggufmap_model_find_tensor(model, "output.weight") < 0;
     work w = {.n = 0};
-    for (int64_t i = 0; i < ggufmap_model_n_tensors(model) && !rc; i++)
-        if (!(rc = place_tensor(p, &w, &ovr, a, i, output_missing))) rc = ovr.status;
+    for (int64_t i = 0; i < load.n_creations && !rc; i++)
+        if (!(rc = place_creation(p, &w, &ovr, &load.creations[i]))) rc = ovr.status;
+    gm_arch_load_free(&load);
     if (!rc) overrides_warn(&ovr, p->warning, sizeof p->warning);
     if (!rc && (rc = finish_contexts(p, &w))) gm_fail(err, rc, "out of memory");
     if (rc && err && !err->message[0]) gm_fail(err, rc, "out of memory");
@@ -605,8 +468,6 @@ done:
         ggufmap_placement_free(p);
         return rc;
     }
-    size_t wl = strlen(p->warning);
-    if (wl && p->warning[wl - 1] == ' ') p->warning[wl - 1] = '\0';
     *out = p;
     return GGUFMAP_OK;
 }
@@ -628,6 +489,9 @@ const ggufmap_instance *ggufmap_placement_instance(const ggufmap_placement *p, i
     return i >= 0 && i < p->n_instances ? &p->instances[i] : NULL;
 }
 int32_t ggufmap_placement_n_layers(const ggufmap_placement *p) { return p->n_layers; }
+int32_t ggufmap_placement_n_layers_nextn(const ggufmap_placement *p) { return p->n_layers_nextn; }
+const char *ggufmap_placement_arch(const ggufmap_placement *p) { return p->arch; }
+bool ggufmap_placement_load_mtp(const ggufmap_placement *p) { return p->opts.load_mtp; }
 bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer) { return layer_on_gpu(p, layer); }
 const char *ggufmap_placement_warning(const ggufmap_placement *p) { return p->warning; }
 ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p) { return p->cpu; }

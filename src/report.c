@@ -218,7 +218,12 @@ static void describe_placement(FILE *out, const ggufmap_plan *plan) {
             count++;
         }
     bool output = ggufmap_placement_layer_on_gpu(pl, n);
-    fprintf(out, "layers: %d + output; on the GPU: ", n);
+    int32_t nextn = ggufmap_placement_n_layers_nextn(pl);
+    fprintf(out, "architecture: %s; layers: %d + output", ggufmap_placement_arch(pl), n);
+    if (nextn)
+        fprintf(out, " (the last %d MTP/NextN, %s)", nextn,
+                ggufmap_placement_load_mtp(pl) ? "created: load_mtp" : "skipped without load_mtp");
+    fprintf(out, "; on the GPU: ");
     if (count == 0 && !output) fprintf(out, "none");
     if (count > 0) fprintf(out, "layers %d..%d", first, first + count - 1);
     if (output) fprintf(out, "%sthe output layer", count > 0 ? " and " : "");
@@ -235,14 +240,21 @@ static void verdict_line(FILE *out, const char *label, uint64_t bytes, uint64_t 
     fputc('\n', out);
 }
 
-static void verdict(FILE *out, const ggufmap_plan *plan, uint64_t limit) {
-    uint64_t llama, planned;
-    ggufmap_plan_working_set(plan, &llama, &planned);
-    fprintf(out, "\nworking set (GPU buffers, page-aligned; KV cache and compute buffers not included)\n");
+/* A heading, then llama.cpp's working set and the planner's. */
+static void verdict_lines(FILE *out, const char *heading, const ggufmap_plan *plan, uint64_t llama, uint64_t planned,
+                          uint64_t limit) {
+    fprintf(out, "\n%s\n", heading);
     verdict_line(out, "llama.cpp today", llama, limit);
     char label[64], pn[48];
     snprintf(label, sizeof label, "loader, %s", ggufmap_planner_format(&ggufmap_plan_options(plan)->planner, pn, sizeof pn));
     verdict_line(out, label, planned, limit);
+}
+
+static void verdict(FILE *out, const ggufmap_plan *plan, uint64_t limit) {
+    uint64_t llama, planned;
+    ggufmap_plan_working_set(plan, &llama, &planned);
+    verdict_lines(out, "working set (GPU buffers, page-aligned; KV cache and compute buffers not included)", plan, llama,
+                  planned, limit);
 }
 
 static void text(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
@@ -319,158 +331,209 @@ static void text(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts 
 /* JSON                                                                      */
 /* ------------------------------------------------------------------------ */
 
-static void json_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
+/* One buffer of buffers[]. */
+static void json_buffer(json *j, const ggufmap_placement *pl, const ggufmap_buffer *b) {
+    const ggufmap_model *m = ggufmap_placement_model(pl);
+    const ggufmap_context *ctx = ggufmap_placement_context(pl, b->context);
+    json_begin_object(j);
+    json_key(j, "name"), json_string(j, b->name);
+    json_key(j, "context"), json_uint(j, b->context);
+    json_key(j, "lazy"), json_bool(j, ctx->lazy);
+    json_key(j, "mapped"), json_bool(j, b->mapped);
+    if (b->mapped) {
+        json_key(j, "shard"), json_uint(j, b->shard);
+        json_key(j, "first"), json_uint(j, b->first);
+        json_key(j, "last"), json_uint(j, b->last);
+    }
+    json_key(j, "size"), json_uint(j, b->size);
+    json_key(j, "max_tensor"), json_uint(j, b->max_tensor);
+    json_key(j, "n_tensors"), json_int(j, b->n_tensors);
+    json_key(j, "own_bytes"), json_uint(j, b->own_bytes);
+    json_key(j, "foreign_bytes"), json_uint(j, b->foreign_bytes);
+    json_key(j, "foreign");
+    json_begin_array(j);
+    for (uint32_t k = 0; k < b->n_foreign; k++) {
+        const ggufmap_foreign *f = &b->foreign[k];
+        const ggufmap_tensor *t = ggufmap_model_tensor(m, f->tensor);
+        json_begin_object(j);
+        json_key(j, "name"), json_string_n(j, t->name, t->name_len);
+        json_key(j, "bytes"), json_uint(j, f->bytes);
+        json_key(j, "owner");
+        if (f->owner >= 0) {
+            const ggufmap_context *oc = ggufmap_placement_context(pl, (uint32_t)f->owner);
+            json_string(j, oc->lazy ? "CPU (lazy)" : oc->buft);
+        } else {
+            json_null(j);
+        }
+        json_end_object(j);
+    }
+    json_end_array(j);
+    json_key(j, "ranges");
+    json_begin_array(j);
+    for (uint32_t k = 0; k < b->n_ranges; k++) {
+        json_begin_array(j);
+        json_uint(j, b->ranges[k].first);
+        json_uint(j, b->ranges[k].last);
+        json_end_array(j);
+    }
+    json_end_array(j);
+    json_key(j, "ranges_bytes"), json_uint(j, b->ranges_bytes);
+    json_key(j, "resident");
+    json_begin_object(j);
+    json_key(j, "span"), json_uint(j, b->mapped ? b->span_resident : b->size);
+    json_key(j, "span_views"), json_uint(j, b->span_views);
+    json_key(j, "ranges"), json_uint(j, b->mapped ? b->ranges_resident : b->size);
+    json_key(j, "ranges_views"), json_uint(j, b->ranges_views);
+    json_end_object(j);
+    json_end_object(j);
+}
+
+/* tensors[]: every file tensor and the contexts holding it. */
+static void json_tensors(json *j, const ggufmap_plan *plan) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    const ggufmap_model *m = ggufmap_placement_model(pl);
+    json_key(j, "tensors");
+    json_begin_array(j);
+    for (int64_t i = 0; i < ggufmap_model_n_tensors(m); i++) {
+        const ggufmap_tensor *tn = ggufmap_model_tensor(m, i);
+        uint32_t mask = ggufmap_plan_tensor_contexts(plan, i);
+        json_begin_object(j);
+        json_key(j, "name"), json_string_n(j, tn->name, tn->name_len);
+        json_key(j, "shard"), json_uint(j, tn->shard);
+        json_key(j, "offset"), json_uint(j, tn->offset);
+        json_key(j, "size"), json_uint(j, tn->size);
+        json_key(j, "contexts");
+        json_begin_array(j);
+        for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++)
+            if (mask & (1u << c)) json_uint(j, c);
+        json_end_array(j);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
+/* The members of one load's plan, into the object j has open. */
+static void json_plan_fields(json *j, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
     const ggufmap_placement *pl = ggufmap_plan_placement(plan);
     const ggufmap_model *m = ggufmap_placement_model(pl);
     const ggufmap_plan_opts *po = ggufmap_plan_options(plan);
     char buf[160];
+    json_key(j, "model"), json_string(j, ggufmap_source_path(ggufmap_model_shard(m, 0)));
+    json_key(j, "n_shards"), json_uint(j, ggufmap_model_n_shards(m));
+    json_key(j, "arch"), json_string(j, ggufmap_placement_arch(pl));
+    json_key(j, "n_layers"), json_int(j, ggufmap_placement_n_layers(pl));
+    json_key(j, "n_layers_nextn"), json_int(j, ggufmap_placement_n_layers_nextn(pl));
+    json_key(j, "load_mtp"), json_bool(j, ggufmap_placement_load_mtp(pl));
+    json_key(j, "gpu_layers");
+    json_begin_array(j);
+    for (int32_t il = 0; il <= ggufmap_placement_n_layers(pl); il++)
+        if (ggufmap_placement_layer_on_gpu(pl, il)) json_int(j, il);
+    json_end_array(j);
+    json_key(j, "cpu"), json_string(j, ggufmap_cpu_name(ggufmap_placement_cpu(pl)));
+    json_key(j, "warning");
+    ggufmap_placement_warning(pl)[0] ? json_string(j, ggufmap_placement_warning(pl)) : json_null(j);
+    json_key(j, "planner"), json_string(j, ggufmap_planner_format(&po->planner, buf, sizeof buf));
+    json_key(j, "page"), json_uint(j, po->page);
+    json_key(j, "max_buffer"), json_uint(j, po->max_buffer);
+
+    json_key(j, "contexts");
+    json_begin_array(j);
+    for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++) {
+        const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
+        json_begin_object(j);
+        json_key(j, "buft"), json_string(j, ctx->buft);
+        json_key(j, "lazy"), json_bool(j, ctx->lazy);
+        json_key(j, "mapped"), json_bool(j, ctx->mapped);
+        json_key(j, "n_tensors"), json_int(j, ctx->n_instances);
+        json_key(j, "max_tensor"), json_uint(j, ctx->max_tensor);
+        json_end_object(j);
+    }
+    json_end_array(j);
+
+    json_key(j, "buffers");
+    json_begin_array(j);
+    for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
+        json_buffer(j, pl, ggufmap_plan_buffer(plan, i));
+    }
+    json_end_array(j);
+
+    totals t = sum_up(plan);
+    json_key(j, "totals");
+    json_begin_object(j);
+    json_key(j, "mapped_span"), json_uint(j, t.span);
+    json_key(j, "mapped_own"), json_uint(j, t.own);
+    json_key(j, "mapped_foreign"), json_uint(j, t.foreign);
+    json_key(j, "mapped_planned"), json_uint(j, t.planned);
+    json_key(j, "allocated"), json_uint(j, t.allocated);
+    json_key(j, "resident_span"), json_uint(j, t.span_resident);
+    json_key(j, "resident_planned"), json_uint(j, t.planned_resident);
+    json_end_object(j);
+
+    uint64_t ws_llama, ws_planned;
+    ggufmap_plan_working_set(plan, &ws_llama, &ws_planned);
+    json_key(j, "working_set");
+    json_begin_object(j);
+    json_key(j, "llama"), json_uint(j, ws_llama);
+    json_key(j, "planned"), json_uint(j, ws_planned);
+    json_key(j, "limit");
+    o->limit ? json_uint(j, o->limit) : json_null(j);
+    json_key(j, "llama_fits");
+    o->limit ? json_bool(j, ws_llama <= o->limit) : json_null(j);
+    json_key(j, "planned_fits");
+    o->limit ? json_bool(j, ws_planned <= o->limit) : json_null(j);
+    json_end_object(j);
+
+    json_tensors(j, plan);
+}
+
+/* The ggufmap.plan/1 document: the first load's members at the top, the
+ * MTP load's (if any) under "mtp". */
+static void json_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *mtp, const ggufmap_report_opts *o) {
     json j;
     json_init(&j, out);
     json_begin_object(&j);
     json_key(&j, "schema"), json_string(&j, "ggufmap.plan/1");
-    json_key(&j, "model"), json_string(&j, ggufmap_source_path(ggufmap_model_shard(m, 0)));
-    json_key(&j, "n_shards"), json_uint(&j, ggufmap_model_n_shards(m));
-    json_key(&j, "n_layers"), json_int(&j, ggufmap_placement_n_layers(pl));
-    json_key(&j, "gpu_layers");
-    json_begin_array(&j);
-    for (int32_t il = 0; il <= ggufmap_placement_n_layers(pl); il++)
-        if (ggufmap_placement_layer_on_gpu(pl, il)) json_int(&j, il);
-    json_end_array(&j);
-    json_key(&j, "cpu"), json_string(&j, ggufmap_cpu_name(ggufmap_placement_cpu(pl)));
-    json_key(&j, "warning");
-    ggufmap_placement_warning(pl)[0] ? json_string(&j, ggufmap_placement_warning(pl)) : json_null(&j);
-    json_key(&j, "planner"), json_string(&j, ggufmap_planner_format(&po->planner, buf, sizeof buf));
-    json_key(&j, "page"), json_uint(&j, po->page);
-    json_key(&j, "max_buffer"), json_uint(&j, po->max_buffer);
-
-    json_key(&j, "contexts");
-    json_begin_array(&j);
-    for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++) {
-        const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
+    json_plan_fields(&j, plan, o);
+    json_key(&j, "mtp");
+    if (mtp) {
         json_begin_object(&j);
-        json_key(&j, "buft"), json_string(&j, ctx->buft);
-        json_key(&j, "lazy"), json_bool(&j, ctx->lazy);
-        json_key(&j, "mapped"), json_bool(&j, ctx->mapped);
-        json_key(&j, "n_tensors"), json_int(&j, ctx->n_instances);
-        json_key(&j, "max_tensor"), json_uint(&j, ctx->max_tensor);
+        json_plan_fields(&j, mtp, o);
         json_end_object(&j);
+    } else {
+        json_null(&j);
     }
-    json_end_array(&j);
-
-    json_key(&j, "buffers");
-    json_begin_array(&j);
-    for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
-        const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
-        const ggufmap_context *ctx = ggufmap_placement_context(pl, b->context);
-        json_begin_object(&j);
-        json_key(&j, "name"), json_string(&j, b->name);
-        json_key(&j, "context"), json_uint(&j, b->context);
-        json_key(&j, "lazy"), json_bool(&j, ctx->lazy);
-        json_key(&j, "mapped"), json_bool(&j, b->mapped);
-        if (b->mapped) {
-            json_key(&j, "shard"), json_uint(&j, b->shard);
-            json_key(&j, "first"), json_uint(&j, b->first);
-            json_key(&j, "last"), json_uint(&j, b->last);
-        }
-        json_key(&j, "size"), json_uint(&j, b->size);
-        json_key(&j, "max_tensor"), json_uint(&j, b->max_tensor);
-        json_key(&j, "n_tensors"), json_int(&j, b->n_tensors);
-        json_key(&j, "own_bytes"), json_uint(&j, b->own_bytes);
-        json_key(&j, "foreign_bytes"), json_uint(&j, b->foreign_bytes);
-        json_key(&j, "foreign");
-        json_begin_array(&j);
-        for (uint32_t k = 0; k < b->n_foreign; k++) {
-            const ggufmap_foreign *f = &b->foreign[k];
-            const ggufmap_tensor *t = ggufmap_model_tensor(m, f->tensor);
-            json_begin_object(&j);
-            json_key(&j, "name"), json_string_n(&j, t->name, t->name_len);
-            json_key(&j, "bytes"), json_uint(&j, f->bytes);
-            json_key(&j, "owner");
-            if (f->owner >= 0) {
-                const ggufmap_context *oc = ggufmap_placement_context(pl, (uint32_t)f->owner);
-                json_string(&j, oc->lazy ? "CPU (lazy)" : oc->buft);
-            } else {
-                json_null(&j);
-            }
-            json_end_object(&j);
-        }
-        json_end_array(&j);
-        json_key(&j, "ranges");
-        json_begin_array(&j);
-        for (uint32_t k = 0; k < b->n_ranges; k++) {
-            json_begin_array(&j);
-            json_uint(&j, b->ranges[k].first);
-            json_uint(&j, b->ranges[k].last);
-            json_end_array(&j);
-        }
-        json_end_array(&j);
-        json_key(&j, "ranges_bytes"), json_uint(&j, b->ranges_bytes);
-        json_key(&j, "resident");
-        json_begin_object(&j);
-        json_key(&j, "span"), json_uint(&j, b->mapped ? b->span_resident : b->size);
-        json_key(&j, "span_views"), json_uint(&j, b->span_views);
-        json_key(&j, "ranges"), json_uint(&j, b->mapped ? b->ranges_resident : b->size);
-        json_key(&j, "ranges_views"), json_uint(&j, b->ranges_views);
-        json_end_object(&j);
-        json_end_object(&j);
-    }
-    json_end_array(&j);
-
-    totals t = sum_up(plan);
-    json_key(&j, "totals");
-    json_begin_object(&j);
-    json_key(&j, "mapped_span"), json_uint(&j, t.span);
-    json_key(&j, "mapped_own"), json_uint(&j, t.own);
-    json_key(&j, "mapped_foreign"), json_uint(&j, t.foreign);
-    json_key(&j, "mapped_planned"), json_uint(&j, t.planned);
-    json_key(&j, "allocated"), json_uint(&j, t.allocated);
-    json_key(&j, "resident_span"), json_uint(&j, t.span_resident);
-    json_key(&j, "resident_planned"), json_uint(&j, t.planned_resident);
-    json_end_object(&j);
-
-    uint64_t ws_llama, ws_planned;
-    ggufmap_plan_working_set(plan, &ws_llama, &ws_planned);
-    json_key(&j, "working_set");
-    json_begin_object(&j);
-    json_key(&j, "llama"), json_uint(&j, ws_llama);
-    json_key(&j, "planned"), json_uint(&j, ws_planned);
-    json_key(&j, "limit");
-    o->limit ? json_uint(&j, o->limit) : json_null(&j);
-    json_key(&j, "llama_fits");
-    o->limit ? json_bool(&j, ws_llama <= o->limit) : json_null(&j);
-    json_key(&j, "planned_fits");
-    o->limit ? json_bool(&j, ws_planned <= o->limit) : json_null(&j);
-    json_end_object(&j);
-
-    json_key(&j, "tensors");
-    json_begin_array(&j);
-    for (int64_t i = 0; i < ggufmap_model_n_tensors(m); i++) {
-        const ggufmap_tensor *tn = ggufmap_model_tensor(m, i);
-        uint32_t mask = ggufmap_plan_tensor_contexts(plan, i);
-        json_begin_object(&j);
-        json_key(&j, "name"), json_string_n(&j, tn->name, tn->name_len);
-        json_key(&j, "shard"), json_uint(&j, tn->shard);
-        json_key(&j, "offset"), json_uint(&j, tn->offset);
-        json_key(&j, "size"), json_uint(&j, tn->size);
-        json_key(&j, "contexts");
-        json_begin_array(&j);
-        for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++)
-            if (mask & (1u << c)) json_uint(&j, c);
-        json_end_array(&j);
-        json_end_object(&j);
-    }
-    json_end_array(&j);
     json_end_object(&j);
     json_finish(&j);
 }
 
+/* The two loads side by side: what they map together. */
+static void both_loads(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *mtp, uint64_t limit) {
+    uint64_t a_llama, a_planned, b_llama, b_planned;
+    ggufmap_plan_working_set(plan, &a_llama, &a_planned);
+    ggufmap_plan_working_set(mtp, &b_llama, &b_planned);
+    verdict_lines(out, "both loads together (the MTP head's load beside the model's)", plan, a_llama + b_llama,
+                  a_planned + b_planned, limit);
+}
+
 void ggufmap_report_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
-    if (o->flags & GGUFMAP_REPORT_BUFFER_LINES)
+    ggufmap_report_plan_mtp(out, plan, NULL, o);
+}
+
+void ggufmap_report_plan_mtp(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *mtp,
+                             const ggufmap_report_opts *o) {
+    if (o->flags & GGUFMAP_REPORT_JSON) {
+        json_plan(out, plan, mtp, o);
+    } else if (o->flags & GGUFMAP_REPORT_BUFFER_LINES) {
         buffer_lines(out, plan);
-    else if (o->flags & GGUFMAP_REPORT_JSON)
-        json_plan(out, plan, o);
-    else
+        if (mtp) fprintf(out, "LOAD mtp\n"), buffer_lines(out, mtp);
+    } else {
+        if (mtp) fprintf(out, "== load 1 of 2: the model (load_mtp off)\n");
         text(out, plan, o);
+        if (!mtp) return;
+        fprintf(out, "\n== load 2 of 2: the MTP draft head's load of the same file (load_mtp on)\n");
+        text(out, mtp, o);
+        both_loads(out, plan, mtp, o->limit);
+    }
 }
 
 /* ------------------------------------------------------------------------ */

@@ -43,9 +43,14 @@ static void help(FILE *out) {
             "  --no-picture    leave the picture out of the text\n"
             "  -h, --help      this text\n"
             "\n"
-            "exit status: 0 done, 1 usage error, 2 the model cannot be read, llama.cpp\n"
-            "would abort loading it this way (the report is still printed), or the SVG\n"
-            "cannot be written\n");
+            "With --mtp, two loads: the model's (load_mtp off), then the one llama.cpp\n"
+            "makes for an MTP draft head (load_mtp on), each with its buffers and plan,\n"
+            "and what both map together.\n"
+            "\n"
+            "exit status: 0 done, 1 usage error, 2 the model cannot be read or llama.cpp\n"
+            "refuses it (an architecture it does not load, a tensor missing or unused),\n"
+            "llama.cpp would abort loading it this way (the report is still printed), or\n"
+            "the SVG cannot be written\n");
 }
 
 typedef struct svg_job {
@@ -56,6 +61,23 @@ typedef struct svg_job {
 static void emit_svg(FILE *f, void *ctx) {
     svg_job *job = ctx;
     ggufmap_report_svg(f, job->plan, job->opts);
+}
+
+/* One load: its placement and plan.  Returns EXIT_OK, EXIT_USAGE (a bad
+ * -ot) or EXIT_BAD_INPUT, after printing the error. */
+static int place_and_plan(const ggufmap_model *m, const ggufmap_placement_opts *o, const ggufmap_plan_opts *po,
+                          ggufmap_placement **pl, ggufmap_plan **plan) {
+    ggufmap_error err;
+    int st = ggufmap_place(m, o, pl, &err);
+    if (st != GGUFMAP_OK) {
+        fprintf(stderr, "ggufmap plan: %s\n", err.message);
+        return st == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT;
+    }
+    if (ggufmap_plan_build(*pl, po, plan, &err) != GGUFMAP_OK) {
+        fprintf(stderr, "ggufmap plan: %s\n", err.message);
+        return EXIT_BAD_INPUT;
+    }
+    return EXIT_OK;
 }
 
 int cmd_plan(int argc, char **argv) {
@@ -138,28 +160,23 @@ int cmd_plan(int argc, char **argv) {
     if (a.opts.device == GGUFMAP_DEVICE_METAL && !page_given) popts.page = 16384;
 
     ggufmap_model *m = NULL;
-    ggufmap_placement *pl = NULL;
-    ggufmap_plan *plan = NULL;
+    ggufmap_placement *pl = NULL, *pl_mtp = NULL;
+    ggufmap_plan *plan = NULL, *plan_mtp = NULL;
     ggufmap_error err;
     if (ggufmap_model_open(argv[optind], 0, &m, &err) != GGUFMAP_OK) {
         fprintf(stderr, "ggufmap plan: %s\n", err.message);
         rc = EXIT_BAD_INPUT;
         goto done;
     }
-    int st = ggufmap_place(m, &a.opts, &pl, &err);
-    if (st != GGUFMAP_OK) {
-        fprintf(stderr, "ggufmap plan: %s\n", err.message);
-        rc = st == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT;
-        goto done;
-    }
-    if (ggufmap_plan_build(pl, &popts, &plan, &err) != GGUFMAP_OK) {
-        fprintf(stderr, "ggufmap plan: %s\n", err.message);
-        rc = EXIT_BAD_INPUT;
-        goto done;
-    }
+    /* --mtp: the model's own load, then the MTP head's (load_mtp) beside it. */
+    bool mtp = a.opts.load_mtp;
+    a.opts.load_mtp = false;
+    if ((rc = place_and_plan(m, &a.opts, &popts, &pl, &plan)) != EXIT_OK) goto done;
+    a.opts.load_mtp = true;
+    if (mtp && (rc = place_and_plan(m, &a.opts, &popts, &pl_mtp, &plan_mtp)) != EXIT_OK) goto done;
     if (ggufmap_placement_warning(pl)[0] && !(ropts.flags & (GGUFMAP_REPORT_JSON | GGUFMAP_REPORT_BUFFER_LINES)))
         fprintf(stderr, "ggufmap plan: warning: %s\n", ggufmap_placement_warning(pl));
-    ggufmap_report_plan(stdout, plan, &ropts);
+    ggufmap_report_plan_mtp(stdout, plan, plan_mtp, &ropts);
     if (svg_path) {
         svg_job job = {plan, &ropts};
         char msg[1024];
@@ -172,11 +189,16 @@ int cmd_plan(int argc, char **argv) {
         perror("ggufmap plan: stdout");
         rc = EXIT_BAD_INPUT;
     }
-    if (ggufmap_plan_failure(plan)) {
-        fprintf(stderr, "ggufmap plan: %s\n", ggufmap_plan_failure(plan));
-        rc = EXIT_BAD_INPUT;
+    for (int k = 0; k < 2; k++) {
+        const ggufmap_plan *pk = k ? plan_mtp : plan;
+        if (pk && ggufmap_plan_failure(pk)) {
+            fprintf(stderr, "ggufmap plan: %s%s\n", k ? "the MTP load: " : "", ggufmap_plan_failure(pk));
+            rc = EXIT_BAD_INPUT;
+        }
     }
 done:
+    ggufmap_plan_free(plan_mtp);
+    ggufmap_placement_free(pl_mtp);
     ggufmap_plan_free(plan);
     ggufmap_placement_free(pl);
     ggufmap_model_close(m);

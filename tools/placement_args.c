@@ -9,7 +9,7 @@
 
 enum {
     OPT_DEVICE = 0x1000, OPT_NGL, OPT_OT, OPT_CPU_MOE, OPT_N_CPU_MOE, OPT_NO_REPACK, OPT_CPU, OPT_LAZY,
-    OPT_NO_MMAP, OPT_NO_HOST, OPT_REGEX
+    OPT_NO_MMAP, OPT_NO_HOST, OPT_MTP, OPT_REGEX
 };
 
 static const struct option placement_options[] = {
@@ -21,7 +21,7 @@ static const struct option placement_options[] = {
     {"no-repack", no_argument, NULL, OPT_NO_REPACK},       {"cpu", required_argument, NULL, OPT_CPU},
     {"lzm", required_argument, NULL, OPT_LAZY},            {"lazy-mode", required_argument, NULL, OPT_LAZY},
     {"no-mmap", no_argument, NULL, OPT_NO_MMAP},           {"no-host", no_argument, NULL, OPT_NO_HOST},
-    {"regex", required_argument, NULL, OPT_REGEX},
+    {"mtp", no_argument, NULL, OPT_MTP},                 {"regex", required_argument, NULL, OPT_REGEX},
 };
 
 int placement_args_init(placement_args *a) {
@@ -143,6 +143,7 @@ int placement_args_apply(placement_args *a, int code, const char *arg, const cha
         return EXIT_OK;
     case OPT_NO_MMAP: a->opts.no_mmap = true; return EXIT_OK;
     case OPT_NO_HOST: a->opts.no_host = true; return EXIT_OK;
+    case OPT_MTP: a->opts.load_mtp = true; return EXIT_OK;
     case OPT_REGEX:
         if (strcmp(arg, "libstdc++") == 0) a->opts.regex = GGUFMAP_REGEX_LIBSTDCXX;
         else if (strcmp(arg, "libc++") == 0) a->opts.regex = GGUFMAP_REGEX_LIBCXX;
@@ -174,6 +175,9 @@ void placement_args_help(FILE *out) {
             "  -lzm, --lazy-mode on|off|auto  lazily read tables (default auto: > 4 GiB)\n"
             "  --no-mmap                 load mode none: nothing mapped but lazy tables\n"
             "  --no-host                 no CUDA_Host buffer type\n"
+            "  --mtp                     load_mtp: the MTP/NextN layers are created, not\n"
+            "                            skipped (an MTP draft head, --spec-type draft-mtp);\n"
+            "                            plan shows that load beside the model's\n"
             "  --regex libstdc++|libc++|auto  whose std::regex reads -ot patterns: the\n"
             "                            C++ library llama.cpp was built with (default\n"
             "                            auto: libc++ with --device metal, as on macOS;\n"

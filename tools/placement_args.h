@@ -1,8 +1,8 @@
 /*
  * placement_args.h - llama.cpp's placement flags (--device, -ngl, -ot,
- * --cpu-moe, --n-cpu-moe, -nr, --cpu, --lazy-mode, --no-mmap, --no-host)
- * and --regex (whose std::regex reads the -ot patterns), parsed once for
- * every subcommand that takes them: plan, repack, load.
+ * --cpu-moe, --n-cpu-moe, -nr, --cpu, --lazy-mode, --no-mmap, --no-host,
+ * --mtp) and --regex (whose std::regex reads the -ot patterns), parsed once
+ * for every subcommand that takes them: plan, repack, load.
  */
 #ifndef GGUFMAP_TOOLS_PLACEMENT_ARGS_H
 #define GGUFMAP_TOOLS_PLACEMENT_ARGS_H

@@ -7,8 +7,13 @@
  * tensor it creates (docs/placement-rules.md has the rules with source
  * lines):
  *
- *   1. the tensor's class (input, output, layer N) and the op llama.cpp tests
- *      it with, from its name and the architecture;
+ *   1. which tensors the architecture's loader creates, in its order, with
+ *      their class (input, output, layer N) and the op llama.cpp tests them
+ *      with: llama.cpp's own load_arch_tensors for every architecture of
+ *      v0.5.0, compiled into a table (src/arch_table.c, generated from its
+ *      source); an architecture it does not load, a required tensor the
+ *      file lacks or a tensor the loader does not use is refused, as
+ *      llama.cpp refuses the file;
  *   2. lazily read tables (per_layer_token_embd of gemma4/qwen4exp) go to a
  *      CPU context of their own when --lazy-mode says so, before anything else;
  *   3. the buffer-type list of its layer: the CPU list (host buffer type of a
@@ -92,10 +97,16 @@ typedef struct ggufmap_placement_opts {
     ggufmap_cpu cpu;
     ggufmap_lazy lazy;
     ggufmap_regex_dialect regex;         /* how the override patterns are read (default AUTO) */
+    bool load_mtp;                       /* llama_model_params.load_mtp: create the MTP/NextN
+                                            layers instead of skipping them (--spec-type draft-mtp) */
 } ggufmap_placement_opts;
 
+/* The i-th architecture llama.cpp v0.5.0 has a loader for, by its
+ * general.architecture name, in byte order; NULL past the last. */
+GGUFMAP_API const char *ggufmap_architecture(uint32_t i);
+
 /* Fills opts with llama.cpp's defaults: CPU device, ngl -1, repack, mmap,
- * host CPU, lazy auto, regex dialect auto. */
+ * host CPU, lazy auto, regex dialect auto, no MTP. */
 GGUFMAP_API void ggufmap_placement_opts_init(ggufmap_placement_opts *opts);
 
 /* The override patterns llama.cpp's --cpu-moe adds (one) and --n-cpu-moe N
@@ -140,7 +151,10 @@ typedef struct ggufmap_placement ggufmap_placement;
  * a refused pattern behind one that matches every tensor is only a
  * warning); a search the library gives up (libc++'s error_complexity) or
  * that exceeds ggufmap's step budget (a pattern that backtracks
- * exponentially: libstdc++ would not finish). */
+ * exponentially: libstdc++ would not finish).  A file llama.cpp v0.5.0
+ * refuses to load (EFORMAT: an architecture it has no loader for, a missing
+ * block count, a required tensor missing, a tensor its loader does not use;
+ * the message names the architecture or tensor). */
 GGUFMAP_API int ggufmap_place(const ggufmap_model *model, const ggufmap_placement_opts *opts, ggufmap_placement **out,
                   ggufmap_error *err);
 GGUFMAP_API void ggufmap_placement_free(ggufmap_placement *p);
@@ -152,10 +166,18 @@ GGUFMAP_API const ggufmap_context *ggufmap_placement_context(const ggufmap_place
 /* Instances in creation order. */
 GGUFMAP_API int64_t ggufmap_placement_n_instances(const ggufmap_placement *p);
 GGUFMAP_API const ggufmap_instance *ggufmap_placement_instance(const ggufmap_placement *p, int64_t i);
-/* Layers as llama.cpp counts them (<arch>.block_count) and which run on the GPU. */
+/* Layers as llama.cpp counts them (hparams.n_layer_all: <arch>.block_count,
+ * MTP/NextN layers included) and which run on the GPU ("layer" n_layers is
+ * the output layer). */
 GGUFMAP_API int32_t ggufmap_placement_n_layers(const ggufmap_placement *p);
+/* Of those, the MTP/NextN layers at the end (hparams.n_layer_nextn). */
+GGUFMAP_API int32_t ggufmap_placement_n_layers_nextn(const ggufmap_placement *p);
+/* Whether the MTP/NextN layers were created (ggufmap_placement_opts.load_mtp). */
+GGUFMAP_API bool ggufmap_placement_load_mtp(const ggufmap_placement *p);
+/* general.architecture, as llama.cpp names it. */
+GGUFMAP_API const char *ggufmap_placement_arch(const ggufmap_placement *p);
 GGUFMAP_API bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer);
-/* A warning for the user (unknown architecture, guessed layer count), or "". */
+/* A warning for the user, or "" (v0.5.0's rules leave nothing to guess today). */
 GGUFMAP_API const char *ggufmap_placement_warning(const ggufmap_placement *p);
 /* The effective CPU kind (GGUFMAP_CPU_HOST resolved). */
 GGUFMAP_API ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p);

@@ -49,6 +49,15 @@ GGUFMAP_API void ggufmap_report_opts_init(ggufmap_report_opts *opts);
  * tests/oracle's driver (MAPPED buft=... / ALLOC buft=...). */
 GGUFMAP_API void ggufmap_report_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *opts);
 
+/* The same for two loads of one file: plan, the model's load, and mtp, the
+ * load llama.cpp makes with load_mtp for an MTP draft head (NULL: as
+ * ggufmap_report_plan).  Text: both reports, then what the two map
+ * together.  JSON: the first load's document with the second's members
+ * under "mtp".  Buffer lines: the second load's after a "LOAD mtp" line, as
+ * the oracle prints them with --mtp. */
+GGUFMAP_API void ggufmap_report_plan_mtp(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *mtp,
+                             const ggufmap_report_opts *opts);
+
 /* The picture as an SVG document. */
 GGUFMAP_API void ggufmap_report_svg(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *opts);
 

@@ -499,7 +499,9 @@ static void usage(FILE *out)
           "                     1..N mod n_vocab); prints a DECODE line with a hash of the\n"
           "                     last token's logits (embeddings for encoder-only models)\n"
           "  --ctx N            n_ctx of that context (default: max(N, 256))\n"
-          "  --threads N        threads for decoding (default 2)\n",
+          "  --threads N        threads for decoding (default 2)\n"
+          "  --mtp              after the model, load it again with load_mtp = true (the\n"
+          "                     MTP draft head's load); its lines follow a 'LOAD mtp' line\n",
           out);
 }
 
@@ -622,10 +624,39 @@ static uint64_t hash_floats(const float *v, size_t n, bool *finite)
     return h;
 }
 
+/* The pooling type an embedding or rerank model declares (<arch>.pooling_type,
+ * read into hparams.pooling_type by llama-model.cpp:1258), or 0 (none). */
+static int model_pooling(const struct llama_model *m)
+{
+    char arch[64], key[96], val[32];
+    if (llama_model_meta_val_str(m, "general.architecture", arch, sizeof arch) < 0)
+        return 0;
+    snprintf(key, sizeof key, "%s.pooling_type", arch);
+    if (llama_model_meta_val_str(m, key, val, sizeof val) < 0)
+        return 0;
+    return atoi(val);
+}
+
+/* An encoder-decoder model (T5) encodes the batch, then decodes its decoder
+ * start token (llama_model_decoder_start_token, or token 0) against it. */
+static int encode_then_decode(struct llama_context *ctx, const struct llama_model *m, struct llama_batch b)
+{
+    int rc = llama_encode(ctx, b);
+    if (rc != 0)
+        return rc;
+    llama_token start = llama_model_decoder_start_token(m);
+    if (start == LLAMA_TOKEN_NULL)
+        start = 0;
+    return llama_decode(ctx, llama_batch_get_one(&start, 1));
+}
+
 /* Creates a context (llama_context_default_params, swa_full off as llama.cpp's
- * CLI sets it) and decodes tokens 1..n (mod n_vocab) in one batch; an
- * encoder-only model is run with llama_encode and its pooled embedding is
- * hashed instead of logits.  Prints DECODE ok|fail. */
+ * CLI sets it) and decodes tokens 1..n (mod n_vocab) in one batch (an
+ * encoder-decoder model encodes them and decodes its start token).  A pooled
+ * model (an encoder-only one, or one that declares a pooling type: BERT-style
+ * embedding and rerank models) runs with embeddings on, an encoder-only one
+ * through llama_encode, and its pooled output (n_embd floats, n_cls_out for
+ * rank pooling) is hashed instead of logits.  Prints DECODE ok|fail. */
 static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_threads)
 {
     struct llama_context_params cp = llama_context_default_params();
@@ -634,7 +665,9 @@ static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_
     cp.n_threads = cp.n_threads_batch = n_threads;
     cp.swa_full = false;
     const bool encoder_only = llama_model_has_encoder(m) && !llama_model_has_decoder(m);
-    cp.embeddings = encoder_only;
+    const int pooling = model_pooling(m);
+    const bool pooled = encoder_only || pooling != 0;
+    cp.embeddings = pooled;
     struct llama_context *ctx = llama_init_from_model(m, cp);
     if (!ctx) {
         printf("DECODE fail stage=context\n");
@@ -647,18 +680,21 @@ static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_
         b.pos[i] = i;
         b.n_seq_id[i] = 1;
         b.seq_id[i][0] = 0;
-        b.logits[i] = encoder_only || i == n_tokens - 1;
+        b.logits[i] = pooled || i == n_tokens - 1;
     }
     b.n_tokens = n_tokens;
-    int rc = encoder_only ? llama_encode(ctx, b) : llama_decode(ctx, b);
+    const bool enc_dec = llama_model_has_encoder(m) && !encoder_only;
+    int rc = encoder_only ? llama_encode(ctx, b) : enc_dec ? encode_then_decode(ctx, m, b) : llama_decode(ctx, b);
     bool ok = rc == 0;
     if (!ok) {
         printf("DECODE fail stage=%s rc=%d\n", encoder_only ? "encode" : "decode", rc);
     } else {
-        const float *out = encoder_only ? llama_get_embeddings_seq(ctx, 0) : llama_get_logits_ith(ctx, -1);
-        if (encoder_only && !out)
+        const float *out = pooled ? llama_get_embeddings_seq(ctx, 0) : llama_get_logits_ith(ctx, -1);
+        if (pooled && !out)
             out = llama_get_embeddings_ith(ctx, -1);
-        size_t n = encoder_only ? (size_t)llama_model_n_embd(m) : (size_t)n_vocab;
+        size_t n = !pooled                            ? (size_t)n_vocab
+                   : pooling == LLAMA_POOLING_TYPE_RANK ? (size_t)llama_model_n_cls_out(m)
+                                                        : (size_t)llama_model_n_embd_out(m);
         if (!out) {
             printf("DECODE fail stage=output\n");
             ok = false;
@@ -666,7 +702,7 @@ static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_
             bool finite;
             uint64_t h = hash_floats(out, n, &finite);
             printf("DECODE ok kind=%s n_tokens=%d n_out=%zu hash=%016" PRIx64 " finite=%d\n",
-                   encoder_only ? "embd" : "logits", n_tokens, n, h, finite ? 1 : 0);
+                   pooled ? "embd" : "logits", n_tokens, n, h, finite ? 1 : 0);
             ok = finite;
         }
     }
@@ -706,6 +742,7 @@ int main(int argc, char **argv)
     int ngl = 0;
     enum fake_gpu_kind fake_gpu = FAKE_GPU_NONE;
     long n_decode = 0, n_ctx = 0, n_threads = 2;
+    bool mtp = false;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -790,6 +827,8 @@ int main(int argc, char **argv)
                 return 2;
         } else if (strcmp(a, "--gguf-check") == 0 && has_next) {
             check_file = argv[++i];
+        } else if (strcmp(a, "--mtp") == 0) {
+            mtp = true;
         } else if (strcmp(a, "--list-bufts") == 0) {
             list_bufts = true;
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -900,7 +939,26 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("MODEL size=%" PRIu64 " n_params=%" PRIu64 "\n", llama_model_size(m), llama_model_n_params(m));
+    struct llama_model *m_mtp = NULL;
+    if (mtp) { /* --mtp: the MTP head's load of the same file, beside the first one */
+        printf("LOAD mtp\n");
+        mp.load_mtp = true;
+        g_active = true;
+        m_mtp = llama_model_load_from_file(model, mp);
+        g_active = false;
+        if (g_loglen > 0)
+            flush_log_line();
+        if (!m_mtp) {
+            llama_model_free(m);
+            printf("RESULT fail\n");
+            return 1;
+        }
+        printf("MODEL size=%" PRIu64 " n_params=%" PRIu64 "\n", llama_model_size(m_mtp),
+               llama_model_n_params(m_mtp));
+    }
     bool decoded = n_decode == 0 || decode_tokens(m, (int)n_decode, (int)n_ctx, (int)n_threads);
+    if (m_mtp)
+        llama_model_free(m_mtp);
     llama_model_free(m);
     llama_backend_free();
     printf("RESULT %s\n", decoded ? "ok" : "fail");

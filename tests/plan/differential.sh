@@ -297,19 +297,8 @@ run_case() { # the fields of a case line
     if (( inject && id % 29 == 0 )); then
       corrupt "$d/p.lines" $(( (id / 29) % 4 )); note="injected mismatch, kind $(( (id / 29) % 4 ))"
     fi
-    if [[ -z $ores ]]; then
-      status=FAIL note="the oracle printed no RESULT line (rc $orc): a harness or oracle usage error"
-    elif [[ $ores != ok ]]; then
-      if (( prc == 2 )); then status=PASS note="both refuse: oracle RESULT ${ores:-none} (rc $orc), plan exit 2"
-      else status=FAIL note="oracle RESULT ${ores:-none} (rc $orc) but plan exit $prc"; fi
-    elif (( prc != 0 )); then
-      status=FAIL note="plan exit $prc (oracle RESULT ok)"
-    elif cmp -s "$d/o.lines" "$d/p.lines" && [[ -s $d/o.lines ]]; then
-      status=PASS
-    else
-      status=FAIL
-      [[ -s $d/o.lines ]] || note="oracle printed no buffer lines"
-    fi
+    classify "$ores" "$prc" "$orc" "$d/o.lines" "$d/p.lines"
+    note=${cnote:-$note}
   fi
   local nb; nb=$(wc -l <"$d/o.lines")
   if [[ $status == FAIL || -n $note ]]; then

@@ -50,3 +50,24 @@ showdiff() {
       na2 = 0; nb2 = 0 }
   ' </dev/null
 }
+
+# classify ORACLE_RESULT PLAN_RC ORACLE_RC ORACLE_LINES PLAN_LINES: a case's
+# verdict in $status (PASS or FAIL) and why in $cnote: both refuse, or the
+# oracle loads, plan exits 0 and the buffer lines are identical (not empty).
+classify() {
+  local ores=$1 prc=$2 orc=$3 ol=$4 pl=$5
+  cnote=""
+  if [[ -z $ores ]]; then
+    status=FAIL cnote="the oracle printed no RESULT line (rc $orc): a harness or oracle usage error"
+  elif [[ $ores != ok ]]; then
+    if (( prc == 2 )); then status=PASS cnote="both refuse: oracle RESULT $ores (rc $orc), plan exit 2"
+    else status=FAIL cnote="oracle RESULT $ores (rc $orc) but plan exit $prc"; fi
+  elif (( prc != 0 )); then
+    status=FAIL cnote="plan exit $prc (oracle RESULT ok)"
+  elif cmp -s "$ol" "$pl" && [[ -s $ol ]]; then
+    status=PASS
+  else
+    status=FAIL
+    [[ -s $ol ]] || cnote="oracle printed no buffer lines"
+  fi
+}

@@ -2,6 +2,10 @@
  * test_placement.c - placement rules on small hand-made tables.  (Agreement
  * with the real llama.cpp is tests/plan's job; these pin the rules that the
  * fixtures there reach only indirectly, and the error paths.)
+ *
+ * Every table holds exactly the tensors its architecture's loader creates
+ * (src/models/<arch>.cpp of llama.cpp v0.5.0): ggufmap refuses a file with a
+ * tensor missing or left over, as llama.cpp does.
  */
 #include "check.h"
 #include "ggufmap/placement.h"
@@ -9,39 +13,94 @@
 
 static char path[600];
 
-/* A llama-like table: token_embd, 3 layers of {attn_norm, attn_q, ffn_up_exps}, output_norm,
- * optionally output and rope_freqs; q4_0 matrices with 8 rows (repackable on x86). */
-static void write_model(const char *name, const char *arch, int with_output, int with_rope, uint64_t big_table) {
-    scratch_path(path, sizeof path, name);
+/* A tensor list: "name:kind" words, kind v (f32 [64]), m (q4_0 [64, 8]:
+ * repackable on x86), e (q4_0 experts [64, 8, 4]); a "blk." name is
+ * written for every layer in [from, to). */
+typedef struct spec {
+    const char *arch;
+    int layers, nextn;
+    const char *globals;
+    const char *per_layer;
+    int from, to;            /* layers holding per_layer (to = 0: all) */
+    const char *extra_layer; /* more per-layer names, for layer extra_at only */
+    int extra_at;
+    uint64_t table;          /* bytes of an f16 per_layer_token_embd, 0: none */
+    const char *swa;         /* sliding_window_pattern, one char per layer ('1' swa), or NULL */
+} spec;
+
+static void add_tensor(ggufmap_writer *w, const char *name, char kind) {
+    static const ggufmap_data z = {.kind = GGUFMAP_DATA_ZEROS};
+    int64_t mat[2] = {64, 8}, vec[1] = {64}, exps[3] = {64, 8, 4};
+    if (kind == 'm') ggufmap_writer_add_tensor(w, name, 2, mat, 2, &z);
+    else if (kind == 'e') ggufmap_writer_add_tensor(w, name, 3, exps, 2, &z);
+    else ggufmap_writer_add_tensor(w, name, 1, vec, 0, &z);
+}
+
+/* Adds each "name:kind" word of list, names prefixed with prefix. */
+static void add_list(ggufmap_writer *w, const char *prefix, const char *list) {
+    char word[96], name[160];
+    for (const char *s = list; s && *s;) {
+        size_t n = strcspn(s, " ");
+        snprintf(word, sizeof word, "%.*s", (int)n, s);
+        char *colon = strchr(word, ':');
+        *colon = '\0';
+        snprintf(name, sizeof name, "%s%s", prefix, word);
+        add_tensor(w, name, colon[1]);
+        s += n + (s[n] == ' ');
+    }
+}
+
+static void write_spec(const char *file, const spec *sp) {
+    scratch_path(path, sizeof path, file);
     unlink(path);
     ggufmap_writer *w = ggufmap_writer_new();
-    char key[64];
-    ggufmap_writer_add_string(w, "general.architecture", arch);
-    snprintf(key, sizeof key, "%s.block_count", arch);
-    ggufmap_writer_add_u32(w, key, 3);
-    ggufmap_data z = {.kind = GGUFMAP_DATA_ZEROS};
-    int64_t mat[2] = {64, 8}, vec[1] = {64}, exps[3] = {64, 8, 4};
-    ggufmap_writer_add_tensor(w, "token_embd.weight", 2, mat, 2, &z);
-    if (big_table) {
-        int64_t table[2] = {1024, (int64_t)(big_table / 2048)}; /* f16 */
+    char key[96], prefix[32];
+    ggufmap_writer_add_string(w, "general.architecture", sp->arch);
+    snprintf(key, sizeof key, "%s.block_count", sp->arch);
+    ggufmap_writer_add_u32(w, key, (uint32_t)sp->layers);
+    if (sp->nextn) {
+        snprintf(key, sizeof key, "%s.nextn_predict_layers", sp->arch);
+        ggufmap_writer_add_u32(w, key, (uint32_t)sp->nextn);
+    }
+    if (sp->swa) {
+        uint8_t pattern[16];
+        for (int i = 0; i < sp->layers; i++) pattern[i] = sp->swa[i] == '1';
+        snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", sp->arch);
+        ggufmap_writer_add_array(w, key, GGUFMAP_VALUE_BOOL, (uint64_t)sp->layers, pattern);
+    }
+    add_list(w, "", sp->globals);
+    if (sp->table) {
+        static const ggufmap_data z = {.kind = GGUFMAP_DATA_ZEROS};
+        int64_t table[2] = {1024, (int64_t)(sp->table / 2048)};
         ggufmap_writer_add_tensor(w, "per_layer_token_embd.weight", 2, table, 1, &z);
     }
-    if (with_rope) ggufmap_writer_add_tensor(w, "rope_freqs.weight", 1, vec, 0, &z);
-    for (int i = 0; i < 3; i++) {
-        char n[64];
-        snprintf(n, sizeof n, "blk.%d.attn_norm.weight", i);
-        ggufmap_writer_add_tensor(w, n, 1, vec, 0, &z);
-        snprintf(n, sizeof n, "blk.%d.attn_q.weight", i);
-        ggufmap_writer_add_tensor(w, n, 2, mat, 2, &z);
-        snprintf(n, sizeof n, "blk.%d.ffn_up_exps.weight", i);
-        ggufmap_writer_add_tensor(w, n, 3, exps, 2, &z);
+    for (int i = sp->from; i < (sp->to ? sp->to : sp->layers); i++) {
+        snprintf(prefix, sizeof prefix, "blk.%d.", i);
+        add_list(w, prefix, sp->per_layer);
+        if (sp->extra_layer && i == sp->extra_at) add_list(w, prefix, sp->extra_layer);
     }
-    ggufmap_writer_add_tensor(w, "output_norm.weight", 1, vec, 0, &z);
-    if (with_output) ggufmap_writer_add_tensor(w, "output.weight", 2, mat, 2, &z);
     ggufmap_error err;
     if (ggufmap_writer_write(w, path, GGUFMAP_WRITE_SPARSE, &err)) fprintf(stderr, "%s\n", err.message);
     ggufmap_writer_free(w);
 }
+
+/* llama.cpp's llama: attention, dense FFN, an optional rope_freqs (created by every layer). */
+#define LLAMA_LAYER "attn_norm.weight:v attn_q.weight:m attn_k.weight:m attn_v.weight:m " \
+    "attn_output.weight:m ffn_norm.weight:v ffn_gate.weight:m ffn_down.weight:m " \
+    "ffn_up.weight:m"
+#define QWEN3MOE_LAYER "attn_norm.weight:v attn_q.weight:m attn_k.weight:m attn_v.weight:m " \
+    "attn_output.weight:m attn_k_norm.weight:v attn_q_norm.weight:v " \
+    "ffn_norm.weight:v ffn_gate_inp.weight:m ffn_gate_exps.weight:e " \
+    "ffn_down_exps.weight:e ffn_up_exps.weight:e"
+#define GEMMA4_LAYER "attn_norm.weight:v attn_q.weight:m attn_k.weight:m attn_v.weight:m " \
+    "attn_output.weight:m attn_q_norm.weight:v attn_k_norm.weight:v " \
+    "post_attention_norm.weight:v ffn_norm.weight:v ffn_gate.weight:m " \
+    "ffn_up.weight:m ffn_down.weight:m post_ffw_norm.weight:v"
+/* glm4moe: MoE blocks; the last nextn ones are MTP blocks (src/models/glm4-moe.cpp). */
+#define GLM4MOE_LAYER "attn_norm.weight:v attn_q.weight:m attn_k.weight:m attn_v.weight:m " \
+    "attn_output.weight:m post_attention_norm.weight:v ffn_gate_inp.weight:m " \
+    "exp_probs_b.bias:v ffn_gate_exps.weight:e ffn_down_exps.weight:e " \
+    "ffn_up_exps.weight:e"
 
 /* The buffer types of every instance of a tensor, as "CPU,MTL0". */
 static const char *bufts_of(const ggufmap_placement *p, const char *name, char *out, size_t cap) {
@@ -65,22 +124,44 @@ static ggufmap_placement *place(ggufmap_model *m, ggufmap_placement_opts *o) {
     return p;
 }
 
+static ggufmap_model *open_spec(const char *file, const spec *sp) {
+    ggufmap_model *m = NULL;
+    ggufmap_error err;
+    write_spec(file, sp);
+    if (ggufmap_model_open(path, 0, &m, &err)) fprintf(stderr, "open: %s\n", err.message);
+    return m;
+}
+
+/* The status and message of placing a table that llama.cpp refuses. */
+static int refused(const char *file, const spec *sp, char *msg, size_t cap) {
+    ggufmap_model *m = open_spec(file, sp);
+    ggufmap_placement_opts o;
+    ggufmap_placement_opts_init(&o);
+    ggufmap_placement *p = NULL;
+    ggufmap_error err;
+    int rc = m ? ggufmap_place(m, &o, &p, &err) : -1;
+    snprintf(msg, cap, "%s", rc > 0 ? err.message : "");
+    ggufmap_placement_free(p);
+    ggufmap_model_close(m);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     scratch_init(argc > 1 ? argv[1] : "tmp-test_placement");
-    char b[128];
-    ggufmap_model *m;
-    ggufmap_error err;
+    char b[128], msg[1024];
     ggufmap_placement_opts o;
 
-    /* -ngl: output first, input never. */
-    write_model("llama.gguf", "llama", 1, 1, 0);
-    CHECK(ggufmap_model_open(path, 0, &m, &err) == 0);
+    /* -ngl: output first, input never; rope_freqs in every layer's context. */
+    spec llama = {"llama", 3, 0, "token_embd.weight:m rope_freqs.weight:v output_norm.weight:v output.weight:m",
+                  LLAMA_LAYER, 0, 0, NULL, 0, 0, NULL};
+    ggufmap_model *m = open_spec("llama.gguf", &llama);
     ggufmap_placement_opts_init(&o);
     o.device = GGUFMAP_DEVICE_METAL;
     o.cpu = GGUFMAP_CPU_X86;
     o.n_gpu_layers = 1;
     ggufmap_placement *p = place(m, &o);
-    CHECK(p && ggufmap_placement_n_layers(p) == 3);
+    CHECK(p && ggufmap_placement_n_layers(p) == 3 && ggufmap_placement_n_layers_nextn(p) == 0);
+    CHECK(p && strcmp(ggufmap_placement_arch(p), "llama") == 0);
     CHECK(p && !ggufmap_placement_layer_on_gpu(p, 2) && ggufmap_placement_layer_on_gpu(p, 3));
     CHECK(p && strcmp(bufts_of(p, "output.weight", b, sizeof b), "MTL0") == 0);
     CHECK(p && strcmp(bufts_of(p, "blk.2.attn_q.weight", b, sizeof b), "CPU_REPACK") == 0);
@@ -110,6 +191,7 @@ int main(int argc, char **argv) {
     CHECK(p && strcmp(bufts_of(p, "blk.0.attn_q.weight", b, sizeof b), "MTL0") == 0);
     CHECK(p && strcmp(bufts_of(p, "blk.1.attn_norm.weight", b, sizeof b), "CPU") == 0);
     ggufmap_placement_free(p);
+    ggufmap_error err;
     ggufmap_override bad_re[1] = {{"blk\\.(", "CPU"}};
     o.overrides = bad_re;
     o.n_overrides = 1;
@@ -150,8 +232,8 @@ int main(int argc, char **argv) {
     ggufmap_model_close(m);
 
     /* Tied output: a second copy where the output layer's type differs. */
-    write_model("tied.gguf", "qwen3moe", 0, 0, 0);
-    CHECK(ggufmap_model_open(path, 0, &m, &err) == 0);
+    spec tied = {"qwen3moe", 3, 0, "token_embd.weight:m output_norm.weight:v", QWEN3MOE_LAYER, 0, 0, NULL, 0, 0, NULL};
+    m = open_spec("tied.gguf", &tied);
     ggufmap_placement_opts_init(&o);
     o.cpu = GGUFMAP_CPU_X86;
     p = place(m, &o); /* CPU: the copy is a MUL_MAT of q4_0 with 8 rows: repacked */
@@ -163,17 +245,35 @@ int main(int argc, char **argv) {
     ggufmap_placement_free(p);
     ggufmap_model_close(m);
 
-    /* gemma4 creates the tied copy first and token_embd without looking: two in one context. */
-    write_model("gemma4.gguf", "gemma4", 0, 0, 0);
-    CHECK(ggufmap_model_open(path, 0, &m, &err) == 0);
+    /* gemma4 creates the tied copy first and token_embd without looking: two
+     * in one context.  rope_freqs belongs to the full-attention layers only
+     * (sliding_window_pattern 0): here layer 2. */
+    spec gemma4 = {"gemma4", 3, 0, "token_embd.weight:m output_norm.weight:v rope_freqs.weight:v", GEMMA4_LAYER,
+                   0, 0, NULL, 0, 0, "110"};
+    m = open_spec("gemma4.gguf", &gemma4);
     p = place(m, &o);
     CHECK(p && strcmp(bufts_of(p, "token_embd.weight", b, sizeof b), "CPU,CPU") == 0);
     ggufmap_placement_free(p);
+    o.device = GGUFMAP_DEVICE_METAL;
+    o.n_gpu_layers = 2; /* output and layer 2: the only full layer is on the GPU */
+    p = place(m, &o);
+    CHECK(p && strcmp(bufts_of(p, "rope_freqs.weight", b, sizeof b), "MTL0") == 0);
+    ggufmap_placement_free(p);
+    ggufmap_model_close(m);
+    gemma4.swa = "011"; /* layer 0 full: rope_freqs stays with it on the CPU */
+    m = open_spec("gemma4-swa.gguf", &gemma4);
+    p = place(m, &o);
+    CHECK(p && strcmp(bufts_of(p, "rope_freqs.weight", b, sizeof b), "CPU") == 0);
+    ggufmap_placement_free(p);
     ggufmap_model_close(m);
 
-    /* Lazy tables: auto means strictly above 4 GiB. */
-    write_model("lazy.gguf", "qwen4exp", 1, 0, 4ull << 30);
-    CHECK(ggufmap_model_open(path, 0, &m, &err) == 0);
+    /* Lazy tables: auto means strictly above 4 GiB; lazy wins over overrides. */
+    spec ple = {"gemma4", 3, 0,
+                "token_embd.weight:m output_norm.weight:v rope_freqs.weight:v per_layer_model_proj.weight:m "
+                "per_layer_proj_norm.weight:v output.weight:m",
+                GEMMA4_LAYER " inp_gate.weight:m proj.weight:m post_norm.weight:v", 0, 0, NULL, 0, 4ull << 30, "110"};
+    m = open_spec("lazy.gguf", &ple);
+    ggufmap_placement_opts_init(&o);
     p = place(m, &o);
     CHECK(p && strcmp(bufts_of(p, "per_layer_token_embd.weight", b, sizeof b), "CPU") == 0);
     ggufmap_placement_free(p);
@@ -183,25 +283,57 @@ int main(int argc, char **argv) {
     ggufmap_override all_gpu[1] = {{"per_layer", "MTL0"}};
     o.overrides = all_gpu;
     o.n_overrides = 1;
-    p = place(m, &o); /* lazy wins over overrides */
+    p = place(m, &o);
     CHECK(p && strcmp(bufts_of(p, "per_layer_token_embd.weight", b, sizeof b), "CPU(lazy)") == 0);
     CHECK(p && strcmp(ggufmap_placement_context(p, ggufmap_placement_n_contexts(p) - 1)->buffer_name, "CPU_Mapped") == 0);
     ggufmap_placement_free(p);
     ggufmap_model_close(m);
-    write_model("lazy5.gguf", "gemma4", 1, 0, (4ull << 30) + 2048);
-    CHECK(ggufmap_model_open(path, 0, &m, &err) == 0);
+    ple.table = (4ull << 30) + 2048;
+    m = open_spec("lazy5.gguf", &ple);
     ggufmap_placement_opts_init(&o);
     p = place(m, &o);
     CHECK(p && strcmp(bufts_of(p, "per_layer_token_embd.weight", b, sizeof b), "CPU(lazy)") == 0);
     ggufmap_placement_free(p);
     ggufmap_model_close(m);
 
-    /* An architecture we do not model: a warning, generic rules. */
-    write_model("other.gguf", "mamba9", 1, 0, 0);
-    CHECK(ggufmap_model_open(path, 0, &m, &err) == 0);
+    /* MTP: the last nextn_predict_layers blocks are skipped unless load_mtp;
+     * -ngl counts them either way (the output layer is block_count). */
+    spec glm = {"glm4moe", 3, 1, "token_embd.weight:m output_norm.weight:v output.weight:m", GLM4MOE_LAYER, 0, 0,
+                "nextn.eh_proj.weight:m nextn.enorm.weight:v nextn.hnorm.weight:v", 2, 0, NULL};
+    m = open_spec("mtp.gguf", &glm);
+    ggufmap_placement_opts_init(&o);
+    o.device = GGUFMAP_DEVICE_METAL;
+    o.n_gpu_layers = 2; /* output and block 2, the MTP block */
     p = place(m, &o);
-    CHECK(p && strstr(ggufmap_placement_warning(p), "'mamba9' is not modelled") != NULL);
+    CHECK(p && ggufmap_placement_n_layers(p) == 3 && ggufmap_placement_n_layers_nextn(p) == 1);
+    CHECK(p && strcmp(bufts_of(p, "blk.2.nextn.eh_proj.weight", b, sizeof b), "") == 0);
+    CHECK(p && strcmp(bufts_of(p, "blk.2.attn_q.weight", b, sizeof b), "") == 0);
+    CHECK(p && strcmp(bufts_of(p, "blk.1.attn_q.weight", b, sizeof b), "CPU_REPACK") == 0);
+    ggufmap_placement_free(p);
+    o.load_mtp = true;
+    p = place(m, &o);
+    CHECK(p && strcmp(bufts_of(p, "blk.2.nextn.eh_proj.weight", b, sizeof b), "MTL0") == 0);
+    CHECK(p && strcmp(bufts_of(p, "blk.2.ffn_up_exps.weight", b, sizeof b), "MTL0") == 0);
     ggufmap_placement_free(p);
     ggufmap_model_close(m);
+
+    /* What llama.cpp refuses, refused with the name that matters. */
+    spec other = llama;
+    other.arch = "mamba9";
+    CHECK(refused("other.gguf", &other, msg, sizeof msg) == GGUFMAP_EFORMAT && strstr(msg, "'mamba9'"));
+    spec missing = llama;
+    missing.to = 2; /* block 2 has no tensors */
+    CHECK(refused("missing.gguf", &missing, msg, sizeof msg) == GGUFMAP_EFORMAT &&
+          strstr(msg, "missing tensor 'blk.2.attn_norm.weight'"));
+    spec extra = llama;
+    extra.extra_layer = "attn_bogus.weight:v";
+    extra.extra_at = 1;
+    CHECK(refused("extra.gguf", &extra, msg, sizeof msg) == GGUFMAP_EFORMAT && strstr(msg, "'blk.1.attn_bogus.weight'") &&
+          strstr(msg, "not used"));
+    spec no_output = {"gpt-oss", 1, 0, "token_embd.weight:m output_norm.weight:v", "", 0, 0, NULL, 0, 0, NULL};
+    CHECK(refused("gptoss.gguf", &no_output, msg, sizeof msg) == GGUFMAP_EFORMAT && strstr(msg, "'output.weight'"));
+    spec no_blocks = llama;
+    no_blocks.layers = 0;
+    CHECK(refused("zero.gguf", &no_blocks, msg, sizeof msg) == GGUFMAP_EFORMAT && strstr(msg, "llama.block_count"));
     return check_summary();
 }

@@ -1,0 +1,1273 @@
+#!/usr/bin/env python3
+"""
+gen_arch_table.py - writes src/arch_table.c, llama.cpp's own tensor table for
+every architecture, from llama.cpp's source tree.
+
+    scripts/gen_arch_table.py LLAMA_SRC_DIR OUT.c [--notes]
+    scripts/gen_arch_table.py --inputs      (the paths below, one a line)
+
+What it reads (paths relative to LLAMA_SRC_DIR, a v0.5.0 tree):
+  src/llama-arch.h            the llm_arch and llm_tensor enums (their values)
+  src/llama-arch.cpp          LLM_ARCH_NAMES (arch -> name), LLM_TENSOR_NAMES
+                              (tensor -> "blk.%d.attn_q"), LLM_TENSOR_INFOS
+                              (tensor -> input/repeating/output class and op),
+                              LLM_KV_NAMES (the keys the runtime reads)
+  ggml/include/ggml.h         the ggml_type values (output->type == GGML_TYPE_NVFP4)
+  src/llama-model.cpp         llama_model_mapping (arch -> model class), the
+                              helpers create_tensor_qkv / create_tensor_gate_up_exps,
+                              and the generic ".scale" pass of load_tensors
+  src/llama-model-loader.h    the create_tensor flags
+  src/llama-hparams.h         the hparams' initializers
+  src/models/models.h         the model classes and whom they inherit from
+  src/models/*.cpp            every load_arch_tensors, and the keys each
+                              load_arch_hparams reads
+
+Every load_arch_tensors is compiled into a small program (statements and
+expressions, see src/arch.h) that src/arch.c runs against a GGUF file: the
+create_tensor calls in order with their tensor, suffix, layer argument and
+flags; if/else, for loops and a switch; int locals (flags, is_mtp, ...);
+handles (layer.wq, output, ...) that later conditions test; lambdas and the
+two helpers are inlined at their call sites.  What the source decides from
+something the file alone does not say (most hparams, shapes, member
+variables) compiles to "unknown"; src/arch.c resolves an unknown branch by
+which of its tensors the file holds.  Nothing is hand-written here: the few
+facts that cannot be read this way (hparams that rewrite the layer count)
+live in src/arch.c with their source lines.
+
+The output is deterministic; tests/arch regenerates it from the bundled
+v0.5.0 tree and fails on any difference.  Python 3 standard library only.
+"""
+
+import glob
+import os
+import re
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_arch_table_cxx as cx  # noqa: E402
+
+# ------------------------------------------------------------------ source tables
+
+
+def read(root, rel):
+    with open(os.path.join(root, rel), encoding="utf-8") as f:
+        return f.read()
+
+
+def enum_values(text, enum_name):
+    """{NAME: value} of a C enum (implicit values counted, explicit honoured)."""
+    m = re.search(r"enum\s+" + enum_name + r"\s*\{(.*?)\};", text, re.S)
+    if not m:
+        raise SystemExit(f"gen_arch_table: enum {enum_name} not found")
+    body = re.sub(r"//[^\n]*|/\*.*?\*/", "", m.group(1), flags=re.S)
+    out, nxt = {}, 0
+    for item in body.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if "=" in item:
+            name, val = (s.strip() for s in item.split("=", 1))
+            nxt = int(val, 0)
+        else:
+            name = item
+        out[name] = nxt
+        nxt += 1
+    return out
+
+
+def map_entries(text, map_name):
+    """[(key, value_text, line)] of a 'static const std::map<...> NAME = {...};'."""
+    m = re.search(r"\b" + map_name + r"\s*=\s*\{", text)
+    if not m:
+        raise SystemExit(f"gen_arch_table: map {map_name} not found")
+    start = m.end() - 1
+    body = cx.balanced(text, start)
+    first_line = text.count("\n", 0, start) + 1
+    out = []
+    for lm in re.finditer(r"\{\s*(\w+)\s*,\s*(.*?)\}\s*,?", body):
+        line = first_line + body.count("\n", 0, lm.start())
+        out.append((lm.group(1), lm.group(2).strip(), line))
+    return out
+
+
+def c_string(s):
+    m = re.fullmatch(r'"((?:\\.|[^"\\])*)"', s.strip())
+    if not m:
+        raise SystemExit(f"gen_arch_table: not a string literal: {s}")
+    return m.group(1)
+
+
+class Sources:
+    """The tables of llama-arch.{h,cpp}, ggml.h, llama-model.cpp and models.h."""
+
+    def __init__(self, root):
+        self.root = root
+        arch_h = read(root, "src/llama-arch.h")
+        arch_cpp = read(root, "src/llama-arch.cpp")
+        self.arch_enum = enum_values(arch_h, "llm_arch")
+        self.tensor_enum = enum_values(arch_h, "llm_tensor")
+        self.ggml_types = enum_values(read(root, "ggml/include/ggml.h"), "ggml_type")
+        self.arch_names = {k: c_string(v) for k, v, _ in map_entries(arch_cpp, "LLM_ARCH_NAMES")}
+        self.tensor_names = {}
+        self.tensor_name_line = {}
+        for k, v, line in map_entries(arch_cpp, "LLM_TENSOR_NAMES"):
+            self.tensor_names[k] = c_string(v)
+            self.tensor_name_line[k] = line
+        self.tensor_infos = {}
+        for k, v, line in map_entries(arch_cpp, "LLM_TENSOR_INFOS"):
+            mm = re.fullmatch(r"\{\s*LLM_TENSOR_LAYER_(\w+)\s*,\s*GGML_OP_(\w+)\s*", v)
+            if not mm:
+                raise SystemExit(f"gen_arch_table: llama-arch.cpp:{line}: cannot read {v}")
+            self.tensor_infos[k] = (mm.group(1), mm.group(2), line)
+        self.kv_names = {k: c_string(v) for k, v, _ in map_entries(arch_cpp, "LLM_KV_NAMES")}
+        self.model_cpp = read(root, "src/llama-model.cpp")
+        self.models_h = read(root, "src/models/models.h")
+        self.model_files = {}
+        for path in sorted(glob.glob(os.path.join(root, "src/models/*.cpp"))):
+            self.model_files["src/models/" + os.path.basename(path)] = read(root, os.path.relpath(path, root))
+        self._hparams_cache = {}
+        hp_h = read(root, "src/llama-hparams.h")
+        self.hparams_init = {}
+        for m in re.finditer(r"^\s*(?:uint32_t|int32_t|int64_t|uint64_t|int|bool)\s+(\w+)\s*=\s*([^;,]+);", hp_h, re.M):
+            v = m.group(2).strip()
+            if re.fullmatch(r"-?\d+[uU]?", v):
+                self.hparams_init[m.group(1)] = int(v.rstrip("uU"))
+            elif v in ("true", "false"):
+                self.hparams_init[m.group(1)] = int(v == "true")
+        base_text, _ = cx.find_function(self.model_cpp, "llama_model_base::load_hparams")
+        self.base_hparams_written = set(re.findall(r"hparams\.(\w+)\s*(?:=[^=]|\+=|-=|\|=)", base_text)) | \
+            set(re.findall(r"get_\w+\(\s*LLM_KV_\w+\s*,\s*hparams\.(\w+)", base_text))
+        self.arch_class = self._mapping()
+        self.loader_defs = {}  # class -> file of its load_arch_tensors definition
+        for path, text in self.model_files.items():
+            for m in re.finditer(r"\b(llama_model_\w+)::load_arch_tensors\s*\(", text):
+                self.loader_defs.setdefault(m.group(1), path)
+        self.bases = dict(re.findall(r"struct\s+(llama_model_\w+)\s*:\s*public\s+(\w+)", self.models_h))
+
+    def _mapping(self):
+        m = re.search(r"static llama_model \* llama_model_mapping\(", self.model_cpp)
+        body, _ = cx.find_function(self.model_cpp[m.start():], "llama_model_mapping")
+        out, pending = {}, []
+        for tok in re.finditer(r"case\s+(LLM_ARCH_\w+)\s*:|return\s+new\s+(\w+)\s*\(", body):
+            if tok.group(1):
+                pending.append(tok.group(1))
+            else:
+                for a in pending:
+                    out[a] = tok.group(2)
+                pending = []
+        return out
+
+    def hparams_of(self, cls):
+        """{field: (key template, required, default)} for the hparams that
+        cls's load_arch_hparams reads with one plain top-level
+        ml.get_key(LLM_KV_X, hparams.F[, false]) and nothing else writes
+        (neither that function elsewhere nor the base load_hparams); the
+        default is the field's initializer in src/llama-hparams.h.  A field
+        with an initializer that no one writes is that constant (key None)."""
+        if cls in self._hparams_cache:
+            return self._hparams_cache[cls]
+        known = {}
+        c, found = cls, None
+        while c and c.startswith("llama_model_") and c != "llama_model_base":
+            for path, text in self.model_files.items():
+                r = cx.find_function(text, c + "::load_arch_hparams") if c + "::load_arch_hparams" in text else None
+                if r:
+                    found = (path, r)
+                    break
+            if found:
+                break
+            c = self.bases.get(c)
+        if found:
+            path, (text, line) = found
+            try:
+                body = cx.parse_body(text, line, path)
+            except SyntaxError:
+                body = None
+            if body:
+                writes = {}
+                for top, node in hparams_writes(body):
+                    writes.setdefault(node[0], []).append((top, node))
+                for field, value in self.hparams_init.items():
+                    if field not in writes and field not in self.base_hparams_written:
+                        known[field] = (None, False, value)
+                for field, ws in writes.items():
+                    if len(ws) != 1 or field in self.base_hparams_written:
+                        continue
+                    top, (_, kv, required) = ws[0]
+                    if not top or kv is None or kv not in self.kv_names:
+                        continue
+                    if not required and field not in self.hparams_init:
+                        continue
+                    known[field] = (self.kv_names[kv], required, self.hparams_init.get(field, 0))
+        self._hparams_cache[cls] = known
+        return known
+
+    def loader_of(self, cls):
+        """(file, body_text, first_line, defining_class) of cls's load_arch_tensors."""
+        c = cls
+        while c and c.startswith("llama_model_") and c != "llama_model_base":
+            path = self.loader_defs.get(c)
+            r = cx.find_function(self.model_files[path], c + "::load_arch_tensors") if path else None
+            if r:
+                return path, r[0], r[1], c
+            c = self.bases.get(c)
+        return None
+
+    def params_of(self, text, qualified):
+        """[(type, name)] of a function definition's parameters."""
+        m = re.search(r"\b" + re.escape(qualified) + r"\s*\((.*?)\)\s*\{", text, re.S)
+        out = []
+        for p in m.group(1).split(","):
+            p = p.strip()
+            mm = re.fullmatch(r"(.*?)(\w+)", p, re.S)
+            out.append((mm.group(1).strip(), mm.group(2)))
+        return out
+
+
+# ------------------------------------------------------------------ program
+
+EXPR_KINDS = [
+    "CONST", "UNKNOWN", "LOCAL", "NLAYER", "NLAYER_ALL", "NLAYER_NEXTN", "LOAD_MTP", "ARCH",
+    "HANDLE", "HTYPE", "WEIGHT", "IS_SWA", "HPKEY",
+    "NOT", "NEG", "BNOT",
+    "ADD", "SUB", "MUL", "DIV", "MOD", "SHL", "SHR", "BAND", "BOR", "BXOR",
+    "LAND", "LOR", "EQ", "NE", "LT", "LE", "GT", "GE", "COND",
+]
+BINOPS = {"+": "ADD", "-": "SUB", "*": "MUL", "/": "DIV", "%": "MOD", "<<": "SHL", ">>": "SHR", "&": "BAND",
+          "|": "BOR", "^": "BXOR", "&&": "LAND", "||": "LOR", "==": "EQ", "!=": "NE", "<": "LT", "<=": "LE",
+          ">": "GT", ">=": "GE"}
+IGNORED_CALLS = {"GGML_ASSERT", "GGML_UNUSED", "GGML_ABORT", "LLAMA_LOG_INFO", "LLAMA_LOG_WARN", "LLAMA_LOG_DEBUG",
+                 "LLAMA_LOG_ERROR", "std::fill", "std::copy", "format", "GGML_LOG_WARN"}
+
+
+class CompileError(Exception):
+    pass
+
+
+class Program:
+    """Expression pool, statement trees, strings and handle slots shared by
+    every function of the table."""
+
+    def __init__(self, src):
+        self.src = src
+        self.exprs, self.expr_index = [], {}
+        self.strings, self.string_index = [], {}
+        self.handles, self.handle_index = [], {}
+        self.notes = []  # (file, line, text): what compiled to "unknown"
+        loader_h = read(src.root, "src/llama-model-loader.h")
+        self.flags = {n: 1 << int(b) for n, b in re.findall(r"static const int (TENSOR_\w+)\s*=\s*1\s*<<\s*(\d+);", loader_h)}
+        need = {"TENSOR_NOT_REQUIRED", "TENSOR_DUPLICATED", "TENSOR_SKIP", "TENSOR_SKIP_IF_VIRTUAL",
+                "TENSOR_ALLOW_RESHAPE", "TENSOR_READ_LAZY"}
+        if set(self.flags) != need:
+            raise SystemExit(f"gen_arch_table: llama-model-loader.h flags are {sorted(self.flags)}")
+        self.unknown = self.expr("UNKNOWN")
+        self.minus_one = self.expr("CONST", v=-1)
+
+    def expr(self, kind, a=-1, b=-1, c=-1, v=0):
+        key = (kind, a, b, c, v)
+        if key not in self.expr_index:
+            self.expr_index[key] = len(self.exprs)
+            self.exprs.append(key)
+        return self.expr_index[key]
+
+    def const(self, v):
+        return self.expr("CONST", v=v)
+
+    def string(self, s):
+        if s not in self.string_index:
+            self.string_index[s] = len(self.strings)
+            self.strings.append(s)
+        return self.string_index[s]
+
+    def handle(self, name):
+        if name not in self.handle_index:
+            self.handle_index[name] = len(self.handles)
+            self.handles.append(name)
+        return self.handle_index[name]
+
+    def is_unknown(self, e):
+        return self.exprs[e][0] == "UNKNOWN"
+
+
+class Env:
+    """A C++ scope: name -> binding, with the enclosing scope as parent."""
+
+    def __init__(self, parent=None):
+        self.parent, self.names = parent, {}
+
+    def get(self, name):
+        e = self
+        while e:
+            if name in e.names:
+                return e.names[name]
+            e = e.parent
+        return None
+
+    def set(self, name, value):
+        self.names[name] = value
+
+
+class Function:
+    """One compiled function: a load_arch_tensors or the generic pass."""
+
+    def __init__(self, prog, name, path, line):
+        self.prog, self.name, self.path, self.line = prog, name, path, line
+        self.n_locals = 0
+        self.body = []
+        self.handle_members = set()
+
+    def local(self):
+        self.n_locals += 1
+        return self.n_locals - 1
+
+
+class Compiler:
+    """Compiles one function's syntax tree into statements."""
+
+    def __init__(self, prog, fn, handle_members, helpers, hparams=None):
+        self.p, self.fn = prog, fn
+        self.hparams = hparams or {}  # field -> (key, required, default): hparams.F read from the file
+        self.handle_members = handle_members
+        self.helpers = helpers  # name -> (params, body, path)
+        self.path = fn.path
+        self.depth = 0
+
+    # -------------------------------------------------------- expressions
+
+    def name_value(self, env, name, line):
+        b = env.get(name)
+        if b is not None:
+            return b
+        p = self.p
+        if name in ("nullptr", "NULL", "false"):
+            return ("int", p.const(0))
+        if name == "true":
+            return ("int", p.const(1))
+        if name == "arch":
+            return ("int", p.expr("ARCH"))
+        short = name.split("::")[-1]
+        if short in p.flags and (name == short or name.startswith("llama_model_loader::")):
+            return ("int", p.const(p.flags[short]))
+        if name in p.src.arch_enum:
+            return ("int", p.const(p.src.arch_enum[name]))
+        if name in p.src.ggml_types:
+            return ("int", p.const(p.src.ggml_types[name]))
+        if name in p.src.tensor_enum:
+            return ("tensor", name)
+        if name in self.handle_members:
+            return ("hnd", p.handle(name), p.minus_one)
+        return ("unknown", name)
+
+    def int_expr(self, env, e, line):
+        """The expression node of an int/bool/pointer-truth expression."""
+        p = self.p
+        k = e[0]
+        if k == "num":
+            return p.const(e[1])
+        if k in ("float", "str", "init", "lambda"):
+            return p.unknown
+        if k == "name":
+            b = self.name_value(env, e[1], line)
+            return self.binding_int(b, line, e[1])
+        if k == "cast":
+            return self.int_expr(env, e[2], line)
+        if k == "un":
+            op = e[1]
+            a = self.int_expr(env, e[2], line)
+            if op == "!":
+                return p.expr("NOT", a)
+            if op == "-":
+                return p.expr("NEG", a)
+            if op == "~":
+                return p.expr("BNOT", a)
+            if op == "+":
+                return a
+            return p.unknown
+        if k == "bin":
+            a = self.int_expr(env, e[2], line)
+            b = self.int_expr(env, e[3], line)
+            return p.expr(BINOPS[e[1]], a, b)
+        if k == "cond":
+            return p.expr("COND", self.int_expr(env, e[1], line), self.int_expr(env, e[2], line),
+                          self.int_expr(env, e[3], line))
+        if k == "member":
+            return self.member_int(env, e, line)
+        if k == "index":
+            return p.unknown
+        if k == "call":
+            return self.call_int(env, e, line)
+        raise CompileError(f"{self.path}:{line}: cannot compile expression {e[0]}")
+
+    def binding_int(self, b, line, what):
+        p = self.p
+        kind = b[0]
+        if kind == "int":
+            return b[1]
+        if kind == "local":
+            return p.expr("LOCAL", b[1])
+        if kind == "hnd":
+            return p.expr("HANDLE", b[1], b[2])
+        if kind == "unknown":
+            return p.unknown
+        if kind == "tensor":
+            return p.const(p.src.tensor_enum[b[1]])
+        if kind == "lazy":
+            return self.int_expr(b[2], b[1], line)
+        raise CompileError(f"{self.path}:{line}: '{what}' ({kind}) used as a number")
+
+    def member_int(self, env, e, line):
+        p = self.p
+        _, base, name, arrow = e
+        if base == ("name", "hparams"):
+            if name == "n_layer_all":
+                return p.expr("NLAYER_ALL")
+            if name == "n_layer_nextn":
+                return p.expr("NLAYER_NEXTN")
+            if name in self.hparams:
+                key, required, default = self.hparams[name]
+                if key is None:  # never set by this arch: the initializer
+                    return p.const(default)
+                return p.expr("HPKEY", p.string(key), int(required), v=default)
+            return p.unknown
+        if base == ("name", "ml") and name == "load_mtp":
+            return p.expr("LOAD_MTP")
+        h = self.lvalue(env, e, line, quiet=True)
+        if h and h[0] == "hnd":
+            return p.expr("HANDLE", h[1], h[2])
+        if name == "type" and arrow:
+            h = self.lvalue(env, base, line, quiet=True)
+            if h and h[0] == "hnd":
+                return p.expr("HTYPE", h[1], h[2])
+        return p.unknown
+
+    def call_int(self, env, e, line):
+        p = self.p
+        fn, args = e[1], e[2]
+        if fn[0] == "member" and fn[1] == ("name", "hparams"):
+            if fn[2] == "n_layer" and not args:
+                return p.expr("NLAYER")
+            if fn[2] == "is_swa" and len(args) == 1:
+                return p.expr("IS_SWA", self.int_expr(env, args[0], line))
+            return p.unknown
+        if fn[0] == "member" and fn[1] in (("name", "ml"),) and fn[2] in ("get_weight", "get_tensor_meta"):
+            return self.weight_expr(env, args[0], line)
+        if fn[0] == "member" and fn[2] in ("c_str", "str") and not args:
+            return p.unknown
+        if fn in (("name", "std::max"), ("name", "std::min")) and len(args) == 2:
+            a = self.int_expr(env, args[0], line)
+            b = self.int_expr(env, args[1], line)
+            return p.expr("COND", p.expr("GT" if fn[1] == "std::max" else "LT", a, b), a, b)
+        if fn[0] == "name" and fn[1] in ("create_tensor",):
+            raise CompileError(f"{self.path}:{line}: create_tensor inside an expression")
+        return p.unknown
+
+    def str_parts(self, env, e, line):
+        """A string expression as [str | expr node]."""
+        k = e[0]
+        if k == "str":
+            return [e[1]]
+        if k == "bin" and e[1] == "+":
+            return self.str_parts(env, e[2], line) + self.str_parts(env, e[3], line)
+        if k == "name":
+            b = env.get(e[1])
+            if b and b[0] == "str":
+                return list(b[1])
+        if k == "call" and e[1] == ("name", "std::to_string") and len(e[2]) == 1:
+            return [self.int_expr(env, e[2][0], line)]
+        if k == "call" and e[1][0] == "member" and e[1][2] in ("c_str", "str") and not e[2]:
+            return self.str_parts(env, e[1][1], line)
+        if (k == "call" and e[1] == ("name", "tn")) or (k == "name" and (env.get(e[1]) or ("",))[0] == "tnval"):
+            t = self.tn_of(env, e, line)
+            parts = []
+            segs = t["template"].split("%d")
+            ints = [t["bid"], t["xid"]]
+            for i, seg in enumerate(segs):
+                parts.append(seg)
+                if i < len(segs) - 1:
+                    parts.append(ints[i])
+            if t["suffix"] is not None:
+                parts.append("." + t["suffix"])
+            return parts
+        raise CompileError(f"{self.path}:{line}: cannot read string {render(e)}")
+
+    def weight_expr(self, env, e, line):
+        """ml.get_weight(name) / get_tensor_meta(name): is the tensor in the file."""
+        parts = self.str_parts(env, e, line)
+        fmt, args = "", []
+        for part in parts:
+            if isinstance(part, str):
+                fmt += part.replace("%", "%%")
+            else:
+                fmt += "%d"
+                args.append(part)
+        if len(args) > 2:
+            raise CompileError(f"{self.path}:{line}: name with more than two numbers")
+        args += [-1] * (2 - len(args))
+        return self.p.expr("WEIGHT", self.p.string(fmt), args[0], args[1])
+
+    # -------------------------------------------------------- tn(), lvalues
+
+    def tn(self, env, call, line):
+        args = call[2]
+        if not args:
+            raise CompileError(f"{self.path}:{line}: tn() without a tensor")
+        t = args[0]
+        b = self.name_value(env, t[1], line) if t[0] == "name" else None
+        if not b or b[0] != "tensor":
+            raise CompileError(f"{self.path}:{line}: tn() of {render(t)}")
+        tensor = b[1]
+        rest = args[1:]
+        suffix = None
+        if rest and rest[0][0] == "str":
+            suffix = rest[0][1]
+            rest = rest[1:]
+        elif rest and rest[0][0] == "name" and rest[0][1] in ("nullptr", "NULL"):
+            rest = rest[1:]
+        bid = self.int_expr(env, rest[0], line) if len(rest) > 0 else -1
+        xid = self.int_expr(env, rest[1], line) if len(rest) > 1 else -1
+        if tensor not in self.p.src.tensor_names:
+            raise CompileError(f"{self.path}:{line}: {tensor} has no name in LLM_TENSOR_NAMES")
+        return {"tensor": tensor, "suffix": suffix, "bid": bid, "xid": xid,
+                "template": self.p.src.tensor_names[tensor]}
+
+    def tn_of(self, env, e, line):
+        """tn(...) itself, or a local bound to one (const auto x = tn(...))."""
+        if e[0] == "name":
+            b = env.get(e[1])
+            if b and b[0] == "tnval":
+                return b[1]
+        if e[0] != "call" or e[1] != ("name", "tn"):
+            raise CompileError(f"{self.path}:{line}: create_tensor of {render(e)}")
+        return self.tn(env, e, line)
+
+    def layer_alias(self, env, e, line):
+        """('layer', node, prefix) for 'layer', 'layers[i]', 'layer.nextn', ..."""
+        if e[0] == "name":
+            b = env.get(e[1])
+            if b and b[0] == "layer":
+                return b
+            return None
+        if e[0] == "index" and e[1] == ("name", "layers"):
+            return ("layer", self.int_expr(env, e[2], line), "")
+        if e[0] == "member":
+            base = self.layer_alias(env, e[1], line)
+            if base:
+                return ("layer", base[1], base[2] + e[2] + ".")
+        return None
+
+    def lvalue(self, env, e, line, quiet=False):
+        """('hnd', slot, layer_node) | ('local', slot) | None."""
+        if e[0] == "name":
+            b = self.name_value(env, e[1], line)
+            if b[0] in ("hnd", "local"):
+                return b
+            return None
+        if e[0] == "member":
+            base = self.layer_alias(env, e[1], line)
+            if base:
+                return ("hnd", self.p.handle("layer." + base[2] + e[2]), base[1])
+        return None
+
+    # -------------------------------------------------------- statements
+
+    def block(self, env, stmts, ctx):
+        out = []
+        for line, s in stmts:
+            out += self.stmt(env, line, s, ctx)
+        return out
+
+    def stmt(self, env, line, s, ctx):
+        p = self.p
+        k = s[0]
+        if k == "block":
+            return self.block(Env(env), s[1], ctx)
+        if k == "empty":
+            return []
+        if k == "throw":  # llama.cpp refuses the file here
+            return [("fail", p.string(s[1]), line, self.path)]
+        if k == "load_locals":
+            env.set("n_layer", ("int", p.expr("NLAYER")))
+            env.set("n_layer_all", ("int", p.expr("NLAYER_ALL")))
+            env.set("n_layer_nextn", ("int", p.expr("NLAYER_NEXTN")))
+            return []
+        if k == "try":  # the catch only runs on a shape mismatch, which this table does not check
+            return self.block(Env(env), s[1][1], ctx)
+        if k == "decl":
+            out = []
+            for name, init in s[2]:
+                out += self.decl(env, line, s[1], name, init, ctx)
+            return out
+        if k == "expr":
+            return self.expr_stmt(env, line, s[1], ctx)
+        if k == "if":
+            return self.if_stmt(env, line, s, ctx)
+        if k == "for":
+            return self.for_stmt(env, line, s, ctx)
+        if k == "rangefor":
+            if contains_create(s[1]):
+                raise CompileError(f"{self.path}:{line}: create_tensor in a range-based for")
+            return []
+        if k == "switch":
+            return self.switch_stmt(env, line, s, ctx)
+        if k == "return":
+            if ctx.get("target") and s[1] is not None:
+                return self.assign_handle(env, line, ctx["target"], s[1], ctx) + [("return", line)]
+            return [("return", line)]
+        if k in ("break", "continue"):
+            if ctx.get("in_switch") and k == "break":
+                raise CompileError(f"{self.path}:{line}: break inside a switch case body")
+            return [(k, line)]
+        raise CompileError(f"{self.path}:{line}: statement {k} not supported")
+
+    def decl(self, env, line, ty, name, init, ctx):
+        p = self.p
+        if init is not None and init[0] == "lambda":
+            env.set(name, ("lambda", init[1], init[2], env))
+            return []
+        if "std::string" in ty:
+            env.set(name, ("str", self.str_parts(env, init, line) if init else [""]))
+            return []
+        if init is not None and "&" in ty.split():
+            alias = self.layer_alias(env, init, line)
+            if alias:
+                slot = self.fn.local()
+                env.set(name, ("layer", p.expr("LOCAL", slot), alias[2]))
+                return [("set", slot, alias[1], line)]
+        if init is not None and init[0] == "call" and init[1] == ("name", "tn"):
+            env.set(name, ("tnval", self.tn(env, init, line)))
+            return []
+        if init is not None and init[0] == "name" and init[1] in p.src.tensor_enum:
+            env.set(name, ("tensor", init[1]))
+            return []
+        if init is not None and is_create(init):
+            slot = p.handle(f"{self.fn.name}:{name}@{line}")
+            env.set(name, ("hnd", slot, p.minus_one))
+            return self.create(env, line, init, ("hnd", slot, p.minus_one), ctx)
+        if init is not None and init[0] == "call" and self.lambda_of(env, init) is not None:
+            slot = p.handle(f"{self.fn.name}:{name}@{line}")
+            env.set(name, ("hnd", slot, p.minus_one))
+            return self.inline_lambda(env, line, init, ("hnd", slot, p.minus_one), ctx)
+        if re.search(r"\b(float|double)\b", ty) or "vector" in ty or "std::array" in ty:
+            env.set(name, ("unknown", name))
+            return []
+        if "*" in ty.split() and init is not None and init[0] == "call" and init[1][0] == "member" \
+                and init[1][2] in ("get_weight", "get_tensor_meta"):
+            env.set(name, ("int", self.weight_expr(env, init[2][0], line)))
+            return []
+        if "*" in ty.split() or (init is not None and contains_create(init)):
+            if init is not None and contains_create(init):
+                raise CompileError(f"{self.path}:{line}: cannot compile declaration of {name}")
+            env.set(name, ("unknown", name))
+            return []
+        if init is None or init == ("ctor",):
+            node = p.const(0)
+        else:
+            node = self.int_expr(env, init, line)
+        if "const" in ty.split() and not refers_to_state(p, node):
+            # a constant of the file (or of nothing known): read where it is used
+            env.set(name, ("int", node))
+            return []
+        slot = self.fn.local()
+        env.set(name, ("local", slot))
+        return [("set", slot, node, line)]
+
+    def expr_stmt(self, env, line, e, ctx):
+        p = self.p
+        k = e[0]
+        if k == "assign":
+            op, lhs, rhs = e[1], e[2], e[3]
+            target = self.lvalue(env, lhs, line)
+            if target and target[0] == "hnd":
+                if op != "=":
+                    raise CompileError(f"{self.path}:{line}: {op} on a tensor handle")
+                return self.assign_handle(env, line, target, rhs, ctx)
+            if target and target[0] == "local":
+                val = self.int_expr(env, rhs, line)
+                if op != "=":
+                    val = p.expr(BINOPS[op[:-1]], p.expr("LOCAL", target[1]), val)
+                return [("set", target[1], val, line)]
+            if contains_create(rhs) or self.has_lambda_call(env, rhs):
+                raise CompileError(f"{self.path}:{line}: cannot assign to {render(lhs)}")
+            return []
+        if k in ("un", "post") and e[1] in ("++", "--"):
+            target = self.lvalue(env, e[2], line)
+            if target and target[0] == "local":
+                op = "ADD" if e[1] == "++" else "SUB"
+                return [("set", target[1], p.expr(op, p.expr("LOCAL", target[1]), p.const(1)), line)]
+            return []
+        if k == "call":
+            if is_create(e):
+                return self.create(env, line, e, None, ctx)
+            fn = e[1]
+            if fn == ("name", "GGML_ABORT"):  # llama.cpp aborts here
+                text = e[2][0][1] if e[2] and e[2][0][0] == "str" else ""
+                return [("fail", p.string(text), line, self.path)]
+            if fn[0] == "name" and fn[1] in self.helpers:
+                return self.inline_helper(env, line, e, ctx)
+            if self.lambda_of(env, e) is not None:
+                return self.inline_lambda(env, line, e, None, ctx)
+            if fn[0] == "name" and fn[1] in IGNORED_CALLS or not contains_create(e):
+                return []
+            raise CompileError(f"{self.path}:{line}: call {render(fn)} with create_tensor inside")
+        if contains_create(e):
+            raise CompileError(f"{self.path}:{line}: create_tensor in {k}")
+        return []
+
+    def assign_handle(self, env, line, target, rhs, ctx):
+        """target = rhs, where rhs is create_tensor(...), a lambda call, a
+        handle, nullptr or a ?: of those."""
+        if is_create(rhs):
+            return self.create(env, line, rhs, target, ctx)
+        if rhs[0] == "call" and self.lambda_of(env, rhs) is not None:
+            return self.inline_lambda(env, line, rhs, target, ctx)
+        if rhs[0] == "cond":
+            c = self.int_expr(env, rhs[1], line)
+            return [("if", c, self.assign_handle(env, line, target, rhs[2], ctx),
+                     self.assign_handle(env, line, target, rhs[3], ctx), line)]
+        if rhs[0] == "name" and rhs[1] in ("nullptr", "NULL"):
+            return [("hset", target[1], target[2], -1, -1, line)]
+        src = self.lvalue(env, rhs, line)
+        if src and src[0] == "hnd":
+            return [("hset", target[1], target[2], src[1], src[2], line)]
+        if contains_create(rhs):
+            raise CompileError(f"{self.path}:{line}: cannot compile {render(rhs)}")
+        return []
+
+    def create(self, env, line, call, target, ctx):
+        args = call[2]
+        if len(args) != 3:
+            raise CompileError(f"{self.path}:{line}: create_tensor with {len(args)} arguments")
+        t = self.tn_of(env, args[0], line)
+        flags = self.int_expr(env, args[2], line)
+        hslot, hlayer = (target[1], target[2]) if target else (-1, -1)
+        return [("create", t["tensor"], t["suffix"], t["bid"], t["xid"], flags, hslot, hlayer, line, self.path)]
+
+    def if_stmt(self, env, line, s, ctx):
+        _, cond, then, els = s
+        pre = []
+        scope = Env(env)
+        if cond[0] == "declcond":
+            pre = self.decl(scope, line, cond[1], cond[2], cond[3], ctx)
+            c = self.int_expr(scope, ("name", cond[2]), line)
+        else:
+            c = self.int_expr(scope, cond, line)
+        t = self.stmt(Env(scope), then[0], then[1], ctx)
+        e = self.stmt(Env(scope), els[0], els[1], ctx) if els else []
+        return pre + [("if", c, t, e, line)]
+
+    def for_stmt(self, env, line, s, ctx):
+        p = self.p
+        _, init, cond, step, body = s
+        scope = Env(env)
+        pre = self.stmt(scope, init[0], init[1], ctx) if init else []
+        c = self.int_expr(scope, cond, line) if cond else p.const(1)
+        b = self.stmt(Env(scope), body[0], body[1], dict(ctx, in_switch=False))
+        st = self.expr_stmt(scope, line, step, ctx) if step else []
+        return pre + [("for", c, b, st, line)]
+
+    def switch_stmt(self, env, line, s, ctx):
+        p = self.p
+        _, e, cases = s
+        v = self.int_expr(env, e, line)
+        chain = []
+        default = []
+        for values, stmts in cases:
+            if stmts and stmts[-1][1][0] == "break":
+                stmts = stmts[:-1]
+            elif stmts and stmts[-1][1][0] == "block" and stmts[-1][1][1] and stmts[-1][1][1][-1][1][0] == "break":
+                blk = stmts[-1][1]
+                stmts = stmts[:-1] + [(stmts[-1][0], ("block", blk[1][:-1]))]
+            elif stmts and not (stmts[-1][1][0] in ("return", "throw")) and (values, stmts) != cases[-1]:
+                raise CompileError(f"{self.path}:{line}: switch case falls through")
+            body = self.block(Env(env), stmts, dict(ctx, in_switch=True))
+            if values is None:
+                default = body
+                continue
+            c = None
+            for val in values:
+                t = p.expr("EQ", v, self.int_expr(env, val, line))
+                c = t if c is None else p.expr("LOR", c, t)
+            chain.append((c, body))
+        out = default
+        for c, body in reversed(chain):
+            out = [("if", c, body, out, line)]
+        return out
+
+    # -------------------------------------------------------- inlining
+
+    def lambda_of(self, env, call):
+        if call[0] == "call" and call[1][0] == "name":
+            b = env.get(call[1][1])
+            if b and b[0] == "lambda":
+                return b
+        return None
+
+    def has_lambda_call(self, env, e):
+        return e[0] == "call" and self.lambda_of(env, e) is not None
+
+    def bind_params(self, env, callee_env, params, args, line, body):
+        out = []
+        if len(params) != len(args):
+            raise CompileError(f"{self.path}:{line}: {len(args)} arguments for {len(params)} parameters")
+        for (ty, pname), arg in zip(params, args):
+            if "llama_layer" in ty:
+                alias = self.layer_alias(env, arg, line)
+                if not alias:
+                    raise CompileError(f"{self.path}:{line}: layer argument {render(arg)}")
+                callee_env.set(pname, alias)
+            elif "llm_tensor" in ty:
+                b = self.name_value(env, arg[1], line) if arg[0] == "name" else None
+                if not b or b[0] != "tensor":
+                    raise CompileError(f"{self.path}:{line}: tensor argument {render(arg)}")
+                callee_env.set(pname, b)
+            elif not assigns(body, pname):
+                # never written in the callee: read the argument where it is used
+                callee_env.set(pname, ("lazy", arg, env))
+            else:
+                slot = self.fn.local()
+                callee_env.set(pname, ("local", slot))
+                out.append(("set", slot, self.int_expr(env, arg, line), line))
+        return out
+
+    def inline_lambda(self, env, line, call, target, ctx):
+        _, params, body, def_env = self.lambda_of(env, call)
+        self.depth += 1
+        if self.depth > 8:
+            raise CompileError(f"{self.path}:{line}: lambdas nested too deep")
+        callee = Env(def_env)
+        pre = self.bind_params(env, callee, params, call[2], line, body)
+        inner = self.block(callee, body[1], {"target": target})
+        self.depth -= 1
+        return pre + [("scope", inner, line)]
+
+    def inline_helper(self, env, line, call, ctx):
+        params, body, path = self.helpers[call[1][1]]
+        callee = Env(None)
+        pre = self.bind_params(env, callee, params, call[2], line, body)
+        saved = self.path
+        self.path = path
+        inner = self.block(callee, body[1], {"target": None})
+        self.path = saved
+        return pre + [("scope", inner, line)]
+
+
+def is_create(e):
+    return e[0] == "call" and e[1] == ("name", "create_tensor")
+
+
+def contains_create(node):
+    if isinstance(node, tuple):
+        if node and node[0] == "call" and node[1] == ("name", "create_tensor"):
+            return True
+        return any(contains_create(x) for x in node)
+    if isinstance(node, list):
+        return any(contains_create(x) for x in node)
+    return False
+
+
+def render(e):
+    """Short C++-ish text of an expression, for messages."""
+    k = e[0]
+    if k == "name":
+        return e[1]
+    if k == "num":
+        return str(e[1])
+    if k == "str":
+        return '"' + e[1] + '"'
+    if k == "member":
+        return render(e[1]) + ("->" if e[3] else ".") + e[2]
+    if k == "call":
+        return render(e[1]) + "(" + ", ".join(render(a) for a in e[2]) + ")"
+    if k == "index":
+        return render(e[1]) + "[" + render(e[2]) + "]"
+    if k == "bin":
+        return render(e[2]) + " " + e[1] + " " + render(e[3])
+    if k == "un":
+        return e[1] + render(e[2])
+    if k == "cast":
+        return render(e[2])
+    return k
+
+
+def refers_to_state(prog, node):
+    """Does an expression read a local or a handle (values that change as
+    the program runs)?"""
+    kind, a, b, c, _ = prog.exprs[node]
+    if kind in ("LOCAL", "HANDLE", "HTYPE"):
+        return True
+    if kind in ("WEIGHT",):
+        return any(x >= 0 and refers_to_state(prog, x) for x in (b, c))
+    if kind in ("IS_SWA", "NOT", "NEG", "BNOT"):
+        return refers_to_state(prog, a)
+    if kind in BINOPS.values() or kind == "COND":
+        return any(x >= 0 and refers_to_state(prog, x) for x in (a, b, c))
+    return False
+
+
+def has_unknown(prog, node):
+    kind, a, b, c, _ = prog.exprs[node]
+    if kind == "UNKNOWN":
+        return True
+    if kind in ("CONST", "LOCAL", "NLAYER", "NLAYER_ALL", "NLAYER_NEXTN", "LOAD_MTP", "ARCH", "HPKEY"):
+        return False
+    if kind == "WEIGHT":
+        return any(x >= 0 and has_unknown(prog, x) for x in (b, c))
+    if kind in ("HANDLE", "HTYPE"):
+        return b >= 0 and has_unknown(prog, b)
+    return any(x >= 0 and has_unknown(prog, x) for x in (a, b, c))
+
+
+def hparams_writes(body):
+    """(top_level, (field, kv_enum|None, required)) for every write of a
+    hparams.FIELD in a function body: assignments, ++/--, and the loader's
+    get_* calls that fill their second argument."""
+    out = []
+
+    def field_of(e):
+        if e[0] == "member" and e[1] == ("name", "hparams"):
+            return e[2]
+        if e[0] == "index":
+            return field_of(e[1])
+        return None
+
+    def visit(node, top):
+        if isinstance(node, list):
+            for x in node:
+                visit(x, top)
+            return
+        if not isinstance(node, tuple) or not node:
+            return
+        k = node[0]
+        if k == "assign" or (k in ("un", "post") and node[1] in ("++", "--")):
+            f = field_of(node[2])
+            if f:
+                out.append((False, (f, None, False)))
+        if k == "call" and node[1][0] == "member" and node[1][1] in (("name", "ml"),) and \
+                node[1][2].startswith("get_") and len(node[2]) >= 2:
+            f = field_of(node[2][1])
+            if f:
+                kv = node[2][0][1] if node[2][0][0] == "name" else None
+                plain = node[1][2] == "get_key" and field_of(node[2][1]) == node[2][1][2] and \
+                    node[2][1][0] == "member"
+                required = len(node[2]) == 2 or node[2][2] == ("name", "true")
+                optional_ok = len(node[2]) == 3 and node[2][2] in (("name", "false"), ("name", "true"))
+                ok = plain and (len(node[2]) == 2 or optional_ok)
+                out.append((top and ok, (f, kv if ok else None, required)))
+        if k == "call" and node[1][0] == "member" and node[1][1] == ("name", "hparams"):
+            out.append((False, (node[1][2], None, False)))  # a setter: not a plain key
+        for x in node[1:]:
+            visit(x, False)
+
+    for _, st in body[1]:
+        if st[0] == "expr" and st[1][0] == "call":
+            visit(st[1], True)
+        else:
+            visit(st, False)
+    return out
+
+
+def assigns(node, name):
+    """Does the syntax tree write the plain name (=, op=, ++, --)?"""
+    key = (id(node), name)
+    if key not in _ASSIGNS:
+        _ASSIGNS[key] = _assigns(node, name)
+    return _ASSIGNS[key]
+
+
+_ASSIGNS = {}
+
+
+def _assigns(node, name):
+    if isinstance(node, tuple):
+        if node and node[0] == "assign" and node[2] == ("name", name):
+            return True
+        if node and node[0] in ("un", "post") and node[1] in ("++", "--") and node[2] == ("name", name):
+            return True
+        return any(_assigns(x, name) for x in node)
+    if isinstance(node, list):
+        return any(_assigns(x, name) for x in node)
+    return False
+
+
+def collect_handle_members(bodies):
+    """Plain names assigned from create_tensor anywhere: the model's tensor
+    members (output, tok_embd, ...)."""
+    names = set()
+
+    def walk(node):
+        if isinstance(node, tuple):
+            if node and node[0] == "assign" and node[2][0] == "name" and contains_create(node[3]):
+                names.add(node[2][1])
+            for x in node:
+                walk(x)
+        elif isinstance(node, list):
+            for x in node:
+                walk(x)
+
+    for b in bodies:
+        walk(b)
+    return names
+
+
+# ------------------------------------------------------------------ the whole table
+
+
+def generic_pass(src):
+    """The generic '.scale' pass of load_tensors, between load_arch_tensors(ml)
+    and ml.done_getting_tensors(), as a block."""
+    text = src.model_cpp
+    a = text.index("load_arch_tensors(ml);")
+    a = text.index("\n", a) + 1
+    b = text.index("ml.done_getting_tensors();", a)
+    region = text[a:b]
+    # The region ends with the '}' closing the "create tensors" block.
+    region = region[:region.rstrip().rfind("}")]
+    first_line = text.count("\n", 0, a) + 1
+    return cx.parse_body("{" + region + "}", first_line, "src/llama-model.cpp"), first_line
+
+
+def build(root):
+    src = Sources(root)
+    prog = Program(src)
+    helpers = {}
+    for name in ("create_tensor_qkv", "create_tensor_gate_up_exps"):
+        q = "llama_model_base::" + name
+        body_text, line = cx.find_function(src.model_cpp, q)
+        helpers[name] = (src.params_of(src.model_cpp, q), cx.parse_body(body_text, line, "src/llama-model.cpp"),
+                         "src/llama-model.cpp")
+    loaders = {}
+    for arch in sorted(src.arch_class, key=lambda a: src.arch_enum[a]):
+        r = src.loader_of(src.arch_class[arch])
+        if r is None:
+            raise SystemExit(f"gen_arch_table: no load_arch_tensors for {arch} ({src.arch_class[arch]})")
+        path, text, line, cls = r
+        if cls not in loaders:
+            loaders[cls] = (path, line, cx.parse_body(text, line, path))
+    gp_body, gp_line = generic_pass(src)
+    members = collect_handle_members([v[2] for v in loaders.values()] + [gp_body])
+
+    users = {}  # defining class -> the classes of the archs whose loader it is
+    for arch in src.arch_class:
+        users.setdefault(src.loader_of(src.arch_class[arch])[3], set()).add(src.arch_class[arch])
+    functions = []
+    fn_of_class = {}
+    for cls, (path, line, body) in sorted(loaders.items(), key=lambda kv: (kv[1][0], kv[1][1])):
+        fn = Function(prog, cls + "::load_arch_tensors", path, line)
+        maps = [src.hparams_of(c) for c in sorted(users[cls])]
+        hparams = {f: e for f, e in maps[0].items() if all(m.get(f) == e for m in maps[1:])}
+        comp = Compiler(prog, fn, members, helpers, hparams)
+        fn.body = comp.block(Env(), body[1], {"target": None})
+        fn_of_class[cls] = len(functions)
+        functions.append(fn)
+    gfn = Function(prog, "llama_model_base::load_tensors (generic pass)", "src/llama-model.cpp", gp_line)
+    genv = Env()
+    genv.set("n_layer_all", ("int", prog.expr("NLAYER_ALL")))
+    comp = Compiler(prog, gfn, members, helpers)
+    gfn.body = comp.block(genv, gp_body[1], {"target": None})
+    functions.append(gfn)
+
+    archs = []
+    for arch in sorted(src.arch_class, key=lambda a: src.arch_enum[a]):
+        cls = src.arch_class[arch]
+        path, _, _, defining = src.loader_of(cls)
+        archs.append((src.arch_names[arch], arch, src.arch_enum[arch], fn_of_class[defining]))
+    return src, prog, functions, archs
+
+
+# ------------------------------------------------------------------ emitting C
+
+
+def flatten(stmts, out, prog, path):
+    """Pre-order flattening; every compound statement records its subtree
+    sizes.  Conditions, flags and layer arguments the file cannot decide are
+    listed in prog.notes."""
+    for s in stmts:
+        k = s[0]
+        if k in ("if", "for") and has_unknown(prog, s[1]):
+            prog.notes.append((path, s[4], f"{k} condition unknown: resolved by the tensors present"))
+        if k == "create":
+            _, tensor, suffix, bid, xid, flags, hslot, hlayer, line, path = s
+            for what, e in (("flags", flags), ("layer", bid), ("xid", xid)):
+                if e >= 0 and has_unknown(prog, e):
+                    prog.notes.append((path, line, f"create_tensor {what} unknown"))
+            out.append(("CREATE", prog.src.tensor_enum_index[tensor], -1 if suffix is None else prog.string(suffix),
+                        bid, xid, flags, hslot, hlayer, line, path, tensor, suffix))
+        elif k == "set":
+            out.append(("SET", s[1], s[2], -1, -1, -1, -1, -1, s[3], None, None, None))
+        elif k == "hset":
+            out.append(("HSET", s[1], s[2], s[3], s[4], -1, -1, -1, s[5], None, None, None))
+        elif k in ("return", "break", "continue"):
+            out.append((k.upper(), -1, -1, -1, -1, -1, -1, -1, s[1], None, None, None))
+        elif k == "fail":
+            out.append(("FAIL", s[1], -1, -1, -1, -1, -1, -1, s[2], s[3], None, None))
+        elif k == "scope":
+            at = len(out)
+            out.append(None)
+            flatten(s[1], out, prog, path)
+            out[at] = ("SCOPE", len(out) - at - 1, -1, -1, -1, -1, -1, -1, s[2], None, None, None)
+        elif k in ("if", "for"):  # IF: then, else; FOR: body, step
+            at = len(out)
+            out.append(None)
+            flatten(s[2], out, prog, path)
+            n_first = len(out) - at - 1
+            flatten(s[3], out, prog, path)
+            n_second = len(out) - at - 1 - n_first
+            out[at] = (k.upper(), s[1], n_first, n_second, -1, -1, -1, -1, s[4], None, None, None)
+        else:
+            raise SystemExit(f"gen_arch_table: internal: statement {k}")
+
+
+def emit(root, out_path):
+    src, prog, functions, archs = build(root)
+    tensors = sorted(src.tensor_enum, key=lambda t: src.tensor_enum[t])
+    src.tensor_enum_index = {t: i for i, t in enumerate(tensors)}
+    flat, fn_rows = [], []
+    for fn in functions:
+        first = len(flat)
+        flatten(fn.body, flat, prog, fn.path)
+        fn_rows.append((first, len(flat) - first, fn.n_locals, fn.name, fn.path, fn.line))
+    files = sorted({fn.path for fn in functions} | {r[9] for r in flat if r[9]})
+    file_index = {f: i for i, f in enumerate(files)}
+    ops = sorted({info[1] for info in src.tensor_infos.values()})
+    commit = source_commit(root)
+
+    w = []
+    w.append("/*")
+    w.append(" * arch_table.c - GENERATED by scripts/gen_arch_table.py from llama.cpp's source")
+    w.append(f" * ({commit}); do not edit.  tests/arch regenerates it and fails on any")
+    w.append(" * difference.")
+    w.append(" *")
+    w.append(" * Every architecture llama_model_mapping knows, its load_arch_tensors")
+    w.append(" * compiled into statements over an expression pool (src/arch.h explains the")
+    w.append(" * encoding; src/arch.c runs them), and the tensors of LLM_TENSOR_NAMES with")
+    w.append(" * their LLM_TENSOR_INFOS class and op.")
+    w.append(" */")
+    w.append('#include "arch.h"')
+    w.append("")
+    w.append(f"const uint32_t gm_arch_n_tensors = {len(tensors)};")
+    w.append(f"const uint32_t gm_arch_tensor_token_embd = {src.tensor_enum_index['LLM_TENSOR_TOKEN_EMBD']};")
+    w.append(f"const uint32_t gm_arch_tensor_output = {src.tensor_enum_index['LLM_TENSOR_OUTPUT']};")
+    w.append("const gm_arch_tensor gm_arch_tensors[] = {")
+    for t in tensors:
+        name = src.tensor_names.get(t)
+        info = src.tensor_infos.get(t)
+        cls = f"GM_LAYER_{info[0]}" if info else "GM_LAYER_NONE"
+        op = f"GM_OP_{info[1]}" if info else "GM_OP_NONE"
+        where = f"llama-arch.cpp:{src.tensor_name_line[t]}" if name else "no name"
+        if info:
+            where += f",{info[2]}"
+        cname = '"' + name + '"' if name else "NULL"
+        w.append(f"    {{{cname}, {cls}, {op}, {1 if info else 0}}}, /* {t} ({where}) */")
+    w.append("};")
+    w.append("")
+    w.append(f"const uint32_t gm_arch_n_strings = {len(prog.strings)};")
+    w.append("const char *const gm_arch_strings[] = {")
+    for i, s in enumerate(prog.strings):
+        w.append(f'    "{s}", /* {i} */')
+    w.append("};")
+    w.append("")
+    w.append(f"const uint32_t gm_arch_n_handles = {len(prog.handles)};")
+    w.append("const char *const gm_arch_handles[] = {")
+    for i, s in enumerate(prog.handles):
+        w.append(f'    "{s}", /* {i} */')
+    w.append("};")
+    w.append("")
+    w.append(f"const uint32_t gm_arch_n_exprs = {len(prog.exprs)};")
+    w.append("const gm_arch_expr gm_arch_exprs[] = {")
+    for i, (kind, a, b, c, v) in enumerate(prog.exprs):
+        w.append(f"    {{GM_AX_{kind}, {a}, {b}, {c}, {v}}}, /* {i} */")
+    w.append("};")
+    w.append("")
+    w.append(f"const uint32_t gm_arch_n_files = {len(files)};")
+    w.append("const char *const gm_arch_files[] = {")
+    for f in files:
+        w.append(f'    "{f}",')
+    w.append("};")
+    w.append("")
+    w.append(f"const uint32_t gm_arch_n_stmts = {len(flat)};")
+    w.append("const gm_arch_stmt gm_arch_stmts[] = {")
+    fn_starts = {r[0]: r for r in fn_rows}
+    for i, r in enumerate(flat):
+        if i in fn_starts:
+            w.append(f"    /* {fn_starts[i][3]} ({fn_starts[i][4]}:{fn_starts[i][5]}) */")
+        kind = r[0]
+        fidx = file_index.get(r[9], 0) if r[9] else 0
+        comment = ""
+        if kind == "CREATE":
+            name = src.tensor_names[r[10]] + ("." + r[11] if r[11] else "")
+            comment = f" {name} ({r[9]}:{r[8]})"
+        w.append(f"    {{GM_AS_{kind}, {r[1]}, {r[2]}, {r[3]}, {r[4]}, {r[5]}, {r[6]}, {r[7]}, {r[8]}, {fidx}}},"
+                 f" /* {i}{comment} */")
+    w.append("};")
+    w.append("")
+    w.append(f"const uint32_t gm_arch_n_funcs = {len(fn_rows)};")
+    w.append("const gm_arch_func gm_arch_funcs[] = {")
+    for i, (first, n, n_locals, name, path, line) in enumerate(fn_rows):
+        w.append(f'    {{{first}, {n}, {n_locals}, "{name}", "{path}:{line}"}}, /* {i} */')
+    w.append("};")
+    w.append(f"const uint32_t gm_arch_generic_pass = {len(fn_rows) - 1};")
+    w.append("")
+    w.append(f"const uint32_t gm_arch_n_defs = {len(archs)};")
+    w.append("const gm_arch_def gm_arch_defs[] = { /* llama_model_mapping, src/llama-model.cpp */")
+    for name, enum, value, fn in sorted(archs, key=lambda a: a[0]):
+        w.append(f'    {{"{name}", {value}, {fn}}}, /* {enum} */')
+    w.append("};")
+    w.append("")
+    w.append("/* The flags of llama_model_loader::create_tensor (src/llama-model-loader.h). */")
+    for n, v in sorted(prog.flags.items(), key=lambda kv: kv[1]):
+        w.append(f"const uint32_t gm_arch_{n.lower()} = {v};")
+    w.append("")
+    w.append("/* The keys src/arch.c reads (LLM_KV_NAMES, src/llama-arch.cpp). */")
+    for kv in ("LLM_KV_BLOCK_COUNT", "LLM_KV_NEXTN_PREDICT_LAYERS", "LLM_KV_NUM_LOOPS",
+               "LLM_KV_ATTENTION_SLIDING_WINDOW_PATTERN", "LLM_KV_GENERAL_ARCHITECTURE"):
+        w.append(f'const char gm_arch_{kv[7:].lower()}[] = "{src.kv_names[kv]}";')
+    w.append("")
+    text = "\n".join(w) + "\n"
+    unknown_ops = [o for o in ops if o not in KNOWN_OPS]
+    if unknown_ops:
+        raise SystemExit(f"gen_arch_table: ops without a GM_OP_ value in src/arch.h: {unknown_ops}")
+    if out_path == "-":
+        sys.stdout.write(text)
+    else:
+        tmp = out_path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, out_path)
+    return prog
+
+
+KNOWN_OPS = {"NONE", "GET_ROWS", "MUL_MAT", "MUL_MAT_ID", "MUL", "ADD", "ADD_ID", "DIV", "ROPE", "SSM_CONV",
+             "SSM_SCAN", "RWKV_WKV6", "IM2COL", "SCALE"}
+
+
+def source_commit(root):
+    """The commit of the tree, from a VERSION-like stamp the caller may leave
+    (GGUFMAP_LLAMA_COMMIT) - the generator itself never runs git."""
+    return os.environ.get("GGUFMAP_LLAMA_COMMIT", "llama.cpp v0.5.0, commit de3ff815")
+
+
+INPUTS = ["src/llama-arch.h", "src/llama-arch.cpp", "ggml/include/ggml.h", "src/llama-model.cpp",
+          "src/llama-model-loader.h", "src/llama-hparams.h", "src/models"]
+
+
+def main(argv):
+    if argv[1:] == ["--inputs"]:
+        print("\n".join(INPUTS))
+        return 0
+    if len(argv) not in (3, 4) or (len(argv) == 4 and argv[3] != "--notes"):
+        sys.stderr.write("usage: gen_arch_table.py LLAMA_SRC_DIR OUT.c|- [--notes] | --inputs\n")
+        return 1
+    try:
+        prog = emit(argv[1], argv[2])
+    except (CompileError, SyntaxError) as e:
+        sys.stderr.write(f"gen_arch_table: {e}\n")
+        return 1
+    if len(argv) == 4:
+        for path, line, text in sorted(set(prog.notes)):
+            sys.stderr.write(f"{path}:{line}: {text}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,108 @@
+/*
+ * test_loaders.c - every architecture's loader in src/arch_table.c runs to
+ * its end.
+ *
+ * For each architecture ggufmap_architecture() lists, a model is grown from
+ * nothing: block_count 2 and no tensors, then, as long as placing it fails
+ * with "missing tensor 'NAME'", NAME is added (an f32 vector: shapes are not
+ * the table's business).  The loader must then finish: the model placed,
+ * every tensor used.  One more tensor no loader asks for must be refused,
+ * named.  clip, llama.cpp's stub for llama-quantize, must refuse at once
+ * (its loader aborts).  This runs the compiled program of every loader,
+ * fixture or not, to the end of at least one path through it.
+ *
+ *   test_loaders DIR   (a scratch folder is made inside DIR and removed)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../unit/check.h"
+#include "ggufmap/ggufmap.h"
+
+#define MAX_TENSORS 600
+
+static char path[1024];
+
+/* Writes ARCH with block_count 2 and the n tensors named. */
+static int write_model(const char *arch, char names[][96], int n) {
+    ggufmap_writer *w = ggufmap_writer_new();
+    char key[128];
+    ggufmap_writer_add_string(w, "general.architecture", arch);
+    snprintf(key, sizeof key, "%s.block_count", arch);
+    ggufmap_writer_add_u32(w, key, 2);
+    ggufmap_data z = {.kind = GGUFMAP_DATA_ZEROS};
+    int64_t ne[1] = {32};
+    for (int i = 0; i < n; i++) ggufmap_writer_add_tensor(w, names[i], 1, ne, 0, &z);
+    ggufmap_error err;
+    unlink(path);
+    int rc = ggufmap_writer_write(w, path, GGUFMAP_WRITE_SPARSE, &err);
+    if (rc) fprintf(stderr, "%s: %s\n", arch, err.message);
+    ggufmap_writer_free(w);
+    return rc;
+}
+
+/* Places the model at path; GGUFMAP_OK, or the status with msg filled. */
+static int place(char *msg, size_t cap) {
+    ggufmap_model *m;
+    ggufmap_error err;
+    int rc = ggufmap_model_open(path, 0, &m, &err);
+    if (!rc) {
+        ggufmap_placement_opts o;
+        ggufmap_placement_opts_init(&o);
+        ggufmap_placement *p = NULL;
+        rc = ggufmap_place(m, &o, &p, &err);
+        ggufmap_placement_free(p);
+        ggufmap_model_close(m);
+    }
+    snprintf(msg, cap, "%s", rc ? err.message : "");
+    return rc;
+}
+
+/* Grows arch's model until it places; the number of tensors, or -1 with msg. */
+static int grow(const char *arch, char names[][96], char *msg, size_t cap) {
+    for (int n = 0; n < MAX_TENSORS; n++) {
+        if (write_model(arch, names, n)) return -1;
+        if (place(msg, cap) == GGUFMAP_OK) return n;
+        const char *q = strstr(msg, "missing tensor '");
+        const char *e = q ? strchr(q + 16, '\'') : NULL;
+        if (!e) return -1;
+        snprintf(names[n], 96, "%.*s", (int)(e - q - 16), q + 16);
+    }
+    snprintf(msg, cap, "more than %d tensors", MAX_TENSORS);
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    char dir[900];
+    snprintf(dir, sizeof dir, "%s/ggufmap-loaders-XXXXXX", argc > 1 ? argv[1] : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror(dir);
+        return 2;
+    }
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    static char names[MAX_TENSORS + 1][96];
+    char msg[1200];
+    int n_arch = 0, total = 0;
+    for (uint32_t i = 0; ggufmap_architecture(i); i++, n_arch++) {
+        const char *arch = ggufmap_architecture(i);
+        int n = grow(arch, names, msg, sizeof msg);
+        if (strcmp(arch, "clip") == 0) {
+            CHECK_MSG(n < 0 && strstr(msg, "CLIP is a quant-only stub"), "clip: %s", msg);
+            continue;
+        }
+        CHECK_MSG(n >= 0, "%s: %s", arch, msg);
+        if (n < 0) continue;
+        total += n;
+        snprintf(names[n], 96, "ggufmap_unused.weight");
+        CHECK_MSG(write_model(arch, names, n + 1) == 0 && place(msg, sizeof msg) == GGUFMAP_EFORMAT &&
+                      strstr(msg, "'ggufmap_unused.weight' is not used"),
+                  "%s: %s", arch, msg);
+    }
+    unlink(path);
+    rmdir(dir);
+    printf("%d architectures, %d tensors asked for\n", n_arch, total);
+    CHECK(n_arch > 140);
+    return check_summary();
+}
