@@ -56,6 +56,22 @@ names() {
 
 has() { grep -q -- "$1" <<<"$OUT"; }
 
+# decode_same KIND M: the fake GPU computes (a CPU backend inside its own
+# backend stream): a decode at ngl 0, 2 and all gives bit-identical logits to
+# a CPU-only run (--no-repack: the repacked CPU kernels round differently)
+decode_same() {
+    local kind=$1 m=$2 ngl cpu_hash
+    run --no-repack --decode 8 "$m"
+    cpu_hash=$(sed -n 's/^DECODE ok .* hash=\([0-9a-f]*\) finite=1$/\1/p' <<<"$OUT")
+    [ -n "$cpu_hash" ] || fail "CPU-only decode: no finite DECODE ok line"
+    for ngl in 0 2 all; do
+        run --fake-gpu "$kind" --ngl "$ngl" --no-repack --decode 8 "$m"
+        has "^DECODE ok kind=logits n_tokens=8 n_out=[0-9]* hash=$cpu_hash finite=1$" ||
+            fail "decode on the fake $kind GPU at ngl $ngl: not the CPU-only logits ($cpu_hash)"
+    done
+    ok "decode on the fake $kind GPU at ngl 0, 2, all: the CPU-only logits ($cpu_hash)"
+}
+
 case "$MODE" in
 metal)
     M="$WORK/q4.gguf"
@@ -100,6 +116,8 @@ metal)
     has '^ALLOC buft=MTL0 size=[0-9]* n_tensors=11$' || fail "--no-mmap: no ALLOC MTL0 with 11 tensors"
     ! has MAPPED || fail "--no-mmap: a MAPPED buffer"
     ok "--no-mmap: ALLOC MTL0"
+
+    decode_same metal "$M"
     ;;
 cuda)
     M="$WORK/q4.gguf"
@@ -135,6 +153,8 @@ cuda)
     has '^ALLOC buft=CUDA_Host size=[0-9]* n_tensors=28$' || fail "--no-mmap: no ALLOC CUDA_Host with 28 tensors"
     has '^ALLOC buft=CUDA0 size=34432 n_tensors=11$' || fail "--no-mmap: no ALLOC CUDA0"
     ok "--no-mmap: CUDA_Host keeps the CPU weights"
+
+    decode_same cuda "$M"
     ;;
 overrides)
     M="$WORK/moe.gguf"
