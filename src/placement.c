@@ -555,6 +555,7 @@ const ggufmap_instance *ggufmap_placement_instance(const ggufmap_placement *p, i
 }
 int32_t ggufmap_placement_n_layers(const ggufmap_placement *p) { return p->n_layers; }
 bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer) { return layer_on_gpu(p, layer); }
+const ggufmap_placement_opts *ggufmap_placement_options(const ggufmap_placement *p) { return &p->opts; }
 const char *ggufmap_placement_warning(const ggufmap_placement *p) { return p->warning; }
 ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p) { return p->cpu; }
 

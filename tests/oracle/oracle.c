@@ -483,6 +483,84 @@ bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t sched, struct ggml_cgra
     return sched_call("ggml_backend_sched_alloc_graph", &real, sched, graph);
 }
 
+/* --graph: every graph the scheduler splits while the context is reported,
+ * node by node (op, type, shape, strides, view source, sources, flags,
+ * name) with the backend the scheduler assigned.  A debugging aid for
+ * fit's graph model; the sources are printed as they were before the split
+ * (the split redirects them to copies), by index: nI (node) or lI (leaf). */
+static bool g_dump_graph;
+static int g_n_graphs;
+
+/* The head of ggml-impl.h's struct ggml_cgraph in the pinned tree (the
+ * public headers keep it opaque and have no accessor for the leafs). */
+struct cgraph_head {
+    int size, n_nodes, n_leafs;
+    struct ggml_tensor **nodes, **grads, **grad_accs, **leafs;
+};
+
+static int graph_n_leafs(struct ggml_cgraph *g) { return ((struct cgraph_head *)(void *)g)->n_leafs; }
+static struct ggml_tensor *graph_leaf(struct ggml_cgraph *g, int i) { return ((struct cgraph_head *)(void *)g)->leafs[i]; }
+
+typedef void (*split_graph_fn)(ggml_backend_sched_t, struct ggml_cgraph *);
+
+static void tensor_ref(struct ggml_cgraph *g, const struct ggml_tensor *t, char *out, size_t cap)
+{
+    snprintf(out, cap, "-");
+    if (!t)
+        return;
+    for (int i = 0; i < ggml_graph_n_nodes(g); i++)
+        if (ggml_graph_node(g, i) == t) {
+            snprintf(out, cap, "n%d", i);
+            return;
+        }
+    for (int i = 0; i < graph_n_leafs(g); i++)
+        if (graph_leaf(g, i) == t) {
+            snprintf(out, cap, "l%d", i);
+            return;
+        }
+    snprintf(out, cap, "x:%s", ggml_get_name(t));
+}
+
+static void print_graph_tensor(struct ggml_cgraph *g, const char *kw, int i, struct ggml_tensor *t,
+                               struct ggml_tensor *const *srcs, ggml_backend_sched_t sched)
+{
+    char view[80], src[GGML_MAX_SRC][80];
+    tensor_ref(g, t->view_src, view, sizeof view);
+    for (int j = 0; j < GGML_MAX_SRC; j++)
+        tensor_ref(g, srcs[j], src[j], sizeof src[j]);
+    ggml_backend_t be = ggml_backend_sched_get_tensor_backend(sched, t);
+    printf("%s %d op=%s type=%s ne=%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 " nb=%zu,%zu,%zu,%zu view=%s:%zu "
+           "src=%s,%s,%s,%s flags=%d buf=%s be=%s name=%s\n",
+           kw, i, ggml_op_desc(t), ggml_type_name(t->type), t->ne[0], t->ne[1], t->ne[2], t->ne[3], t->nb[0], t->nb[1],
+           t->nb[2], t->nb[3], view, t->view_offs, src[0], src[1], src[2], src[3], t->flags,
+           t->buffer ? ggml_backend_buffer_name(t->buffer) : "-", be ? ggml_backend_name(be) : "-", ggml_get_name(t));
+}
+
+void ggml_backend_sched_split_graph(ggml_backend_sched_t sched, struct ggml_cgraph *graph)
+{
+    static split_graph_fn real;
+    if (!real)
+        real = (split_graph_fn)real_sym("ggml_backend_sched_split_graph");
+    if (!g_dump_graph || g_phase == PHASE_NONE) {
+        real(sched, graph);
+        return;
+    }
+    const int n = ggml_graph_n_nodes(graph);
+    struct ggml_tensor *(*srcs)[GGML_MAX_SRC] = calloc((size_t)n + 1, sizeof *srcs);
+    if (!srcs)
+        die_oom();
+    for (int i = 0; i < n; i++)
+        memcpy(srcs[i], ggml_graph_node(graph, i)->src, sizeof srcs[i]);
+    real(sched, graph);
+    printf("GRAPH %d nodes=%d leafs=%d splits=%d\n", g_n_graphs++, n, graph_n_leafs(graph),
+           ggml_backend_sched_get_n_splits(sched));
+    for (int i = 0; i < graph_n_leafs(graph); i++)
+        print_graph_tensor(graph, "GLEAF", i, graph_leaf(graph, i), graph_leaf(graph, i)->src, sched);
+    for (int i = 0; i < n; i++)
+        print_graph_tensor(graph, "GNODE", i, ggml_graph_node(graph, i), srcs[i], sched);
+    free(srcs);
+}
+
 /* TOTAL lines: the live context buffers summed per kind and buffer type, in
  * order of first appearance */
 static void print_ctx_totals(const char *keyword)
@@ -778,7 +856,8 @@ static void usage(FILE *out)
           "  --kv-unified       one KV stream for all sequences\n"
           "  --nkvo             KV cache on the CPU (offload_kqv = false)\n"
           "  --embd             embeddings = true   --no-op-offload   op_offload = false\n"
-          "  --n-outputs-max N  n_outputs_max       --logits-all  --decode asks every token's output\n",
+          "  --n-outputs-max N  n_outputs_max       --logits-all  --decode asks every token's output\n"
+          "  --graph            also print every graph the scheduler splits (GRAPH/GLEAF/GNODE lines)\n",
           out);
 }
 
@@ -1116,6 +1195,7 @@ static int parse_ctx_option(int argc, char **argv, int *i, struct ctx_opts *o, b
     else if (strcmp(a, "--no-op-offload") == 0) o->no_op_offload = true;
     else if (strcmp(a, "--logits-all") == 0) o->logits_all = true;
     else if (strcmp(a, "--context") == 0) o->report = true;
+    else if (strcmp(a, "--graph") == 0) g_dump_graph = true;
     else return 0;
     o->report = true;
     return 1;
