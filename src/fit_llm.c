@@ -299,24 +299,36 @@ static int32_t build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_
     return cur;
 }
 
-/* build_attn with llm_graph_input_attn_kv (llama-graph.cpp:2851-2930) */
-int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
-                      bool soft_cap) {
+/* build_attn with llm_graph_input_attn_kv (llama-graph.cpp:2851-2930) and
+ * with llm_graph_input_attn_kv_iswa (:3089-3170, iswa: q, k, v expanded in
+ * that order, and no K/V to store on a layer that reuses another's cache) */
+int32_t gm_build_attn_ex(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
+                         bool soft_cap, bool iswa) {
     gm_graph *g = l->g;
     if (inp->k_rot != GM_NONE) {
         q = mul_mat_hadamard(g, q, inp->k_rot);
-        k = mul_mat_hadamard(g, k, inp->k_rot);
+        if (k != GM_NONE) k = mul_mat_hadamard(g, k, inp->k_rot);
     }
-    if (inp->v_rot != GM_NONE) v = mul_mat_hadamard(g, v, inp->v_rot);
+    if (inp->v_rot != GM_NONE && v != GM_NONE) v = mul_mat_hadamard(g, v, inp->v_rot);
     gm_expand(g, q);
-    gm_expand(g, v);
-    gm_expand(g, k);
-    gm_expand(g, cpy_k(l, inp->kv, k, inp->k_idxs, il));
-    gm_expand(g, cpy_v(l, inp->kv, v, inp->v_idxs, il));
+    if (iswa) {
+        if (k != GM_NONE) gm_expand(g, k);
+        if (v != GM_NONE) gm_expand(g, v);
+    } else {
+        gm_expand(g, v);
+        gm_expand(g, k);
+    }
+    if (k != GM_NONE) gm_expand(g, cpy_k(l, inp->kv, k, inp->k_idxs, il));
+    if (v != GM_NONE) gm_expand(g, cpy_v(l, inp->kv, v, inp->v_idxs, il));
     int32_t cur = build_attn_mha(l, q, get_k(l, inp->kv, il), get_v(l, inp->kv, il), inp->kq_mask, soft_cap);
     if (inp->v_rot != GM_NONE) cur = mul_mat_hadamard(g, cur, inp->v_rot);
     if (wo != GM_NONE) cur = gm_build_lora_mm(l, wo, cur);
     return cur;
+}
+
+int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
+                      bool soft_cap) {
+    return gm_build_attn_ex(l, inp, wo, q, k, v, il, soft_cap, false);
 }
 
 /* build_ffn, type_gate LLM_FFN_PAR: up, gate, swiglu/geglu(gate, up), down */

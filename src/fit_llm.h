@@ -84,6 +84,10 @@ void gm_build_qkv(gm_llm *l, int32_t wq, int32_t wk, int32_t wv, int32_t cur, in
 /* build_attn with a KV cache: store K/V, attend, project with wo */
 int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
                       bool soft_cap);
+/* the same for a sliding-window pair of caches: q, k, v expanded in that
+ * order; k and v GM_NONE on a layer that reads another layer's cache */
+int32_t gm_build_attn_ex(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
+                         bool soft_cap, bool iswa);
 /* build_ffn with a SiLU-gated parallel up/gate (LLM_FFN_SILU, LLM_FFN_PAR) or GELU */
 int32_t gm_build_ffn(gm_llm *l, int32_t cur, int32_t up, int32_t gate, int32_t down, bool gelu);
 /* build_moe_ffn: softmax gating, top-k experts, SiLU */

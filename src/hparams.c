@@ -63,6 +63,19 @@ static bool get_u32(reader *r, const char *suffix, uint32_t *out, bool required)
     return true;
 }
 
+/* get_key for a f32 (the key must be a FLOAT32 scalar) */
+static void get_f32(reader *r, const char *suffix, float *out) {
+    char key[160];
+    const ggufmap_kv *kv = find_key(r, suffix, key, sizeof key);
+    double v;
+    if (!kv) return;
+    if (kv->type != GGUFMAP_VALUE_FLOAT32 || ggufmap_kv_float(kv, &v) != GGUFMAP_OK) {
+        fail_key(r, kv, key, "not a f32 (llama.cpp refuses the model)");
+        return;
+    }
+    *out = (float)v;
+}
+
 static bool get_bool(reader *r, const char *suffix, bool *out) {
     char key[160];
     const ggufmap_kv *kv = find_key(r, suffix, key, sizeof key);
@@ -219,6 +232,8 @@ static void read_gemma4(reader *r, gm_hparams *hp) {
     get_u32(r, "embedding_length_per_layer_input", &hp->n_embd_per_layer, true);
     get_u32(r, "attention.key_length_swa", &hp->head_k_swa, true);
     get_u32(r, "attention.value_length_swa", &hp->head_v_swa, true);
+    hp->final_logit_softcapping = 30.0f; /* llama_hparams' default */
+    get_f32(r, "final_logit_softcapping", &hp->final_logit_softcapping);
     hp->memory = GM_MEMORY_KV_ISWA;
 }
 

@@ -84,6 +84,7 @@ typedef struct gm_hparams {
     bool is_ple[GM_MAX_LAYERS];
     uint32_t ple_n_heads, ple_head_dim, ple_ngram_size, ple_conv_kernel;
     uint32_t n_embd_per_layer;           /* gemma4: per-layer input embedding width */
+    float final_logit_softcapping;       /* gemma4: logits soft-capped unless 0 (default 30) */
 } gm_hparams;
 
 /* Reads what llama.cpp reads, with its defaults.  Returns GGUFMAP_OK;
