@@ -4,6 +4,7 @@
 //   CTXBUF kind=K buft=B size=S          every context buffer, in order
 //   OUTMAX buft=B size=S                 the output buffer at n_batch rows
 //   BOUND kind=K buft=B size=S           a buffer that is an upper bound (exact: false)
+//   CTX ok n_ctx=.. n_ctx_seq=.. n_batch=.. n_ubatch=.. n_seq_max=.. fa=on|off   the context's sizes
 //   CTX fail | CTX abort                 llama.cpp refuses the context
 // and checks the document's own consistency: device totals are the sums of
 // their buffers; exits 1 (after printing the problems) when they are not.
@@ -15,6 +16,9 @@ if (fit.schema !== 'ggufmap.fit/1') problems.push(`schema is ${JSON.stringify(fi
 if (fit.refusal) {
   console.log(fit.refusal.aborts ? 'CTX abort' : 'CTX fail');
 } else {
+  const c = fit.context;
+  console.log(`CTX ok n_ctx=${c.n_ctx} n_ctx_seq=${c.n_ctx_seq} n_batch=${c.n_batch} n_ubatch=${c.n_ubatch} ` +
+              `n_seq_max=${c.n_seq_max} fa=${c.flash_attn ? 'on' : 'off'}`);
   for (const b of fit.buffers) {
     if (b.kind === 'weights') continue;
     console.log(`${b.exact ? 'CTXBUF' : 'BOUND'} kind=${b.kind} buft=${b.buft} size=${b.bytes}`);

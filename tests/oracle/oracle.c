@@ -708,7 +708,7 @@ static enum ggml_log_level g_loglevel = GGML_LOG_LEVEL_INFO;
  * attention as "auto" resolved it (llama-context.cpp resolve_fused_ops). */
 static void ctx_log_line(void)
 {
-    if (strstr(g_logline, "Flash Attention enabled"))
+    if (strstr(g_logline, "Flash Attention enabled") || strstr(g_logline, "enabling flash_attn"))
         g_fa_resolved = 1;
     else if (strstr(g_logline, "Flash Attention not supported"))
         g_fa_resolved = 0;
@@ -932,18 +932,21 @@ static void ot_add_n_cpu(long n, const char *ffn_regex)
     }
 }
 
-static bool parse_count(const char *opt, const char *s, long *out)
+/* a count in [0, max] */
+static bool parse_count_max(const char *opt, const char *s, long max, long *out)
 {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end || errno || v < 0 || v > 100000) {
-        fprintf(stderr, "ggufmap-oracle: %s takes a count >= 0, not '%s'\n", opt, s);
+    if (*s == '\0' || *end || errno || v < 0 || v > max) {
+        fprintf(stderr, "ggufmap-oracle: %s takes a count from 0 to %ld, not '%s'\n", opt, max, s);
         return false;
     }
     *out = v;
     return true;
 }
+
+static bool parse_count(const char *opt, const char *s, long *out) { return parse_count_max(opt, s, 100000, out); }
 
 static int gguf_check(const char *path)
 {
@@ -1161,7 +1164,8 @@ static int parse_ctx_option(int argc, char **argv, int *i, struct ctx_opts *o, b
     else if (strcmp(a, "--ub") == 0) count = &o->n_ubatch;
     else if (strcmp(a, "--n-outputs-max") == 0) count = &o->n_outputs_max;
     if (count) {
-        if (!v || !parse_count(a, v, count))
+        /* contexts up to llama.cpp's uint32 n_ctx; 1 << 30 is far beyond any model */
+        if (!v || !parse_count_max(a, v, 1l << 30, count))
             return -1;
         if ((count == &o->n_threads || count == &o->n_seq_max) && *count < 1) {
             fprintf(stderr, "ggufmap-oracle: %s must be at least 1\n", a);
