@@ -96,10 +96,12 @@ static int add_weights(ggufmap_fit *fit) {
         const char *gpu = gm_fit_gpu_buft(fit);
         b->device = gpu && strcmp(ctx->buft, gpu) == 0 ? GM_DEVICE_GPU : GM_DEVICE_CPU;
         if (pb->mapped)
-            snprintf(b->what, sizeof b->what, "%lld tensors mapped from shard %u%s", (long long)pb->n_tensors, pb->shard,
+            snprintf(b->what, sizeof b->what, "%lld tensor%s mapped from shard %u%s", (long long)pb->n_tensors,
+                     pb->n_tensors == 1 ? "" : "s", pb->shard,
                      ctx->lazy ? " (read lazily)" : "");
         else
-            snprintf(b->what, sizeof b->what, "%lld tensors copied", (long long)pb->n_tensors);
+            snprintf(b->what, sizeof b->what, "%lld tensor%s copied", (long long)pb->n_tensors,
+                     pb->n_tensors == 1 ? "" : "s");
     }
     return GGUFMAP_OK;
 }
@@ -187,6 +189,10 @@ int ggufmap_fit_build(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, gg
     fit->device = ggufmap_placement_options(pl)->device;
     init_devices(fit);
     int rc = gm_hparams_read(ggufmap_placement_model(pl), fit->hp, err);
+    /* the hook for --mtp: the MTP head's layers and cache come with the arch table */
+    if (rc == GGUFMAP_OK && opts->mtp)
+        rc = gm_fail(err, GGUFMAP_ENOTFOUND, "%s: --mtp: the MTP head's context is not modelled yet",
+                     ggufmap_source_path(ggufmap_model_shard(ggufmap_placement_model(pl), 0)));
     if (rc == GGUFMAP_OK) rc = add_weights(fit);
     if (rc == GGUFMAP_OK) rc = build_context(fit, err);
     if (rc != GGUFMAP_OK) {

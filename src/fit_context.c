@@ -67,10 +67,6 @@ static bool refused_before_constructor(ggufmap_fit *fit, ggufmap_flash_attn *fa)
         snprintf(fit->refusal, sizeof fit->refusal, "n_ctx and model->hparams.n_ctx_train cannot both be zero");
         return true;
     }
-    if (o->mtp) {
-        snprintf(fit->refusal, sizeof fit->refusal, "--mtp: the MTP head's context is not modelled yet");
-        return true;
-    }
     return cache_types_refused(fit, fa);
 }
 

@@ -41,8 +41,10 @@ static void text_header(FILE *out, const ggufmap_fit *fit) {
     const ggufmap_fit_opts *o = &fit->opts;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
     const ggufmap_placement_opts *po = ggufmap_placement_options(pl);
-    fprintf(out, "%s: %s, %u layers, device %s, -ngl %d\n", base_name(model_path(fit)), fit->hp->arch_name,
-            fit->hp->n_layer_all, ggufmap_device_name(po->device), po->n_gpu_layers);
+    char ngl[16] = "all"; /* llama.cpp's -ngl -1 */
+    if (po->n_gpu_layers >= 0) snprintf(ngl, sizeof ngl, "%d", po->n_gpu_layers);
+    fprintf(out, "%s: %s, %u layers, device %s, -ngl %s\n", base_name(model_path(fit)), fit->hp->arch_name,
+            fit->hp->n_layer_all, ggufmap_device_name(po->device), ngl);
     fprintf(out, "options: -c %u -np %u -b %u -ub %u -ctk %s -ctv %s -fa %s%s%s%s%s\n", o->n_ctx, o->n_seq_max, o->n_batch,
             o->n_ubatch, type_name(o->type_k), type_name(o->type_v), fa_name(o->flash_attn), o->swa_full ? " --swa-full" : "",
             o->kv_unified ? " --kv-unified" : "", o->no_kv_offload ? " -nkvo" : "", o->embeddings ? " --embedding" : "");
@@ -76,8 +78,9 @@ static void text_buffers(FILE *out, const ggufmap_fit *fit) {
 static void text_devices(FILE *out, const ggufmap_fit *fit) {
     static const char *const heads[] = { "weights", "planned", "kv", "rs", "output", "compute", "total", "planned" };
     char v[8][32];
-    fprintf(out, "\nper device (MiB; output at its full size; totals with llama.cpp's and the planned weights):\n  %-6s",
-            "");
+    const uint64_t page = ggufmap_plan_options(fit->plan)->page;
+    fprintf(out, "\nper device (MiB; output at its full size; totals with llama.cpp's and the planned weights%s):\n  %-6s",
+            fit->device == GGUFMAP_DEVICE_METAL && page > 1 ? "; GPU buffers in whole pages" : "", "");
     for (int i = 0; i < 8; i++) fprintf(out, " %12s", heads[i]);
     fputs("\n", out);
     for (uint32_t i = 0; i < fit->n_devices; i++) {

@@ -40,7 +40,9 @@ int ggufmap_fit_max_ctx(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, 
     o.n_ctx = 256;
     int rc = total_for(plan, &o, false, &total, &train, err);
     if (rc != GGUFMAP_OK || total > opts->limit) return rc;
-    uint32_t lo = 1, hi = train / 256 > 1 ? train / 256 : 1; /* in units of 256: lo fits */
+    /* the ceiling: the -c asked for, else the trained context (-c 0) */
+    const uint32_t ceiling = opts->n_ctx ? opts->n_ctx : train;
+    uint32_t lo = 1, hi = ceiling / 256 > 1 ? ceiling / 256 : 1; /* in units of 256: lo fits */
     o.n_ctx = hi * 256;
     if ((rc = total_for(plan, &o, false, &total, NULL, err)) != GGUFMAP_OK) return rc;
     if (total <= opts->limit) lo = hi;
@@ -172,8 +174,10 @@ int ggufmap_fit_suggest(const ggufmap_model *model, const ggufmap_placement_opts
     gm_hparams *hp = malloc(sizeof *hp);
     if (!hp) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     rc = gm_hparams_read(model, hp, err);
+    const uint32_t n_before = *n;
     if (rc == GGUFMAP_OK && hp->n_expert > 0) rc = suggest_offload(&t, hp->n_layer_all, true, out, cap, n, err);
-    if (rc == GGUFMAP_OK) rc = suggest_offload(&t, hp->n_layer_all, false, out, cap, n, err);
+    /* -ngl only when no --n-cpu-moe fits: the two are alternatives, and experts are cheaper to move */
+    if (rc == GGUFMAP_OK && *n == n_before) rc = suggest_offload(&t, hp->n_layer_all, false, out, cap, n, err);
     free(hp);
     return rc;
 }

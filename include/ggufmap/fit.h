@@ -63,7 +63,7 @@ typedef struct ggufmap_fit_opts {
     bool no_kv_offload;         /* -nkvo: the KV cache stays on the CPU */
     bool embeddings;            /* --embedding: embeddings rows in the output buffer */
     bool no_op_offload;         /* --no-op-offload */
-    bool mtp;                   /* --mtp: the MTP head's context (not modelled yet: refused) */
+    bool mtp;                   /* --mtp: the MTP head's context (not modelled yet: GGUFMAP_ENOTFOUND) */
     uint64_t limit;             /* bytes the limited device may hold; 0 = no verdict */
 } ggufmap_fit_opts;
 
@@ -118,8 +118,9 @@ typedef struct ggufmap_fit ggufmap_fit;
 /* The memory of a context with opts for the plan's placement.  On success
  * *out owns the result and borrows the plan.  Errors: an architecture whose
  * context memory is not modelled (ENOTFOUND) or metadata llama.cpp refuses
- * (EFORMAT); both name the model and the key.  A context that llama.cpp
- * itself refuses is a result, not an error: see ggufmap_fit_refusal. */
+ * (EFORMAT); both name the model and the key; opts->mtp (ENOTFOUND: not
+ * modelled yet).  A context that llama.cpp itself refuses is a result, not
+ * an error: see ggufmap_fit_refusal. */
 int ggufmap_fit_build(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, ggufmap_fit **out,
                       ggufmap_error *err);
 void ggufmap_fit_free(ggufmap_fit *fit);
@@ -144,16 +145,18 @@ uint32_t ggufmap_fit_limited_device(const ggufmap_fit *fit);
  * plan's); true when no limit was given; false when llama.cpp refuses. */
 bool ggufmap_fit_fits(const ggufmap_fit *fit, bool planned);
 
-/* The largest -c (a multiple of 256, at most the trained context) whose
- * context fits opts->limit, found by bisection over fit results (the total
- * never shrinks as the context grows); 0 when not even 256 fits or
- * llama.cpp refuses.  The other options are opts'. */
+/* The largest -c (a multiple of 256, at most opts->n_ctx, or the trained
+ * context when opts->n_ctx is 0) whose context fits opts->limit, found by
+ * bisection over fit results (the total never shrinks as the context
+ * grows); 0 when not even 256 fits or llama.cpp refuses.  The other options
+ * are opts'. */
 int ggufmap_fit_max_ctx(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, uint32_t *n_ctx,
                         ggufmap_error *err);
 
 /* Ways to make a run fit, cheapest first: repack (the plan's weights),
- * q8_0 K and V with flash attention, then moving experts (--n-cpu-moe N)
- * or layers (-ngl N) to the CPU, each with the limited device's new total.
+ * q8_0 K and V with flash attention, then moving experts (--n-cpu-moe N),
+ * or when that cannot fit, layers (-ngl N) to the CPU; each keeps the
+ * changes before it and comes with the limited device's new total.
  * Only changes that fit are listed, except that repack is always listed
  * when it saves anything. */
 typedef struct ggufmap_fit_suggestion {

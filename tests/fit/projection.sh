@@ -19,6 +19,7 @@ set -uo pipefail
 
 [ $# -eq 5 ] || { echo "usage: projection.sh GGUFMAP FIXTURE PROJECTION ORACLE WORKDIR" >&2; exit 2; }
 GGUFMAP=$1 FIXTURE=$2 PROJECTION=$3 ORACLE=$4 WORK=$5
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 
 "$FIXTURE" --arch llama --layers 4 --n-embd 256 --n-head 4 --n-head-kv 2 -o "$WORK/llama.gguf" >/dev/null &&
@@ -36,6 +37,7 @@ row() {
   dir="$WORK/run-$n"
   mkdir -p "$dir"
   local -a pf cf of pj
+  local gpu=
   read -r -a pf <<<"$place"
   read -r -a cf <<<"$ctx"
   # the oracle's and the projection's spellings
@@ -43,7 +45,10 @@ row() {
   local i
   for ((i = 0; i < ${#pf[@]}; i++)); do
     case ${pf[$i]} in
-      --device) of+=(--fake-gpu "${pf[$((i + 1))]}"); pj+=(--fake-gpu "${pf[$((i + 1))]}"); i=$((i + 1)) ;;
+      --device)
+        of+=(--fake-gpu "${pf[$((i + 1))]}"); pj+=(--fake-gpu "${pf[$((i + 1))]}")
+        case ${pf[$((i + 1))]} in metal) gpu=MTL0 ;; cuda) gpu=CUDA0 ;; esac
+        i=$((i + 1)) ;;
       -ngl) of+=(--ngl "${pf[$((i + 1))]}"); pj+=(--ngl "${pf[$((i + 1))]}"); i=$((i + 1)) ;;
     esac
   done
@@ -61,25 +66,16 @@ row() {
   read -r nb nub < <(node -e 'const f=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8")); console.log(f.context.n_batch, f.context.n_ubatch)' "$dir/fit.json")
   "$ORACLE" "${of[@]}" --b "$nb" --ub "$nub" --decode "$nb" --logits-all "$WORK/$model.gguf" >"$dir/oracle.out" 2>&1
   "$PROJECTION" "${pj[@]}" --b "$nb" --ub "$nub" "$WORK/$model.gguf" >"$dir/proj.out" 2>&1
-  node - "$dir/fit.json" "$dir/oracle.out" "$dir/proj.out" "$model" "$place" "$ctx" <<'EOF' || n_fail=$((n_fail + 1))
+  # llama.cpp's real bytes per device (the decode must have run: one
+  # sequence holds n_batch tokens, n_ctx / np >= n_batch)
+  if ! node "$HERE/real_total.js" "$dir/oracle.out" "$gpu" >"$dir/real.json"; then
+    echo "FAIL $model $place $ctx: $(tail -n 2 "$dir/oracle.out")" >&2; n_fail=$((n_fail + 1)); rm -rf "$dir"; return
+  fi
+  node - "$dir/fit.json" "$dir/real.json" "$dir/proj.out" "$model" "$place" "$ctx" <<'EOF' || n_fail=$((n_fail + 1))
 const fs = require('fs');
-const [fitPath, oraclePath, projPath, model, place, ctx] = process.argv.slice(2);
+const [fitPath, realPath, projPath, model, place, ctx] = process.argv.slice(2);
 const fit = JSON.parse(fs.readFileSync(fitPath, 'utf8'));
-const gpu = fit.devices.find((d) => d.gpu);
-const devOf = (buft) => (gpu && buft.startsWith(gpu.name) ? gpu.name : 'CPU');
-// llama.cpp's real bytes per device: weight buffers, then what the context holds after the decode
-const real = {};
-const add = (dev, n) => { real[dev] = (real[dev] || 0) + n; };
-for (const l of fs.readFileSync(oraclePath, 'utf8').split('\n')) {
-  let m = l.match(/^MAPPED buft=(\S+) .* size=(\d+)/) || l.match(/^ALLOC buft=(\S+) size=(\d+)/);
-  if (m) add(devOf(m[1]), +m[2]);
-  m = l.match(/^DECTOTAL kind=\S+ buft=(\S+) size=(\d+)/);
-  if (m) add(devOf(m[1]), +m[2]);
-}
-// the decode must have run (one sequence holds n_batch tokens: n_ctx / np >= n_batch)
-if (!/^DECODE ok /m.test(fs.readFileSync(oraclePath, 'utf8'))) {
-  console.error(`FAIL ${model} ${place} ${ctx}: the oracle's decode of a full batch did not run`); process.exit(1);
-}
+const real = JSON.parse(fs.readFileSync(realPath, 'utf8'));
 const proj = {};
 for (const l of fs.readFileSync(projPath, 'utf8').split('\n')) {
   const m = l.match(/^PROJ device=(\S+) model=(\d+) context=(\d+) compute=(\d+)/);
