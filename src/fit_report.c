@@ -104,6 +104,16 @@ static void text_verdict_line(FILE *out, const char *label, uint64_t need, uint6
             gm_fmt_mib(c, sizeof c, need <= limit ? limit - need : need - limit));
 }
 
+static void text_max_ctx(FILE *out, const ggufmap_fit_report_opts *ro) {
+    char a[24] = "none", b[24] = "none";
+    if (ro->max_ctx) snprintf(a, sizeof a, "-c %u", ro->max_ctx);
+    if (ro->max_ctx_planned) snprintf(b, sizeof b, "-c %u", ro->max_ctx_planned);
+    if (ro->max_ctx == ro->max_ctx_planned)
+        fprintf(out, "\nlargest context that fits: %s\n", a);
+    else
+        fprintf(out, "\nlargest context that fits: %s with llama.cpp today, %s repacked\n", a, b);
+}
+
 static void text_verdict(FILE *out, const ggufmap_fit *fit, const ggufmap_fit_report_opts *ro) {
     const ggufmap_fit_device *d = &fit->devices[ggufmap_fit_limited_device(fit)];
     const uint64_t limit = fit->opts.limit;
@@ -113,7 +123,7 @@ static void text_verdict(FILE *out, const ggufmap_fit *fit, const ggufmap_fit_re
         text_verdict_line(out, "repacked (planned)", d->total_planned, limit);
     }
     if (ro && ro->searched)
-        fprintf(out, "\nlargest context that fits: %s%u\n", ro->max_ctx ? "-c " : "", ro->max_ctx);
+        text_max_ctx(out, ro);
     if (ro && ro->n_suggestions) {
         char a[32];
         fprintf(out, "\nto make it fit, cheapest first (each step keeps the ones before it):\n");
@@ -238,6 +248,9 @@ static void json_verdict(json *j, const ggufmap_fit *fit, const ggufmap_fit_repo
     json_end_object(j);
     json_key(j, "max_ctx");
     if (ro && ro->searched) json_uint(j, ro->max_ctx);
+    else json_null(j);
+    json_key(j, "max_ctx_planned");
+    if (ro && ro->searched) json_uint(j, ro->max_ctx_planned);
     else json_null(j);
     json_key(j, "suggestions");
     json_begin_array(j);

@@ -32,24 +32,25 @@ static int total_for(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, boo
     return GGUFMAP_OK;
 }
 
-int ggufmap_fit_max_ctx(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, uint32_t *n_ctx, ggufmap_error *err) {
+int ggufmap_fit_max_ctx(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, bool planned, uint32_t *n_ctx,
+                        ggufmap_error *err) {
     ggufmap_fit_opts o = *opts;
     uint64_t total;
     uint32_t train = 0;
     *n_ctx = 0;
     o.n_ctx = 256;
-    int rc = total_for(plan, &o, false, &total, &train, err);
+    int rc = total_for(plan, &o, planned, &total, &train, err);
     if (rc != GGUFMAP_OK || total > opts->limit) return rc;
     /* the ceiling: the -c asked for, else the trained context (-c 0) */
     const uint32_t ceiling = opts->n_ctx ? opts->n_ctx : train;
     uint32_t lo = 1, hi = ceiling / 256 > 1 ? ceiling / 256 : 1; /* in units of 256: lo fits */
     o.n_ctx = hi * 256;
-    if ((rc = total_for(plan, &o, false, &total, NULL, err)) != GGUFMAP_OK) return rc;
+    if ((rc = total_for(plan, &o, planned, &total, NULL, err)) != GGUFMAP_OK) return rc;
     if (total <= opts->limit) lo = hi;
     while (hi - lo > 1) {
         const uint32_t mid = lo + (hi - lo) / 2;
         o.n_ctx = mid * 256;
-        if ((rc = total_for(plan, &o, false, &total, NULL, err)) != GGUFMAP_OK) return rc;
+        if ((rc = total_for(plan, &o, planned, &total, NULL, err)) != GGUFMAP_OK) return rc;
         if (total <= opts->limit) lo = mid;
         else hi = mid;
     }

@@ -207,7 +207,8 @@ static int run_fit(const ggufmap_model *m, const placement_args *a, const fit_ar
     if (st == GGUFMAP_OK) st = ggufmap_plan_build(pl, &f->plan, &plan, &err);
     if (st == GGUFMAP_OK) st = ggufmap_fit_build(plan, &f->fit, &fit, &err);
     if (st == GGUFMAP_OK && f->max_ctx) {
-        st = ggufmap_fit_max_ctx(plan, &f->fit, &ro.max_ctx, &err);
+        st = ggufmap_fit_max_ctx(plan, &f->fit, false, &ro.max_ctx, &err);
+        if (st == GGUFMAP_OK) st = ggufmap_fit_max_ctx(plan, &f->fit, true, &ro.max_ctx_planned, &err);
         ro.searched = true;
     }
     if (st == GGUFMAP_OK && !ggufmap_fit_fits(fit, false))

@@ -146,11 +146,12 @@ uint32_t ggufmap_fit_limited_device(const ggufmap_fit *fit);
 bool ggufmap_fit_fits(const ggufmap_fit *fit, bool planned);
 
 /* The largest -c (a multiple of 256, at most opts->n_ctx, or the trained
- * context when opts->n_ctx is 0) whose context fits opts->limit, found by
- * bisection over fit results (the total never shrinks as the context
+ * context when opts->n_ctx is 0) whose context fits opts->limit with
+ * llama.cpp's weights (planned: with the plan's, as after a repack), found
+ * by bisection over fit results (the total never shrinks as the context
  * grows); 0 when not even 256 fits or llama.cpp refuses.  The other options
  * are opts'. */
-int ggufmap_fit_max_ctx(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, uint32_t *n_ctx,
+int ggufmap_fit_max_ctx(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, bool planned, uint32_t *n_ctx,
                         ggufmap_error *err);
 
 /* Ways to make a run fit, cheapest first: repack (the plan's weights),
@@ -173,8 +174,9 @@ int ggufmap_fit_suggest(const ggufmap_model *model, const ggufmap_placement_opts
  * suggestions, when they were made. */
 typedef struct ggufmap_fit_report_opts {
     bool json;                  /* the "ggufmap.fit/1" document (README) instead of text */
-    bool searched;              /* max_ctx holds ggufmap_fit_max_ctx's answer */
-    uint32_t max_ctx;
+    bool searched;              /* max_ctx* hold ggufmap_fit_max_ctx's answers */
+    uint32_t max_ctx;           /* with llama.cpp's weights */
+    uint32_t max_ctx_planned;   /* with the plan's (after a repack) */
     const ggufmap_fit_suggestion *suggestions;
     uint32_t n_suggestions;
 } ggufmap_fit_report_opts;

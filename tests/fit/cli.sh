@@ -87,6 +87,7 @@ const gpu = f.devices[1];
 want(f.verdict.device === 'MTL0' && f.verdict.total === gpu.total && f.verdict.limit === 20 * 1048576 &&
      f.verdict.fits === false, 'verdict');
 want(Number.isInteger(f.max_ctx) && f.max_ctx > 0 && f.max_ctx % 256 === 0 && f.max_ctx < 8192, `max_ctx ${f.max_ctx}`);
+want(Number.isInteger(f.max_ctx_planned) && f.max_ctx_planned >= f.max_ctx, `max_ctx_planned ${f.max_ctx_planned}`);
 want(Array.isArray(f.suggestions) && f.suggestions.length > 0, 'suggestions');
 for (const b of bad) console.error(`document: ${b}`);
 process.exit(bad.length ? 1 : 0);
