@@ -100,16 +100,23 @@ static void die_oom(void)
     _exit(2);
 }
 
+/* *arr with room for one more element of elem bytes beyond n: doubles the
+ * capacity *cap when full */
+static void *grow(void *arr, size_t n, size_t *cap, size_t elem)
+{
+    if (n < *cap)
+        return arr;
+    size_t c = *cap ? *cap * 2 : 16;
+    void *r = realloc(arr, c * elem);
+    if (!r)
+        die_oom();
+    *cap = c;
+    return r;
+}
+
 static struct buf_rec *add_buf(ggml_backend_buffer_t buf)
 {
-    if (g_n_bufs == g_cap_bufs) {
-        size_t cap = g_cap_bufs ? g_cap_bufs * 2 : 16;
-        struct buf_rec *n = realloc(g_bufs, cap * sizeof *n);
-        if (!n)
-            die_oom();
-        g_bufs = n;
-        g_cap_bufs = cap;
-    }
+    g_bufs = grow(g_bufs, g_n_bufs, &g_cap_bufs, sizeof *g_bufs);
     struct buf_rec *r = &g_bufs[g_n_bufs];
     memset(r, 0, sizeof *r);
     r->buf = buf;
@@ -407,14 +414,7 @@ static void record_ctx_buf(ggml_backend_buffer_t buf, ggml_backend_buffer_type_t
     char via[160];
     libllama_caller(via, sizeof via);
     const char *kind = g_enclosing ? g_enclosing : kind_from_caller(via);
-    if (g_n_ctx_bufs == g_cap_ctx_bufs) {
-        size_t cap = g_cap_ctx_bufs ? g_cap_ctx_bufs * 2 : 16;
-        struct ctx_buf *n = realloc(g_ctx_bufs, cap * sizeof *n);
-        if (!n)
-            die_oom();
-        g_ctx_bufs = n;
-        g_cap_ctx_bufs = cap;
-    }
+    g_ctx_bufs = grow(g_ctx_bufs, g_n_ctx_bufs, &g_cap_ctx_bufs, sizeof *g_ctx_bufs);
     struct ctx_buf *r = &g_ctx_bufs[g_n_ctx_bufs++];
     r->buf = buf;
     r->kind = kind;
@@ -878,14 +878,7 @@ static size_t g_n_ot, g_cap_ot;
 
 static void ot_push(char *pattern, char *buft_name)
 {
-    if (g_n_ot == g_cap_ot) {
-        size_t cap = g_cap_ot ? g_cap_ot * 2 : 16;
-        struct ot_entry *n = realloc(g_ot, cap * sizeof *n);
-        if (!n)
-            die_oom();
-        g_ot = n;
-        g_cap_ot = cap;
-    }
+    g_ot = grow(g_ot, g_n_ot, &g_cap_ot, sizeof *g_ot);
     g_ot[g_n_ot].pattern = pattern;
     g_ot[g_n_ot].buft_name = buft_name;
     g_n_ot++;
