@@ -56,6 +56,18 @@ node -e '
 expect_rc 2 "an unmodelled architecture" "$WORK/mamba.gguf"
 grep -q "architecture 'mamba' is not modelled" "$WORK/err" || fail "the unmodelled architecture is not named"
 expect_rc 2 "--mtp (not modelled yet)" "$L" --mtp
+# a key of the wrong type: llama.cpp refuses to load the model, and so does fit
+node -e '
+  const fs = require("fs"); const d = fs.readFileSync(process.argv[1]);
+  const k = Buffer.from("llama.context_length"); const t = d.indexOf(k) + k.length;
+  if (d.readUInt32LE(t) !== 4) process.exit(1);            // GGUF_TYPE_UINT32
+  d.writeUInt32LE(5, t); fs.writeFileSync(process.argv[2], d);' "$L" "$WORK/i32.gguf" ||
+  fail "llama.context_length is not a u32 in the fixture"
+"$ORACLE" --ctx 256 "$WORK/i32.gguf" >"$WORK/oracle.out" 2>&1
+grep -q 'key llama.context_length has wrong type i32' "$WORK/oracle.out" ||
+  fail "llama.cpp accepts an i32 llama.context_length: $(tail -n 2 "$WORK/oracle.out")"
+expect_rc 2 "an i32 llama.context_length (llama.cpp: wrong type)" "$WORK/i32.gguf"
+grep -q "key 'llama.context_length': not a u32" "$WORK/err" || fail "the wrong type is not named"
 expect_rc 0 "no limit: nothing to exceed" "$L" -c 4096
 expect_rc 3 "a quantized V cache without flash attention (llama.cpp refuses)" "$L" -ctv q8_0 -fa off
 grep -q 'refuses this context' "$WORK/out" || fail "the refusal is not reported as one"
