@@ -493,6 +493,7 @@ int32_t ggufmap_placement_n_layers_nextn(const ggufmap_placement *p) { return p-
 const char *ggufmap_placement_arch(const ggufmap_placement *p) { return p->arch; }
 bool ggufmap_placement_load_mtp(const ggufmap_placement *p) { return p->opts.load_mtp; }
 bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer) { return layer_on_gpu(p, layer); }
+const ggufmap_placement_opts *ggufmap_placement_options(const ggufmap_placement *p) { return &p->opts; }
 const char *ggufmap_placement_warning(const ggufmap_placement *p) { return p->warning; }
 ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p) { return p->cpu; }
 

@@ -10,5 +10,6 @@ int cmd_repack(int argc, char **argv);
 int cmd_hash(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_load(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
 
 #endif

@@ -22,6 +22,7 @@ static const struct command {
     {"hash", cmd_hash, "SHA-256 of every tensor and an order-free model digest"},
     {"verify", cmd_verify, "do two models hold the same tensors and metadata?"},
     {"load", cmd_load, "map a model as planned and measure its residency"},
+    {"fit", cmd_fit, "all the memory a llama.cpp run needs, per device, and the largest context that fits"},
 };
 
 static void print_help(FILE *out) {

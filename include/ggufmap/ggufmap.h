@@ -5,7 +5,7 @@
  * The data flows one way:
  *
  *   source (one GGUF file)  ->  model (all shards)  ->  placement  ->  plan
- *                                                   ->  report / load / repack
+ *                                                   ->  report / fit / load / repack
  *
  * and a writer that produces GGUF files llama.cpp reads.
  */
@@ -21,6 +21,7 @@
 #include "ggufmap/plan.h"
 #include "ggufmap/report.h"
 #include "ggufmap/load.h"
+#include "ggufmap/fit.h"
 
 #define GGUFMAP_VERSION_STRING "0.1.0"
 

@@ -160,6 +160,8 @@ GGUFMAP_API int ggufmap_place(const ggufmap_model *model, const ggufmap_placemen
 GGUFMAP_API void ggufmap_placement_free(ggufmap_placement *p);
 
 GGUFMAP_API const ggufmap_model *ggufmap_placement_model(const ggufmap_placement *p);
+/* The options it was placed with (device, -ngl, overrides, ...). */
+GGUFMAP_API const ggufmap_placement_opts *ggufmap_placement_options(const ggufmap_placement *p);
 /* Contexts in llama.cpp's order (the order of its buffers and log lines). */
 GGUFMAP_API uint32_t ggufmap_placement_n_contexts(const ggufmap_placement *p);
 GGUFMAP_API const ggufmap_context *ggufmap_placement_context(const ggufmap_placement *p, uint32_t i);

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Checks of the oracle's fake GPU device (--fake-gpu) on tiny fixtures.
-# usage: tests/oracle/fake_gpu_test.sh metal|cuda|overrides ORACLE_BIN FIXTURE_BIN WORKDIR
+# Checks of the oracle's fake GPU device (--fake-gpu) and its context report
+# (CTX* lines) on tiny fixtures.
+# usage: tests/oracle/fake_gpu_test.sh metal|cuda|overrides|context ORACLE_BIN FIXTURE_BIN WORKDIR
 #
 # Every result must hold on any x86-64 CPU: CPU_REPACK (AVX2-dependent) is
 # either switched off (--no-repack) or only compared against a CPU-only run.
 set -euo pipefail
 
-[ $# -eq 4 ] || { echo "usage: fake_gpu_test.sh metal|cuda|overrides ORACLE_BIN FIXTURE_BIN WORKDIR" >&2; exit 2; }
+[ $# -eq 4 ] || { echo "usage: fake_gpu_test.sh metal|cuda|overrides|context ORACLE_BIN FIXTURE_BIN WORKDIR" >&2; exit 2; }
 MODE=$1 ORACLE=$2 FIXTURE=$3 WORK=$4
 rm -rf "$WORK"
 mkdir -p "$WORK"
@@ -56,6 +57,22 @@ names() {
 
 has() { grep -q -- "$1" <<<"$OUT"; }
 
+# decode_same KIND M: the fake GPU computes (a CPU backend inside its own
+# backend stream): a decode at ngl 0, 2 and all gives bit-identical logits to
+# a CPU-only run (--no-repack: the repacked CPU kernels round differently)
+decode_same() {
+    local kind=$1 m=$2 ngl cpu_hash
+    run --no-repack --decode 8 "$m"
+    cpu_hash=$(sed -n 's/^DECODE ok .* hash=\([0-9a-f]*\) finite=1$/\1/p' <<<"$OUT")
+    [ -n "$cpu_hash" ] || fail "CPU-only decode: no finite DECODE ok line"
+    for ngl in 0 2 all; do
+        run --fake-gpu "$kind" --ngl "$ngl" --no-repack --decode 8 "$m"
+        has "^DECODE ok kind=logits n_tokens=8 n_out=[0-9]* hash=$cpu_hash finite=1$" ||
+            fail "decode on the fake $kind GPU at ngl $ngl: not the CPU-only logits ($cpu_hash)"
+    done
+    ok "decode on the fake $kind GPU at ngl 0, 2, all: the CPU-only logits ($cpu_hash)"
+}
+
 case "$MODE" in
 metal)
     M="$WORK/q4.gguf"
@@ -100,6 +117,8 @@ metal)
     has '^ALLOC buft=MTL0 size=[0-9]* n_tensors=11$' || fail "--no-mmap: no ALLOC MTL0 with 11 tensors"
     ! has MAPPED || fail "--no-mmap: a MAPPED buffer"
     ok "--no-mmap: ALLOC MTL0"
+
+    decode_same metal "$M"
     ;;
 cuda)
     M="$WORK/q4.gguf"
@@ -135,6 +154,8 @@ cuda)
     has '^ALLOC buft=CUDA_Host size=[0-9]* n_tensors=28$' || fail "--no-mmap: no ALLOC CUDA_Host with 28 tensors"
     has '^ALLOC buft=CUDA0 size=34432 n_tensors=11$' || fail "--no-mmap: no ALLOC CUDA0"
     ok "--no-mmap: CUDA_Host keeps the CPU weights"
+
+    decode_same cuda "$M"
     ;;
 overrides)
     M="$WORK/moe.gguf"
@@ -174,6 +195,77 @@ overrides)
     if "$ORACLE" --fake-gpu metal --ot 'x=CPU,' "$M" >/dev/null 2>&1; then fail "--ot with an empty item accepted"; fi
     if "$ORACLE" --fake-gpu metal --ot 'x=NOPE' "$M" >/dev/null 2>&1; then fail "--ot with an unknown buft accepted"; fi
     ok "bad --ot values rejected"
+    ;;
+context)
+    # llama fixture: 2 layers, n_embd 64, 4 heads, 2 KV heads of 16, vocabulary 300
+    M="$WORK/llama.gguf"
+    "$FIXTURE" --arch llama --layers 2 -o "$M" >/dev/null
+
+    # every label agrees with the libllama function that allocated the buffer
+    labels_ok() {
+        awk '$1 == "CTXBUF" || $1 == "DECBUF" {
+                kind = ""; via = ""
+                for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "kind") kind = kv[2]; if (kv[1] == "via") via = kv[2] }
+                want["kv"] = "llama_kv_cache::llama_kv_cache"; want["rs"] = "llama_memory_recurrent::llama_memory_recurrent"
+                want["output"] = "llama_context::output_reserve"; want["compute"] = "llama_context::graph_reserve"
+                if (!(kind in want) || (via != want[kind] && !(kind == "compute" && $1 == "DECBUF"))) { print "bad label: " $0; bad = 1 }
+             }
+             END { exit bad }' <<<"$OUT" || fail "a CTXBUF label disagrees with its via="
+    }
+    # CTXTOTAL = the CTXBUF lines of that kind and buft minus the CTXFREE ones
+    totals_ok() {
+        awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } key = v["kind"] " " v["buft"] }
+             $1 == "CTXBUF" { sum[key] += v["size"] } $1 == "CTXFREE" { sum[key] -= v["size"] }
+             $1 == "CTXTOTAL" { tot[key] = v["size"] }
+             END { for (k in sum) if (sum[k] != tot[k] + 0) { print k ": buffers " sum[k] ", total " tot[k]; bad = 1 }
+                   for (k in tot) if (!(k in sum)) { print k ": total without buffers"; bad = 1 }
+                   exit bad }' <<<"$OUT" || fail "CTXTOTAL is not the sum of the live CTXBUF lines"
+    }
+
+    run --ctx 1024 --np 2 --fa off "$M"
+    labels_ok
+    totals_ok
+    # K and V rows: 2 KV heads x 16 x f16 = 64 bytes; 2 streams of pad(1024/2, 256) = 512 cells; 2 layers
+    has '^CTXTOTAL kind=kv buft=CPU size=262144 n_buffers=1$' || fail "KV cache should be 2*2*64*512*2 = 262144 bytes"
+    has '^CTXTOTAL kind=output buft=CPU size=2400 n_buffers=1$' || fail "output buffer should be 2 rows of 300 floats"
+    has '^CTXTOTAL kind=compute buft=CPU ' || fail "no CPU compute buffer"
+    has '^CTXLOG llama_kv_cache: *CPU KV buffer size = *0.25 MiB$' || fail "llama.cpp's log should say 0.25 MiB of KV"
+    has '^CTX ok n_ctx=1024 n_ctx_seq=512 n_batch=1024 n_ubatch=512 n_seq_max=2 fa=off$' || fail "effective sizes"
+    ok "CPU: kv 262144, output 2400, compute; labels and totals consistent"
+
+    run --fake-gpu metal --ngl all --ctx 1024 --fa auto "$M"
+    labels_ok
+    totals_ok
+    has '^CTXTOTAL kind=kv buft=MTL0 size=262144 n_buffers=1$' || fail "ngl all: the KV cache should be in MTL0"
+    has '^CTXTOTAL kind=compute buft=MTL0 ' || fail "ngl all: no MTL0 compute buffer"
+    has '^CTX ok .* fa=on$' || fail "fa auto on the fake Metal device should resolve to on"
+    ok "fake Metal, ngl all: KV and compute on MTL0, flash attention auto -> on"
+
+    run --fake-gpu cuda --ngl all --nkvo --ctx 1024 "$M"
+    totals_ok
+    has '^CTXTOTAL kind=kv buft=CPU size=262144 n_buffers=1$' || fail "--nkvo: the KV cache should stay on the CPU"
+    has '^CTXTOTAL kind=compute buft=CUDA_Host ' || fail "fake CUDA: the CPU's compute buffer should be CUDA_Host"
+    ok "fake CUDA --nkvo: KV on CPU, CPU compute buffer in CUDA_Host"
+
+    # the output buffer grows at the first decode that asks for more rows
+    run --ctx 256 --b 16 --ub 16 --decode 16 --logits-all "$M"
+    has '^DECFREE kind=output buft=CPU size=1200$' || fail "decode: the 1-row output buffer should be freed"
+    has '^DECBUF kind=output buft=CPU size=19200 via=llama_context::output_reserve$' ||
+        fail "decode: the output buffer should grow to 16 rows of 300 floats"
+    has '^DECODE ok kind=logits n_tokens=16 ' || fail "decode failed"
+    ok "decode with 16 outputs: output buffer 1200 -> 19200"
+
+    # llama.cpp refuses a quantized V cache without flash attention
+    OUT=$("$ORACLE" --ctx 512 --ctv q8_0 --fa off "$M") && fail "quantized V without FA accepted"
+    has '^CTX fail$' || fail "quantized V without FA: no CTX fail"
+    has '^CTXLOG ERROR .*quantized V cache requires flash_attn' || fail "quantized V without FA: reason not reported"
+    [ "$(tail -n 1 <<<"$OUT")" = "RESULT fail" ] || fail "quantized V without FA: no RESULT fail"
+    ok "quantized V without flash attention: CTX fail with llama.cpp's reason"
+
+    # a bare --decode keeps its old output: no CTX lines
+    run --decode 4 "$M"
+    ! has '^CTX' || fail "bare --decode printed context lines"
+    ok "bare --decode: no context report"
     ;;
 *)
     echo "unknown mode $MODE" >&2

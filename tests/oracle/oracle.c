@@ -15,7 +15,18 @@
  *
  * --fake-gpu metal|cuda registers a fake GPU device (fake_gpu.c) before the
  * model loads, so that GPU placement and MTL0_Mapped / CUDA0 buffers can be
- * observed without a GPU.
+ * observed without a GPU (it computes too, on a CPU backend of its own).
+ *
+ * Context report (--ctx, --np, --ctk, ... see usage): after loading, a
+ * llama_context is created with those parameters and every backend buffer
+ * llama_init_from_model allocates is printed as a CTXBUF line, labelled by
+ * what allocated it. Two more interposed functions do that:
+ *   ggml_backend_buft_alloc_buffer  every backend buffer (KV cache, recurrent
+ *                                   state, output, compute) goes through it
+ *   ggml_backend_buffer_free        re-allocations (CTXFREE / DECFREE)
+ * and ggml_backend_sched_reserve / ggml_backend_sched_alloc_graph mark the
+ * compute buffers; libggml-base is not linked -Bsymbolic, so its internal
+ * calls reach these definitions too.
  *
  * Output format: see README.md in this directory.
  */
@@ -25,6 +36,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -76,22 +88,35 @@ static size_t g_n_bufs, g_cap_bufs;
 static char g_pending[512];
 static volatile sig_atomic_t g_pending_set;
 
+/* context report: which call is running, and what encloses an allocation */
+enum ctx_phase { PHASE_NONE, PHASE_INIT, PHASE_DECODE };
+static enum ctx_phase g_phase;      /* set around llama_init_from_model / llama_decode when reporting */
+static const char *g_enclosing;     /* kind from the enclosing interposed call, NULL if none */
+static int g_fa_resolved = -1;      /* flash attention as llama.cpp's log resolved it, -1 unknown */
+
 static void die_oom(void)
 {
     fputs("ggufmap-oracle: out of memory\n", stderr);
     _exit(2);
 }
 
+/* *arr with room for one more element of elem bytes beyond n: doubles the
+ * capacity *cap when full */
+static void *grow(void *arr, size_t n, size_t *cap, size_t elem)
+{
+    if (n < *cap)
+        return arr;
+    size_t c = *cap ? *cap * 2 : 16;
+    void *r = realloc(arr, c * elem);
+    if (!r)
+        die_oom();
+    *cap = c;
+    return r;
+}
+
 static struct buf_rec *add_buf(ggml_backend_buffer_t buf)
 {
-    if (g_n_bufs == g_cap_bufs) {
-        size_t cap = g_cap_bufs ? g_cap_bufs * 2 : 16;
-        struct buf_rec *n = realloc(g_bufs, cap * sizeof *n);
-        if (!n)
-            die_oom();
-        g_bufs = n;
-        g_cap_bufs = cap;
-    }
+    g_bufs = grow(g_bufs, g_n_bufs, &g_cap_bufs, sizeof *g_bufs);
     struct buf_rec *r = &g_bufs[g_n_bufs];
     memset(r, 0, sizeof *r);
     r->buf = buf;
@@ -264,8 +289,303 @@ static void *real_sym(const char *name)
     return p;
 }
 
-typedef ggml_backend_buffer_t (*from_host_ptr_fn)(ggml_backend_dev_t, void *, size_t, size_t);
 typedef ggml_backend_buffer_t (*alloc_ctx_fn)(struct ggml_context *, ggml_backend_buffer_type_t);
+/* ------------------------------------------------------------------ */
+/* context report: every buffer llama_init_from_model allocates        */
+/* ------------------------------------------------------------------ */
+
+/* one buffer allocated while a context was created or decoded */
+struct ctx_buf {
+    ggml_backend_buffer_t buf;
+    const char *kind;   /* kv | rs | output | compute | other */
+    char buft[64];
+    size_t size;
+    bool live;
+};
+static struct ctx_buf *g_ctx_bufs;
+static size_t g_n_ctx_bufs, g_cap_ctx_bufs;
+
+/* what a memory module's tensors hold, from llama.cpp's names:
+ * cache_<tag>k_l<i> / cache_<tag>v_l<i> (llama-kv-cache.cpp: K and V rows, the
+ * indexer's keys with tag "idx_") -> kv; cache_r_l<i>, cache_s_l<i>,
+ * cache_ple_r_l<i> (llama-memory-recurrent.cpp) -> rs */
+static const char *memory_kind_of(const char *name)
+{
+    static const char *const rs_prefixes[] = { "cache_r_l", "cache_s_l", "cache_ple_r_l" };
+    for (size_t i = 0; i < sizeof rs_prefixes / sizeof rs_prefixes[0]; i++)
+        if (strncmp(name, rs_prefixes[i], strlen(rs_prefixes[i])) == 0)
+            return "rs";
+    if (strncmp(name, "cache_", 6) == 0) {
+        const char *l = strstr(name, "_l");
+        while (l && strstr(l + 1, "_l"))
+            l = strstr(l + 1, "_l");
+        if (l && l > name + 6 && (l[-1] == 'k' || l[-1] == 'v'))
+            return "kv";
+    }
+    return "other";
+}
+
+/* the tensor families of a memory module's ggml context: "cache_k_l:4:8192,..."
+ * (name up to its layer number : tensors : bytes; views left out) */
+static void memory_parts(struct ggml_context *ctx, char *out, size_t cap)
+{
+    char fam[16][48];
+    size_t count[16], bytes[16], n = 0;
+    for (struct ggml_tensor *t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t)) {
+        if (t->view_src)
+            continue; /* per-stream views of a cache tensor take no memory of their own */
+        const char *name = ggml_get_name(t);
+        size_t len = strlen(name);
+        while (len > 0 && name[len - 1] >= '0' && name[len - 1] <= '9')
+            len--;
+        size_t i = 0;
+        while (i < n && (strlen(fam[i]) != len || strncmp(fam[i], name, len) != 0))
+            i++;
+        if (i == n) {
+            if (n == 16)
+                continue;
+            snprintf(fam[n], sizeof fam[n], "%.*s", (int)len, name);
+            count[n] = bytes[n] = 0;
+            n++;
+        }
+        count[i]++;
+        bytes[i] += ggml_nbytes(t);
+    }
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n && used < cap; i++)
+        used += (size_t)snprintf(out + used, cap - used, "%s%s:%zu:%zu", i ? "," : "", fam[i], count[i], bytes[i]);
+}
+
+static char g_parts[1024]; /* parts of the memory module being allocated, printed with its buffer */
+
+/* A memory module (KV cache, recurrent state) allocates its tensors: label the
+ * buffer(s) by the tensors' names. */
+static ggml_backend_buffer_t ctx_alloc_memory(alloc_ctx_fn real, struct ggml_context *ctx,
+                                              ggml_backend_buffer_type_t buft)
+{
+    struct ggml_tensor *first = ggml_get_first_tensor(ctx);
+    const char *saved = g_enclosing;
+    g_enclosing = first ? memory_kind_of(ggml_get_name(first)) : "other";
+    memory_parts(ctx, g_parts, sizeof g_parts);
+    ggml_backend_buffer_t buf = real(ctx, buft);
+    g_enclosing = saved;
+    g_parts[0] = '\0';
+    return buf;
+}
+
+/* The innermost libllama function on the stack, demangled without its
+ * parameter list ("llama_context::output_reserve"), or "?" */
+static void libllama_caller(char *out, size_t cap)
+{
+    typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+    static demangle_fn demangle;
+    if (!demangle)
+        demangle = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    void *frames[64];
+    int n = backtrace(frames, 64);
+    snprintf(out, cap, "?");
+    for (int i = 0; i < n; i++) {
+        Dl_info info;
+        if (!dladdr(frames[i], &info) || !info.dli_fname || !strstr(info.dli_fname, "libllama.") || !info.dli_sname)
+            continue;
+        int status = -1;
+        char *d = demangle ? demangle(info.dli_sname, NULL, NULL, &status) : NULL;
+        const char *name = d && status == 0 ? d : info.dli_sname;
+        size_t len = strcspn(name, "(");
+        snprintf(out, cap, "%.*s", (int)len, name);
+        free(d);
+        return;
+    }
+}
+
+/* label of a buffer allocated outside any memory module or scheduler call */
+static const char *kind_from_caller(const char *via)
+{
+    if (strstr(via, "output_reserve"))
+        return "output";
+    if (strstr(via, "graph_reserve") || strstr(via, "graph_compute") || strstr(via, "process_ubatch"))
+        return "compute";
+    return "other";
+}
+
+static void record_ctx_buf(ggml_backend_buffer_t buf, ggml_backend_buffer_type_t buft, size_t size)
+{
+    char via[160];
+    libllama_caller(via, sizeof via);
+    const char *kind = g_enclosing ? g_enclosing : kind_from_caller(via);
+    g_ctx_bufs = grow(g_ctx_bufs, g_n_ctx_bufs, &g_cap_ctx_bufs, sizeof *g_ctx_bufs);
+    struct ctx_buf *r = &g_ctx_bufs[g_n_ctx_bufs++];
+    r->buf = buf;
+    r->kind = kind;
+    snprintf(r->buft, sizeof r->buft, "%s", ggml_backend_buft_name(buft));
+    r->size = size;
+    r->live = true;
+    printf("%s kind=%s buft=%s size=%zu%s%s via=%s\n", g_phase == PHASE_INIT ? "CTXBUF" : "DECBUF", kind, r->buft,
+           size, g_parts[0] ? " parts=" : "", g_parts, via);
+}
+
+typedef ggml_backend_buffer_t (*buft_alloc_fn)(ggml_backend_buffer_type_t, size_t);
+typedef void (*buffer_free_fn)(ggml_backend_buffer_t);
+typedef bool (*sched_graph_fn)(ggml_backend_sched_t, struct ggml_cgraph *);
+
+ggml_backend_buffer_t ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size)
+{
+    static buft_alloc_fn real;
+    if (!real)
+        real = (buft_alloc_fn)real_sym("ggml_backend_buft_alloc_buffer");
+    ggml_backend_buffer_t buf = real(buft, size);
+    /* size 0 is a dummy buffer without memory (ggml-backend.cpp:41) */
+    if (g_phase != PHASE_NONE && buf && size > 0)
+        record_ctx_buf(buf, buft, size);
+    return buf;
+}
+
+void ggml_backend_buffer_free(ggml_backend_buffer_t buffer)
+{
+    static buffer_free_fn real;
+    if (!real)
+        real = (buffer_free_fn)real_sym("ggml_backend_buffer_free");
+    for (size_t i = 0; buffer && i < g_n_ctx_bufs; i++) {
+        struct ctx_buf *r = &g_ctx_bufs[i];
+        if (r->buf != buffer || !r->live)
+            continue;
+        r->live = false;
+        if (g_phase != PHASE_NONE)
+            printf("%s kind=%s buft=%s size=%zu\n", g_phase == PHASE_INIT ? "CTXFREE" : "DECFREE", r->kind, r->buft,
+                   r->size);
+    }
+    real(buffer);
+}
+
+/* the scheduler's calls that size and allocate compute buffers */
+static bool sched_call(const char *name, sched_graph_fn *real, ggml_backend_sched_t sched, struct ggml_cgraph *graph)
+{
+    if (!*real)
+        *real = (sched_graph_fn)real_sym(name);
+    const char *saved = g_enclosing;
+    if (g_phase != PHASE_NONE)
+        g_enclosing = "compute";
+    bool ok = (*real)(sched, graph);
+    g_enclosing = saved;
+    return ok;
+}
+
+bool ggml_backend_sched_reserve(ggml_backend_sched_t sched, struct ggml_cgraph *measure_graph)
+{
+    static sched_graph_fn real;
+    return sched_call("ggml_backend_sched_reserve", &real, sched, measure_graph);
+}
+
+bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t sched, struct ggml_cgraph *graph)
+{
+    static sched_graph_fn real;
+    return sched_call("ggml_backend_sched_alloc_graph", &real, sched, graph);
+}
+
+/* --graph: every graph the scheduler splits while the context is reported,
+ * node by node (op, type, shape, strides, view source, sources, flags,
+ * name) with the backend the scheduler assigned.  A debugging aid for
+ * fit's graph model; the sources are printed as they were before the split
+ * (the split redirects them to copies), by index: nI (node) or lI (leaf). */
+static bool g_dump_graph;
+static int g_n_graphs;
+
+/* The head of ggml-impl.h's struct ggml_cgraph in the pinned tree (the
+ * public headers keep it opaque and have no accessor for the leafs). */
+struct cgraph_head {
+    int size, n_nodes, n_leafs;
+    struct ggml_tensor **nodes, **grads, **grad_accs, **leafs;
+};
+
+static int graph_n_leafs(struct ggml_cgraph *g) { return ((struct cgraph_head *)(void *)g)->n_leafs; }
+static struct ggml_tensor *graph_leaf(struct ggml_cgraph *g, int i) { return ((struct cgraph_head *)(void *)g)->leafs[i]; }
+
+typedef void (*split_graph_fn)(ggml_backend_sched_t, struct ggml_cgraph *);
+
+static void tensor_ref(struct ggml_cgraph *g, const struct ggml_tensor *t, char *out, size_t cap)
+{
+    snprintf(out, cap, "-");
+    if (!t)
+        return;
+    for (int i = 0; i < ggml_graph_n_nodes(g); i++)
+        if (ggml_graph_node(g, i) == t) {
+            snprintf(out, cap, "n%d", i);
+            return;
+        }
+    for (int i = 0; i < graph_n_leafs(g); i++)
+        if (graph_leaf(g, i) == t) {
+            snprintf(out, cap, "l%d", i);
+            return;
+        }
+    snprintf(out, cap, "x:%s", ggml_get_name(t));
+}
+
+static void print_graph_tensor(struct ggml_cgraph *g, const char *kw, int i, struct ggml_tensor *t,
+                               struct ggml_tensor *const *srcs, ggml_backend_sched_t sched)
+{
+    char view[80], src[GGML_MAX_SRC][80];
+    tensor_ref(g, t->view_src, view, sizeof view);
+    for (int j = 0; j < GGML_MAX_SRC; j++)
+        tensor_ref(g, srcs[j], src[j], sizeof src[j]);
+    ggml_backend_t be = ggml_backend_sched_get_tensor_backend(sched, t);
+    printf("%s %d op=%s type=%s ne=%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 " nb=%zu,%zu,%zu,%zu view=%s:%zu "
+           "src=%s,%s,%s,%s flags=%d buf=%s be=%s name=%s\n",
+           kw, i, ggml_op_desc(t), ggml_type_name(t->type), t->ne[0], t->ne[1], t->ne[2], t->ne[3], t->nb[0], t->nb[1],
+           t->nb[2], t->nb[3], view, t->view_offs, src[0], src[1], src[2], src[3], t->flags,
+           t->buffer ? ggml_backend_buffer_name(t->buffer) : "-", be ? ggml_backend_name(be) : "-", ggml_get_name(t));
+}
+
+void ggml_backend_sched_split_graph(ggml_backend_sched_t sched, struct ggml_cgraph *graph)
+{
+    static split_graph_fn real;
+    if (!real)
+        real = (split_graph_fn)real_sym("ggml_backend_sched_split_graph");
+    if (!g_dump_graph || g_phase == PHASE_NONE) {
+        real(sched, graph);
+        return;
+    }
+    const int n = ggml_graph_n_nodes(graph);
+    struct ggml_tensor *(*srcs)[GGML_MAX_SRC] = calloc((size_t)n + 1, sizeof *srcs);
+    if (!srcs)
+        die_oom();
+    for (int i = 0; i < n; i++)
+        memcpy(srcs[i], ggml_graph_node(graph, i)->src, sizeof srcs[i]);
+    real(sched, graph);
+    printf("GRAPH %d nodes=%d leafs=%d splits=%d\n", g_n_graphs++, n, graph_n_leafs(graph),
+           ggml_backend_sched_get_n_splits(sched));
+    for (int i = 0; i < graph_n_leafs(graph); i++)
+        print_graph_tensor(graph, "GLEAF", i, graph_leaf(graph, i), graph_leaf(graph, i)->src, sched);
+    for (int i = 0; i < n; i++)
+        print_graph_tensor(graph, "GNODE", i, ggml_graph_node(graph, i), srcs[i], sched);
+    free(srcs);
+}
+
+/* TOTAL lines: the live context buffers summed per kind and buffer type, in
+ * order of first appearance */
+static void print_ctx_totals(const char *keyword)
+{
+    for (size_t i = 0; i < g_n_ctx_bufs; i++) {
+        const struct ctx_buf *a = &g_ctx_bufs[i];
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = g_ctx_bufs[j].live && strcmp(g_ctx_bufs[j].kind, a->kind) == 0 &&
+                   strcmp(g_ctx_bufs[j].buft, a->buft) == 0;
+        if (!a->live || seen)
+            continue;
+        size_t total = 0, n = 0;
+        for (size_t j = i; j < g_n_ctx_bufs; j++) {
+            const struct ctx_buf *b = &g_ctx_bufs[j];
+            if (b->live && strcmp(b->kind, a->kind) == 0 && strcmp(b->buft, a->buft) == 0) {
+                total += b->size;
+                n++;
+            }
+        }
+        printf("%s kind=%s buft=%s size=%zu n_buffers=%zu\n", keyword, a->kind, a->buft, total, n);
+    }
+}
+
+typedef ggml_backend_buffer_t (*from_host_ptr_fn)(ggml_backend_dev_t, void *, size_t, size_t);
 typedef enum ggml_status (*tensor_alloc_fn)(ggml_backend_buffer_t, struct ggml_tensor *, void *);
 
 ggml_backend_buffer_t ggml_backend_dev_buffer_from_host_ptr(ggml_backend_dev_t device, void *ptr,
@@ -313,6 +633,8 @@ ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_conte
     static alloc_ctx_fn real;
     if (!real)
         real = (alloc_ctx_fn)real_sym("ggml_backend_alloc_ctx_tensors_from_buft");
+    if (g_phase != PHASE_NONE)
+        return ctx_alloc_memory(real, ctx, buft);
     if (!g_active)
         return real(ctx, buft);
 
@@ -381,10 +703,30 @@ static char  g_logline[8192];
 static size_t g_loglen;
 static enum ggml_log_level g_loglevel = GGML_LOG_LEVEL_INFO;
 
+/* While a reported context is created or decodes: its warnings and errors
+ * (llama.cpp's refusals say why there) and its size lines, as CTXLOG; flash
+ * attention as "auto" resolved it (llama-context.cpp resolve_fused_ops). */
+static void ctx_log_line(void)
+{
+    if (strstr(g_logline, "Flash Attention enabled") || strstr(g_logline, "enabling flash_attn"))
+        g_fa_resolved = 1;
+    else if (strstr(g_logline, "Flash Attention not supported"))
+        g_fa_resolved = 0;
+    if (g_loglevel == GGML_LOG_LEVEL_ERROR)
+        printf("CTXLOG ERROR %s\n", g_logline);
+    else if (g_loglevel == GGML_LOG_LEVEL_WARN)
+        printf("CTXLOG WARN %s\n", g_logline);
+    else if (strstr(g_logline, "buffer size") || strstr(g_logline, "Flash Attention"))
+        printf("CTXLOG %s\n", g_logline);
+}
+
 static void flush_log_line(void)
 {
     g_logline[g_loglen] = '\0';
-    if (strstr(g_logline, "model buffer size"))
+    if (g_phase != PHASE_NONE) {
+        if (g_loglen > 0)
+            ctx_log_line();
+    } else if (strstr(g_logline, "model buffer size"))
         printf("LOG %s\n", g_logline);
     else if (g_loglevel == GGML_LOG_LEVEL_ERROR && g_loglen > 0)
         printf("ERR %s\n", g_logline);
@@ -497,11 +839,28 @@ static void usage(FILE *out)
           "                     (CUDA0 + CUDA_Host); default none\n"
           "  --decode N         after loading, create a context and decode N tokens (ids\n"
           "                     1..N mod n_vocab); prints a DECODE line with a hash of the\n"
-          "                     last token's logits (embeddings for encoder-only models)\n"
-          "  --ctx N            n_ctx of that context (default: max(N, 256))\n"
-          "  --threads N        threads for decoding (default 2)\n"
+          "                     last token's logits (pooled output for embedding models;\n"
+          "                     T5 encodes, then decodes its start token);\n"
+          "                     n_batch = n_ubatch = N unless --b/--ub say otherwise\n"
+          "  --ctx N            n_ctx of the context (0: the trained context; default with\n"
+          "                     --decode max(N, 256), else llama.cpp's 512); without\n"
+          "                     --decode it creates the context and reports it\n"
+          "  --threads N        threads for the context (default 2)\n"
           "  --mtp              after the model, load it again with load_mtp = true (the\n"
-          "                     MTP draft head's load); its lines follow a 'LOAD mtp' line\n",
+          "                     MTP draft head's load); its lines follow a 'LOAD mtp' line\n"
+          "context options (llama.cpp's meanings; each turns on the context report:\n"
+          "CTXPARAM, CTXBUF, CTXFREE, CTXTOTAL, CTX, CTXLOG, and with --decode DECBUF,\n"
+          "DECFREE, DECTOTAL):\n"
+          "  --context          report the context (for --decode without other options)\n"
+          "  --np N             n_seq_max (-np)           --b N / --ub N   n_batch / n_ubatch\n"
+          "  --ctk T / --ctv T  K / V cache type (f16, q8_0, ...)\n"
+          "  --fa on|off|auto   flash attention (default auto)\n"
+          "  --swa-full         full-size SWA cache (default off, as llama.cpp's CLI)\n"
+          "  --kv-unified       one KV stream for all sequences\n"
+          "  --nkvo             KV cache on the CPU (offload_kqv = false)\n"
+          "  --embd             embeddings = true   --no-op-offload   op_offload = false\n"
+          "  --n-outputs-max N  n_outputs_max       --logits-all  --decode asks every token's output\n"
+          "  --graph            also print every graph the scheduler splits (GRAPH/GLEAF/GNODE lines)\n",
           out);
 }
 
@@ -522,14 +881,7 @@ static size_t g_n_ot, g_cap_ot;
 
 static void ot_push(char *pattern, char *buft_name)
 {
-    if (g_n_ot == g_cap_ot) {
-        size_t cap = g_cap_ot ? g_cap_ot * 2 : 16;
-        struct ot_entry *n = realloc(g_ot, cap * sizeof *n);
-        if (!n)
-            die_oom();
-        g_ot = n;
-        g_cap_ot = cap;
-    }
+    g_ot = grow(g_ot, g_n_ot, &g_cap_ot, sizeof *g_ot);
     g_ot[g_n_ot].pattern = pattern;
     g_ot[g_n_ot].buft_name = buft_name;
     g_n_ot++;
@@ -576,18 +928,21 @@ static void ot_add_n_cpu(long n, const char *ffn_regex)
     }
 }
 
-static bool parse_count(const char *opt, const char *s, long *out)
+/* a count in [0, max] */
+static bool parse_count_max(const char *opt, const char *s, long max, long *out)
 {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end || errno || v < 0 || v > 100000) {
-        fprintf(stderr, "ggufmap-oracle: %s takes a count >= 0, not '%s'\n", opt, s);
+    if (*s == '\0' || *end || errno || v < 0 || v > max) {
+        fprintf(stderr, "ggufmap-oracle: %s takes a count from 0 to %ld, not '%s'\n", opt, max, s);
         return false;
     }
     *out = v;
     return true;
 }
+
+static bool parse_count(const char *opt, const char *s, long *out) { return parse_count_max(opt, s, 100000, out); }
 
 static int gguf_check(const char *path)
 {
@@ -650,29 +1005,108 @@ static int encode_then_decode(struct llama_context *ctx, const struct llama_mode
     return llama_decode(ctx, llama_batch_get_one(&start, 1));
 }
 
-/* Creates a context (llama_context_default_params, swa_full off as llama.cpp's
- * CLI sets it) and decodes tokens 1..n (mod n_vocab) in one batch (an
- * encoder-decoder model encodes them and decodes its start token).  A pooled
- * model (an encoder-only one, or one that declares a pooling type: BERT-style
- * embedding and rerank models) runs with embeddings on, an encoder-only one
- * through llama_encode, and its pooled output (n_embd floats, n_cls_out for
- * rank pooling) is hashed instead of logits.  Prints DECODE ok|fail. */
-static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_threads)
+/* The context options, with llama.cpp's meanings (common/arg.cpp). */
+struct ctx_opts {
+    bool report;          /* print the context report (CTX* lines) */
+    long n_decode;        /* --decode N: decode N tokens, 0 = no decode */
+    long n_ctx;           /* -1: default */
+    long n_seq_max;       /* --np */
+    long n_batch, n_ubatch, n_outputs_max; /* -1: default */
+    long n_threads;
+    int type_k, type_v;   /* ggml types; -1: default (f16) */
+    int flash_attn;       /* enum llama_flash_attn_type */
+    bool swa_full, kv_unified, no_kv_offload, embeddings, no_op_offload, logits_all;
+};
+
+/* llama_context_default_params() with llama.cpp's CLI swa_full (off), the
+ * options given, and for a bare --decode N its old defaults (n_ctx
+ * max(N, 256), n_batch = n_ubatch = N). */
+static struct llama_context_params context_params(const struct ctx_opts *o, bool pooled)
 {
     struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = (uint32_t)(n_ctx > 0 ? n_ctx : (n_tokens > 256 ? n_tokens : 256));
-    cp.n_batch = cp.n_ubatch = (uint32_t)n_tokens;
-    cp.n_threads = cp.n_threads_batch = n_threads;
-    cp.swa_full = false;
-    const bool encoder_only = llama_model_has_encoder(m) && !llama_model_has_decoder(m);
-    const int pooling = model_pooling(m);
-    const bool pooled = encoder_only || pooling != 0;
-    cp.embeddings = pooled;
-    struct llama_context *ctx = llama_init_from_model(m, cp);
+    cp.swa_full = o->swa_full;
+    if (o->n_ctx >= 0)
+        cp.n_ctx = (uint32_t)o->n_ctx;
+    else if (o->n_decode > 0)
+        cp.n_ctx = (uint32_t)(o->n_decode > 256 ? o->n_decode : 256);
+    if (o->n_decode > 0)
+        cp.n_batch = cp.n_ubatch = (uint32_t)o->n_decode;
+    if (o->n_batch >= 0)
+        cp.n_batch = (uint32_t)o->n_batch;
+    if (o->n_ubatch >= 0)
+        cp.n_ubatch = (uint32_t)o->n_ubatch;
+    if (o->n_outputs_max >= 0)
+        cp.n_outputs_max = (uint32_t)o->n_outputs_max;
+    cp.n_seq_max = (uint32_t)o->n_seq_max;
+    cp.n_threads = cp.n_threads_batch = (int32_t)o->n_threads;
+    if (o->type_k >= 0)
+        cp.type_k = (enum ggml_type)o->type_k;
+    if (o->type_v >= 0)
+        cp.type_v = (enum ggml_type)o->type_v;
+    cp.flash_attn_type = (enum llama_flash_attn_type)o->flash_attn;
+    cp.kv_unified = o->kv_unified;
+    cp.offload_kqv = !o->no_kv_offload;
+    cp.op_offload = !o->no_op_offload;
+    cp.embeddings = o->embeddings || pooled;
+    return cp;
+}
+
+static void print_ctx_params(const struct llama_model *m, const struct llama_context_params *cp)
+{
+    printf("CTXHP n_ctx_train=%d n_layer=%d n_embd=%d n_head=%d n_head_kv=%d n_swa=%d n_vocab=%d\n",
+           llama_model_n_ctx_train(m), llama_model_n_layer(m), llama_model_n_embd(m), llama_model_n_head(m),
+           llama_model_n_head_kv(m), llama_model_n_swa(m), llama_vocab_n_tokens(llama_model_get_vocab(m)));
+    printf("CTXPARAM n_ctx=%u n_batch=%u n_ubatch=%u n_seq_max=%u n_outputs_max=%u type_k=%s type_v=%s fa=%s "
+           "swa_full=%d kv_unified=%d offload_kqv=%d op_offload=%d embeddings=%d n_threads=%d\n",
+           cp->n_ctx, cp->n_batch, cp->n_ubatch, cp->n_seq_max, cp->n_outputs_max, ggml_type_name(cp->type_k),
+           ggml_type_name(cp->type_v), llama_flash_attn_type_name(cp->flash_attn_type), cp->swa_full,
+           cp->kv_unified, cp->offload_kqv, cp->op_offload, cp->embeddings, cp->n_threads);
+}
+
+/* llama_init_from_model, reported when o->report: CTXPARAM, the CTXBUF /
+ * CTXFREE lines of its allocations, CTXTOTAL per kind and buffer type, and
+ * CTX ok (effective sizes) or CTX fail. */
+static struct llama_context *create_context(struct llama_model *m, const struct ctx_opts *o,
+                                            const struct llama_context_params *cp)
+{
+    if (o->report)
+        print_ctx_params(m, cp);
+    g_phase = o->report ? PHASE_INIT : PHASE_NONE;
+    g_fa_resolved = -1;
+    struct llama_context *ctx = llama_init_from_model(m, *cp);
+    if (g_loglen > 0)
+        flush_log_line();
+    g_phase = PHASE_NONE;
+    if (!o->report)
+        return ctx;
     if (!ctx) {
-        printf("DECODE fail stage=context\n");
-        return false;
+        printf("CTX fail\n");
+        return NULL;
     }
+    print_ctx_totals("CTXTOTAL");
+    int fa = cp->flash_attn_type == LLAMA_FLASH_ATTN_TYPE_ENABLED    ? 1
+             : cp->flash_attn_type == LLAMA_FLASH_ATTN_TYPE_DISABLED ? 0
+                                                                     : g_fa_resolved;
+    printf("CTX ok n_ctx=%u n_ctx_seq=%u n_batch=%u n_ubatch=%u n_seq_max=%u fa=%s\n", llama_n_ctx(ctx),
+           llama_n_ctx_seq(ctx), llama_n_batch(ctx), llama_n_ubatch(ctx), llama_n_seq_max(ctx),
+           fa < 0 ? "unknown" : fa ? "on" : "off");
+    return ctx;
+}
+
+/* Decodes tokens 1..n (mod n_vocab) in one batch, outputs for the last token
+ * (every token with --logits-all); an encoder-decoder model (T5) encodes them
+ * and decodes its start token.  A pooled model (an encoder-only one, or one
+ * that declares a pooling type: BERT-style embedding and rerank models)
+ * runs with embeddings on, an encoder-only one through llama_encode, and its
+ * pooled output (n_embd floats, n_cls_out for rank pooling) is hashed
+ * instead of logits. Prints
+ * DECODE ok|fail, and when reporting the DECBUF / DECFREE lines of buffers
+ * the decode (re)allocated and DECTOTAL. */
+static bool decode_tokens(struct llama_context *ctx, const struct llama_model *m, const struct ctx_opts *o,
+                          bool encoder_only, int pooling)
+{
+    const bool pooled = encoder_only || pooling != 0;
+    const int n_tokens = (int)o->n_decode;
     const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(m));
     struct llama_batch b = llama_batch_init(n_tokens, 0, 1);
     for (int i = 0; i < n_tokens; i++) {
@@ -680,11 +1114,15 @@ static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_
         b.pos[i] = i;
         b.n_seq_id[i] = 1;
         b.seq_id[i][0] = 0;
-        b.logits[i] = pooled || i == n_tokens - 1;
+        b.logits[i] = pooled || o->logits_all || i == n_tokens - 1;
     }
     b.n_tokens = n_tokens;
+    g_phase = o->report ? PHASE_DECODE : PHASE_NONE;
     const bool enc_dec = llama_model_has_encoder(m) && !encoder_only;
     int rc = encoder_only ? llama_encode(ctx, b) : enc_dec ? encode_then_decode(ctx, m, b) : llama_decode(ctx, b);
+    if (g_loglen > 0)
+        flush_log_line();
+    g_phase = PHASE_NONE;
     bool ok = rc == 0;
     if (!ok) {
         printf("DECODE fail stage=%s rc=%d\n", encoder_only ? "encode" : "decode", rc);
@@ -706,9 +1144,96 @@ static bool decode_tokens(struct llama_model *m, int n_tokens, int n_ctx, int n_
             ok = finite;
         }
     }
+    if (o->report)
+        print_ctx_totals("DECTOTAL");
     llama_batch_free(b);
+    return ok;
+}
+
+/* The context part of a run: create it (reported or not), decode if asked.
+ * Returns false when the context was refused or the decode failed. */
+static bool run_context(struct llama_model *m, const struct ctx_opts *o)
+{
+    const bool encoder_only = llama_model_has_encoder(m) && !llama_model_has_decoder(m);
+    const int pooling = model_pooling(m);
+    struct llama_context_params cp = context_params(o, encoder_only || pooling != 0);
+    struct llama_context *ctx = create_context(m, o, &cp);
+    if (!ctx) {
+        if (!o->report)
+            printf("DECODE fail stage=context\n");
+        return false;
+    }
+    bool ok = o->n_decode == 0 || decode_tokens(ctx, m, o, encoder_only, pooling);
     llama_free(ctx);
     return ok;
+}
+
+/* ggml type by its name (f16, q8_0, ...), -1 if none */
+static int type_by_name(const char *name)
+{
+    for (int t = 0; t < GGML_TYPE_COUNT; t++) {
+        const char *n = ggml_type_name((enum ggml_type)t);
+        if (n && strcmp(n, name) == 0)
+            return t;
+    }
+    return -1;
+}
+
+/* Context options (see usage). Returns 1 if argv[*i] was one (and consumed
+ * its value), 0 if it is not a context option, -1 on a bad value. */
+static int parse_ctx_option(int argc, char **argv, int *i, struct ctx_opts *o, bool *ctx_given)
+{
+    const char *a = argv[*i];
+    const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    long *count = NULL;
+    bool new_option = true; /* everything but --decode, --ctx and --threads turns the report on */
+    if (strcmp(a, "--decode") == 0) count = &o->n_decode, new_option = false;
+    else if (strcmp(a, "--ctx") == 0) count = &o->n_ctx, new_option = false, *ctx_given = true;
+    else if (strcmp(a, "--threads") == 0) count = &o->n_threads, new_option = false;
+    else if (strcmp(a, "--np") == 0) count = &o->n_seq_max;
+    else if (strcmp(a, "--b") == 0) count = &o->n_batch;
+    else if (strcmp(a, "--ub") == 0) count = &o->n_ubatch;
+    else if (strcmp(a, "--n-outputs-max") == 0) count = &o->n_outputs_max;
+    if (count) {
+        /* contexts up to llama.cpp's uint32 n_ctx; 1 << 30 is far beyond any model */
+        if (!v || !parse_count_max(a, v, 1l << 30, count))
+            return -1;
+        if ((count == &o->n_threads || count == &o->n_seq_max) && *count < 1) {
+            fprintf(stderr, "ggufmap-oracle: %s must be at least 1\n", a);
+            return -1;
+        }
+        (*i)++;
+        o->report |= new_option;
+        return 1;
+    }
+    if (strcmp(a, "--ctk") == 0 || strcmp(a, "--ctv") == 0) {
+        int t = v ? type_by_name(v) : -1;
+        if (t < 0) {
+            fprintf(stderr, "ggufmap-oracle: %s takes a ggml type name (f16, q8_0, ...), not '%s'\n", a, v ? v : "");
+            return -1;
+        }
+        *(strcmp(a, "--ctk") == 0 ? &o->type_k : &o->type_v) = t;
+        (*i)++;
+    } else if (strcmp(a, "--fa") == 0) {
+        if (v && strcmp(v, "on") == 0) o->flash_attn = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+        else if (v && strcmp(v, "off") == 0) o->flash_attn = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+        else if (v && strcmp(v, "auto") == 0) o->flash_attn = LLAMA_FLASH_ATTN_TYPE_AUTO;
+        else {
+            fprintf(stderr, "ggufmap-oracle: --fa takes on|off|auto, not '%s'\n", v ? v : "");
+            return -1;
+        }
+        (*i)++;
+    } else if (strcmp(a, "--swa-full") == 0) o->swa_full = true;
+    else if (strcmp(a, "--kv-unified") == 0) o->kv_unified = true;
+    else if (strcmp(a, "--nkvo") == 0) o->no_kv_offload = true;
+    else if (strcmp(a, "--embd") == 0) o->embeddings = true;
+    else if (strcmp(a, "--no-op-offload") == 0) o->no_op_offload = true;
+    else if (strcmp(a, "--logits-all") == 0) o->logits_all = true;
+    else if (strcmp(a, "--context") == 0) o->report = true;
+    else if (strcmp(a, "--graph") == 0) g_dump_graph = true;
+    else return 0;
+    o->report = true;
+    return 1;
 }
 
 static const char *backend_dir(void)
@@ -741,12 +1266,17 @@ int main(int argc, char **argv)
     int lazy_mode = -1;
     int ngl = 0;
     enum fake_gpu_kind fake_gpu = FAKE_GPU_NONE;
-    long n_decode = 0, n_ctx = 0, n_threads = 2;
+    struct ctx_opts co = {
+        .n_ctx = -1, .n_seq_max = 1, .n_batch = -1, .n_ubatch = -1, .n_outputs_max = -1, .n_threads = 2,
+        .type_k = -1, .type_v = -1, .flash_attn = LLAMA_FLASH_ATTN_TYPE_AUTO,
+    };
+    bool ctx_given = false;
     bool mtp = false;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const bool has_next = i + 1 < argc;
+        int ctx_rc;
         if (strcmp(a, "-t") == 0) {
             g_trace = true;
         } else if (strcmp(a, "-v") == 0) {
@@ -816,14 +1346,8 @@ int main(int argc, char **argv)
                 }
                 ngl = (int)n;
             }
-        } else if (strcmp(a, "--decode") == 0 && has_next) {
-            if (!parse_count(a, argv[++i], &n_decode))
-                return 2;
-        } else if (strcmp(a, "--ctx") == 0 && has_next) {
-            if (!parse_count(a, argv[++i], &n_ctx))
-                return 2;
-        } else if (strcmp(a, "--threads") == 0 && has_next) {
-            if (!parse_count(a, argv[++i], &n_threads) || n_threads < 1)
+        } else if ((ctx_rc = parse_ctx_option(argc, argv, &i, &co, &ctx_given)) != 0) {
+            if (ctx_rc < 0)
                 return 2;
         } else if (strcmp(a, "--gguf-check") == 0 && has_next) {
             check_file = argv[++i];
@@ -956,7 +1480,10 @@ int main(int argc, char **argv)
         printf("MODEL size=%" PRIu64 " n_params=%" PRIu64 "\n", llama_model_size(m_mtp),
                llama_model_n_params(m_mtp));
     }
-    bool decoded = n_decode == 0 || decode_tokens(m, (int)n_decode, (int)n_ctx, (int)n_threads);
+    /* --ctx alone asks for the context itself; with --decode it only sizes the decode's */
+    if (ctx_given && co.n_decode == 0)
+        co.report = true;
+    bool decoded = (co.n_decode == 0 && !co.report) || run_context(m, &co);
     if (m_mtp)
         llama_model_free(m_mtp);
     llama_model_free(m);

@@ -1,0 +1,63 @@
+/*
+ * fit_arch_llama.c - the graphs of llama (src/models/llama.cpp) and
+ * qwen3moe (src/models/qwen3moe.cpp): attention over a KV cache, then a
+ * SwiGLU FFN or routed experts, per layer.
+ */
+#include "fit_llm.h"
+
+/* The decoder both follow: llama_model_llama::graph<false>
+ * (models/llama.cpp:98-247) and llama_model_qwen3moe::graph
+ * (models/qwen3moe.cpp:62-178), which norms q and k before rope (and reads
+ * no rope factors) and whose FFN is always routed experts.  A layer with
+ * ffn_gate_inp takes the experts, any other the SwiGLU FFN. */
+static void decoder_graph(gm_llm *l, bool qk_norm) {
+    gm_graph *g = l->g;
+    const gm_hparams *hp = l->hp;
+    const int64_t head = hp->head_v_full;
+    int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
+    int32_t pos = gm_inp_pos(l);
+    gm_attn_inp inp;
+    gm_attn_inp_kv(l, &l->kv, &inp);
+    int32_t out_ids = gm_inp_out_ids(l);
+    for (int il = 0; il < (int)hp->n_layer; il++) {
+        int32_t inpSA = inpL;
+        int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
+        int32_t rope_factors = GM_NONE;
+        if (!qk_norm) {
+            rope_factors = gm_w(l, "blk.%d.rope_freqs.weight", il);
+            if (rope_factors == GM_NONE) rope_factors = gm_w(l, "rope_freqs.weight", 0);
+        }
+        int32_t q, k, v;
+        gm_build_qkv(l, gm_w(l, "blk.%d.attn_q.weight", il), gm_w(l, "blk.%d.attn_k.weight", il),
+                     gm_w(l, "blk.%d.attn_v.weight", il), cur, head, hp->n_head[il], hp->n_head_kv[il], head, &q, &k, &v);
+        if (qk_norm) q = gm_build_norm_rms(l, q, gm_w(l, "blk.%d.attn_q_norm.weight", il), il);
+        q = gm_rope(g, q, pos, rope_factors);
+        if (qk_norm) k = gm_build_norm_rms(l, k, gm_w(l, "blk.%d.attn_k_norm.weight", il), il);
+        k = gm_rope(g, k, pos, rope_factors);
+        cur = gm_build_attn(l, &inp, gm_w(l, "blk.%d.attn_output.weight", il), q, k, v, il, false);
+        if (il == (int)hp->n_layer - 1) {
+            cur = gm_get_rows(g, cur, out_ids);
+            inpSA = gm_get_rows(g, inpSA, out_ids);
+        }
+        int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
+        cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
+        int32_t gate_inp = gm_w(l, "blk.%d.ffn_gate_inp.weight", il);
+        if (gate_inp == GM_NONE)
+            cur = gm_build_ffn(l, cur, gm_w(l, "blk.%d.ffn_up.weight", il), gm_w(l, "blk.%d.ffn_gate.weight", il),
+                               gm_w(l, "blk.%d.ffn_down.weight", il), false);
+        else
+            cur = gm_build_moe_ffn(l, cur, gate_inp, gm_w(l, "blk.%d.ffn_up_exps.weight", il),
+                                   gm_w(l, "blk.%d.ffn_gate_exps.weight", il), gm_w(l, "blk.%d.ffn_down_exps.weight", il),
+                                   hp->n_expert, hp->n_expert_used, true);
+        inpL = gm_binary(g, GM_OP_ADD, cur, ffn_inp);
+    }
+    int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "output_norm.weight", 0), -1);
+    l->t_embd = cur;
+    cur = gm_build_lora_mm(l, gm_w_output(l), cur);
+    l->t_logits = cur;
+    gm_expand(g, cur);
+}
+
+void gm_arch_llama(gm_llm *l) { decoder_graph(l, false); }
+
+void gm_arch_qwen3moe(gm_llm *l) { decoder_graph(l, true); }

@@ -1,0 +1,203 @@
+/*
+ * fit_compute.c - the compute buffers llama_context::sched_reserve
+ * allocates (llama-context.cpp:617-765).
+ *
+ * llama.cpp reserves the scheduler three times: a prompt-processing graph
+ * of min(n_ctx, n_ubatch) tokens over n_seq_max sequences with
+ * min(n_tokens, n_outputs_max) outputs, a token-generation graph of one
+ * token per sequence, and the first again.  Each reserve builds the
+ * architecture's graph for that ubatch over the whole KV cache, splits it
+ * over the backends and runs ggml-alloc over it; a backend's buffer is
+ * re-allocated only when a reserve needs more, so it ends at the largest
+ * peak.  Here each reserve is the same sequence over the shape-only graph
+ * (fit_graph.c, fit_sched.c, fit_alloc.c) with the architecture's graph
+ * (fit_arch_*.c); buffers are reported in the scheduler's backend order, the
+ * GPU's first.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit_internal.h"
+#include "fit_llm.h"
+#include "internal.h"
+
+typedef void (*arch_graph)(gm_llm *l);
+
+static arch_graph graph_of(gm_arch a) {
+    switch (a) {
+    case GM_ARCH_LLAMA: return gm_arch_llama;
+    case GM_ARCH_QWEN3MOE: return gm_arch_qwen3moe;
+    case GM_ARCH_GEMMA4: return gm_arch_gemma4;
+    case GM_ARCH_QWEN4EXP: return gm_arch_qwen4exp;
+    default: return NULL;
+    }
+}
+
+/* llama_context's backends: every model device (the GPU, present at any
+ * -ngl) then the CPU, which computes in the GPU's host buffer type when it
+ * has one (CUDA_Host) (:330-421) */
+static void setup_backends(const ggufmap_fit *fit, gm_backends *be) {
+    memset(be, 0, sizeof *be);
+    const bool gpu = fit->device != GGUFMAP_DEVICE_CPU;
+    const bool cuda = fit->device == GGUFMAP_DEVICE_CUDA;
+    be->n = gpu ? 2 : 1;
+    be->gpu = gpu;
+    be->gpu_metal = fit->device == GGUFMAP_DEVICE_METAL;
+    be->op_offload = fit->cp.op_offload;
+    if (gpu) {
+        be->buft[0] = GM_BUFT_GPU;
+        be->alignment[0] = gm_buft_alignment(gm_fit_gpu_buft(fit));
+        be->cuda_padding[0] = cuda;
+    }
+    be->buft[be->n - 1] = cuda ? GM_BUFT_HOST : GM_BUFT_CPU;
+    be->alignment[be->n - 1] = 32;
+}
+
+/* Per model tensor, the context of its instance and of its output copy. */
+static bool weight_contexts(const ggufmap_fit *fit, int32_t **ctx_of, int32_t **dup_of) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
+    const int64_t n = ggufmap_model_n_tensors(ggufmap_placement_model(pl));
+    *ctx_of = malloc((size_t)(n + 1) * sizeof **ctx_of);
+    *dup_of = malloc((size_t)(n + 1) * sizeof **dup_of);
+    if (!*ctx_of || !*dup_of) return false;
+    for (int64_t i = 0; i < n; i++) (*ctx_of)[i] = (*dup_of)[i] = -1;
+    for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
+        const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
+        int32_t *slot = in->duplicate ? &(*dup_of)[in->tensor] : &(*ctx_of)[in->tensor];
+        if (*slot < 0 || (in->duplicate && in->cls == GGUFMAP_CLASS_OUTPUT)) *slot = (int32_t)in->context;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The memory modules' tensors in a graph                                    */
+/* ------------------------------------------------------------------------ */
+
+static gm_buft layer_buft(const gm_llm *l, uint32_t il) {
+    return l->cp->offload_kqv && gm_fit_layer_on_gpu(l->fit, il) ? GM_BUFT_GPU : GM_BUFT_CPU;
+}
+
+static void make_cache(gm_llm *l, gm_kv_cache *kv, gm_cache cache, int64_t kv_size) {
+    const gm_hparams *hp = l->hp;
+    const int64_t n_stream = l->cp->sizes.n_stream;
+    const bool variable_v = l->cp->sizes.v_trans && gm_n_embd_v_gqa_variable(hp);
+    memset(kv, 0, sizeof *kv);
+    kv->present = true;
+    kv->v_trans = l->cp->sizes.v_trans;
+    kv->k_only = cache == GM_CACHE_IDX;
+    kv->kv_size = kv_size;
+    kv->head_k_override = kv->k_only ? hp->indexer_head_size : 0;
+    for (uint32_t il = 0; il < GM_MAX_LAYERS; il++) kv->k[il] = kv->v[il] = GM_NONE;
+    for (uint32_t il = 0; il < hp->n_layer_all; il++) {
+        if (!gm_cache_has_layer(hp, cache, il)) continue;
+        const int64_t k_row = kv->k_only ? hp->indexer_head_size : gm_n_embd_k_gqa(hp, il);
+        kv->k[il] = gm_new_buffered(l->g, l->cp->type_k, (int64_t[4]){ k_row, kv_size, n_stream, 1 }, layer_buft(l, il), false);
+        if (kv->k_only) continue;
+        const int64_t v_row = variable_v ? gm_n_embd_v_gqa_max(hp) : gm_n_embd_v_gqa(hp, il);
+        kv->v[il] = gm_new_buffered(l->g, l->cp->type_v, (int64_t[4]){ v_row, kv_size, n_stream, 1 }, layer_buft(l, il), false);
+    }
+    for (uint32_t il = 0; il < hp->n_layer_all; il++) {
+        const int32_t from = gm_cache_reuse(hp, il);
+        if (from < 0 || kv->k[from] == GM_NONE) continue;
+        kv->k[il] = kv->k[from];
+        kv->v[il] = kv->v[from];
+    }
+}
+
+static void make_recurrent(gm_llm *l) {
+    const gm_hparams *hp = l->hp;
+    const int64_t rows = (int64_t)l->cp->sizes.n_seq_max * (1 + l->cp->n_rs_seq);
+    for (uint32_t il = 0; il < GM_MAX_LAYERS; il++) l->rs_r[il] = l->rs_s[il] = l->rs_p[il] = GM_NONE;
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        if (!gm_cache_has_layer(hp, GM_CACHE_RS, il)) continue;
+        l->rs_r[il] = gm_new_buffered(l->g, 0, (int64_t[4]){ gm_n_embd_r(hp), rows, 1, 1 }, layer_buft(l, il), false);
+        l->rs_s[il] = gm_new_buffered(l->g, 0, (int64_t[4]){ gm_n_embd_s(hp), rows, 1, 1 }, layer_buft(l, il), false);
+        if (gm_ple_conv_state(hp) > 0 && hp->is_ple[il])
+            l->rs_p[il] = gm_new_buffered(l->g, 0, (int64_t[4]){ gm_ple_conv_state(hp), rows, 1, 1 }, layer_buft(l, il), false);
+    }
+}
+
+static void make_memory(gm_llm *l) {
+    const gm_hparams *hp = l->hp;
+    const ggufmap_fit_context *s = &l->cp->sizes;
+    memset(&l->kv_swa, 0, sizeof l->kv_swa);
+    memset(&l->kv_idx, 0, sizeof l->kv_idx);
+    if (hp->memory != GM_MEMORY_RECURRENT) make_cache(l, &l->kv, GM_CACHE_KV, s->kv_size);
+    if (hp->memory == GM_MEMORY_KV_ISWA) make_cache(l, &l->kv_swa, GM_CACHE_KV_SWA, s->kv_size_swa);
+    if (hp->memory == GM_MEMORY_HYBRID_IDX && hp->indexer_head_size > 0) make_cache(l, &l->kv_idx, GM_CACHE_IDX, s->kv_size);
+    if (hp->memory >= GM_MEMORY_RECURRENT) make_recurrent(l);
+}
+
+/* ------------------------------------------------------------------------ */
+/* One reserve                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* llama_context::graph_reserve: the graph for this ubatch, split and
+ * allocated; the peak of each backend's buffer into size[] */
+static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS]) {
+    const int64_t n_models = ggufmap_model_n_tensors(ggufmap_placement_model(ggufmap_plan_placement(l->fit->plan)));
+    gm_graph g;
+    gm_split_graph sg;
+    gm_graph_init(&g);
+    l->g = &g;
+    if (ub.n_tokens % ub.n_seqs != 0) ub.n_tokens = (ub.n_tokens + ub.n_seqs - 1) / ub.n_seqs * ub.n_seqs;
+    ub.n_seq_tokens = ub.n_tokens / ub.n_seqs;
+    l->ub = ub;
+    l->t_logits = l->t_embd = GM_NONE;
+    for (int64_t i = 0; i < n_models; i++) l->w[i] = l->w_dup[i] = GM_NONE;
+    make_memory(l);
+    build(l);
+    gm_set_outputs(l);
+    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+    gm_split_graph_free(&sg);
+    gm_graph_free(&g);
+    l->g = NULL;
+    return ok;
+}
+
+static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const uint64_t size[GM_MAX_BACKENDS]) {
+    for (int b = 0; b < be->n; b++) {
+        if (size[b] == 0) continue;
+        const char *buft = be->gpu && b == 0 ? gm_fit_gpu_buft(fit) : be->buft[b] == GM_BUFT_HOST ? "CUDA_Host" : "CPU";
+        ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, buft, size[b]);
+        if (!x) return;
+        snprintf(x->what, sizeof x->what, "ggml-alloc's peak for the worst-case graph (%u-token ubatch)",
+                 fit->cp.sizes.n_ubatch < fit->cp.sizes.n_ctx ? fit->cp.sizes.n_ubatch : fit->cp.sizes.n_ctx);
+    }
+}
+
+int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
+    arch_graph build = graph_of(fit->hp->arch);
+    if (!build) return GGUFMAP_OK;
+    const ggufmap_fit_context *s = &fit->cp.sizes;
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
+    const int64_t n_models = ggufmap_model_n_tensors(ggufmap_placement_model(pl));
+    const int ngl = ggufmap_placement_options(pl)->n_gpu_layers;
+    gm_llm l;
+    memset(&l, 0, sizeof l);
+    l.fit = fit;
+    l.hp = fit->hp;
+    l.cp = &fit->cp;
+    l.full_offload = ngl < 0 || (uint32_t)ngl > fit->hp->n_layer_all;
+    setup_backends(fit, &l.be);
+    int32_t *ctx_of = NULL, *dup_of = NULL;
+    l.w = malloc((size_t)(n_models + 1) * sizeof *l.w);
+    l.w_dup = malloc((size_t)(n_models + 1) * sizeof *l.w_dup);
+    bool ok = l.w && l.w_dup && weight_contexts(fit, &ctx_of, &dup_of);
+    l.ctx_of = ctx_of;
+    l.dup_ctx_of = dup_of;
+    uint64_t pp[GM_MAX_BACKENDS] = { 0 }, tg[GM_MAX_BACKENDS] = { 0 }, final[GM_MAX_BACKENDS];
+    const int64_t n_tokens = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
+    const int64_t np = s->n_seq_max;
+    const int64_t n_outputs = n_tokens < s->n_outputs_max ? n_tokens : s->n_outputs_max;
+    ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp);
+    ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg);
+    for (int b = 0; b < GM_MAX_BACKENDS; b++) final[b] = pp[b] > tg[b] ? pp[b] : tg[b];
+    if (ok) add_compute_buffers(fit, &l.be, final);
+    free(l.w);
+    free(l.w_dup);
+    free(ctx_of);
+    free(dup_of);
+    return ok ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory building the compute graph");
+}

@@ -1,0 +1,126 @@
+/*
+ * fit_context.c - the context llama.cpp v0.5.0 makes of the options: its
+ * refusals and its effective sizes.
+ *
+ * llama_init_from_model (src/llama-context.cpp:3739-3830) checks the
+ * parameters in a fixed order and refuses with a message; the constructor
+ * (:85-305) then derives the sizes: n_ctx from -c or the trained context,
+ * n_batch capped by that n_ctx *before* n_ctx is padded to 256, n_ubatch
+ * capped by n_batch, and per stream pad(n_ctx / n_seq_max, 256) cells unless
+ * the cache is unified (n_ctx is then rounded to a whole number of streams).
+ * Flash attention "auto" counts as on when the memory is created (the KV
+ * cache's V layout is fixed then) and is resolved afterwards by whether the
+ * device runs the op; the CPU and the GPUs ggufmap models all do.
+ */
+#include <stdio.h>
+
+#include "fit_internal.h"
+#include "ggufmap/types.h"
+#include "internal.h"
+
+static bool is_quantized(int32_t type) {
+    const ggufmap_type_info *t = ggufmap_type(type);
+    return t && t->block_size > 1;
+}
+
+static const char *type_name(int32_t type) {
+    const ggufmap_type_info *t = ggufmap_type(type);
+    return t ? t->name : "?";
+}
+
+/* llama_init_from_model's checks of K and V types against every layer's
+ * head size (:3781-3812): a quantized cache needs heads that are whole
+ * blocks, and a quantized V needs flash attention. */
+static bool cache_types_refused(ggufmap_fit *fit, ggufmap_flash_attn *fa) {
+    const gm_hparams *hp = fit->hp;
+    const int32_t tk = fit->opts.type_k, tv = fit->opts.type_v;
+    if (is_quantized(tv) && *fa != GGUFMAP_FA_ON) {
+        if (*fa == GGUFMAP_FA_AUTO) {
+            *fa = GGUFMAP_FA_ON; /* "enabling flash_attn since it is required for quantized V cache" */
+        } else {
+            snprintf(fit->refusal, sizeof fit->refusal, "quantized V cache requires flash_attn to be enabled");
+            return true;
+        }
+    }
+    for (int pass = 0; pass < 2 && *fa != GGUFMAP_FA_OFF; pass++) {
+        const int32_t t = pass == 0 ? tk : tv;
+        if (!is_quantized(t)) continue;
+        const uint32_t blck = ggufmap_type(t)->block_size;
+        for (uint32_t il = 0; il < hp->n_layer; il++) {
+            const uint32_t head = pass == 0 ? gm_head_k(hp, il) : gm_head_v(hp, il);
+            if (head % blck == 0) continue;
+            snprintf(fit->refusal, sizeof fit->refusal, "%s cache type %s with block size %u does not divide "
+                     "n_embd_head_%s=%u", pass == 0 ? "K" : "V", type_name(t), blck, pass == 0 ? "k" : "v", head);
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool refused_before_constructor(ggufmap_fit *fit, ggufmap_flash_attn *fa) {
+    const ggufmap_fit_opts *o = &fit->opts;
+    if (o->n_batch == 0 && o->n_ubatch == 0) {
+        snprintf(fit->refusal, sizeof fit->refusal, "n_batch and n_ubatch cannot both be zero");
+        return true;
+    }
+    if (o->n_ctx == 0 && fit->hp->n_ctx_train == 0) {
+        snprintf(fit->refusal, sizeof fit->refusal, "n_ctx and model->hparams.n_ctx_train cannot both be zero");
+        return true;
+    }
+    return cache_types_refused(fit, fa);
+}
+
+/* llama_context::llama_context (:91-305). */
+static void derive_sizes(ggufmap_fit *fit, ggufmap_flash_attn fa) {
+    const gm_hparams *hp = fit->hp;
+    const ggufmap_fit_opts *o = &fit->opts;
+    gm_cparams *cp = &fit->cp;
+    ggufmap_fit_context *s = &cp->sizes;
+    s->n_seq_max = o->n_seq_max > 0 ? o->n_seq_max : 1;
+    if (s->n_seq_max > GM_MAX_SEQ) {
+        snprintf(fit->refusal, sizeof fit->refusal, "n_seq_max must be <= %d", GM_MAX_SEQ);
+        return;
+    }
+    uint32_t n_ctx = o->n_ctx == 0 ? hp->n_ctx_train : o->n_ctx;
+    s->n_batch = hp->causal && n_ctx < o->n_batch ? n_ctx : o->n_batch;
+    const uint32_t ub = o->n_ubatch == 0 ? o->n_batch : o->n_ubatch;
+    s->n_ubatch = ub < s->n_batch ? ub : s->n_batch;
+    s->n_outputs_max = o->n_outputs_max == 0 ? s->n_batch : o->n_outputs_max;
+    n_ctx = (uint32_t)gm_pad(n_ctx, 256);
+    if (o->kv_unified) {
+        s->n_ctx_seq = n_ctx;
+        s->n_stream = 1;
+    } else {
+        s->n_ctx_seq = (uint32_t)gm_pad(n_ctx / s->n_seq_max, 256);
+        if (s->n_ctx_seq == 0) {
+            snprintf(fit->refusal, sizeof fit->refusal, "n_ctx_seq == 0");
+            return;
+        }
+        n_ctx = s->n_ctx_seq * s->n_seq_max;
+        s->n_stream = s->n_seq_max;
+    }
+    s->n_ctx = n_ctx;
+    s->kv_size = s->n_ctx_seq;
+    s->flash_attn = fa != GGUFMAP_FA_OFF; /* auto resolves on: every modelled device runs FLASH_ATTN_EXT */
+    s->v_trans = fa == GGUFMAP_FA_OFF;    /* the memory sees "auto" as on */
+    if (hp->memory == GM_MEMORY_KV_ISWA) {
+        uint64_t swa = (uint64_t)hp->n_swa * (o->kv_unified ? s->n_seq_max : 1) + s->n_ubatch;
+        s->kv_size_swa = o->swa_full ? s->kv_size : (uint32_t)gm_pad(swa < s->kv_size ? swa : s->kv_size, 256);
+    }
+}
+
+void gm_fit_context(ggufmap_fit *fit) {
+    gm_cparams *cp = &fit->cp;
+    ggufmap_flash_attn fa = fit->opts.flash_attn;
+    cp->type_k = fit->opts.type_k;
+    cp->type_v = fit->opts.type_v;
+    cp->offload_kqv = !fit->opts.no_kv_offload;
+    cp->op_offload = !fit->opts.no_op_offload;
+    cp->kv_unified = fit->opts.kv_unified;
+    cp->swa_full = fit->opts.swa_full;
+    cp->embeddings = fit->opts.embeddings;
+    cp->causal = fit->hp->causal;
+    cp->n_rs_seq = 0;
+    if (refused_before_constructor(fit, &fa)) return;
+    derive_sizes(fit, fa);
+}

@@ -1,0 +1,387 @@
+/*
+ * fit_llm.c - the blocks llama.cpp builds its graphs from (llama-graph.cpp,
+ * llama-kv-cache.cpp), over the shape-only graph.
+ *
+ * Each function follows the llama.cpp function it names op for op, in the
+ * same order and with the same expansions (ggml_build_forward_expand), since
+ * node order decides what the allocator can reuse.  Values (scales, eps,
+ * rope parameters) are left out: they change no shape.  Weights are the
+ * model's tensors as the placement put them: a tensor in a buffer of the
+ * context's type, marked as a weight, so that the scheduler sends ops to
+ * the weight's backend.
+ */
+#include "fit_llm.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ggufmap/types.h"
+
+enum { T_F32 = 0, T_F16 = 1, T_I32 = 26, T_I64 = 27 };
+
+/* ------------------------------------------------------------------------ */
+/* Weights                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static gm_buft buft_of_context(const gm_llm *l, int32_t ctx) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
+    const char *b = ggufmap_placement_context(pl, (uint32_t)ctx)->buft;
+    if (strcmp(b, "CPU") == 0) return GM_BUFT_CPU;
+    if (strcmp(b, "CPU_REPACK") == 0) return GM_BUFT_REPACK;
+    if (strcmp(b, "CUDA_Host") == 0) return GM_BUFT_HOST;
+    return GM_BUFT_GPU;
+}
+
+static const ggufmap_model *model_of(const gm_llm *l) {
+    return ggufmap_placement_model(ggufmap_plan_placement(l->fit->plan));
+}
+
+static int32_t weight_tensor(gm_llm *l, int64_t ti, int32_t ctx, int32_t *slot, const int64_t *shape) {
+    if (*slot != GM_NONE) return *slot;
+    const ggufmap_tensor *t = ggufmap_model_tensor(model_of(l), ti);
+    int64_t ne[4] = { t->ne[0], t->ne[1], t->ne[2], t->ne[3] };
+    if (shape) ne[0] = shape[0], ne[1] = shape[1], ne[2] = ne[3] = 1;
+    *slot = gm_new_buffered(l->g, t->type, ne, buft_of_context(l, ctx), true);
+    return *slot;
+}
+
+static int64_t find_weight(gm_llm *l, const char *fmt, int il) {
+    char name[128];
+    snprintf(name, sizeof name, fmt, il);
+    int64_t ti = ggufmap_model_find_tensor(model_of(l), name);
+    return ti >= 0 && l->ctx_of[ti] >= 0 ? ti : -1;
+}
+
+int32_t gm_w(gm_llm *l, const char *fmt, int il) {
+    int64_t ti = find_weight(l, fmt, il);
+    return ti < 0 ? GM_NONE : weight_tensor(l, ti, l->ctx_of[ti], &l->w[ti], NULL);
+}
+
+int32_t gm_w_shaped(gm_llm *l, const char *fmt, int il, int64_t ne0, int64_t ne1) {
+    int64_t ti = find_weight(l, fmt, il);
+    const int64_t shape[2] = { ne0, ne1 };
+    return ti < 0 ? GM_NONE : weight_tensor(l, ti, l->ctx_of[ti], &l->w[ti], shape);
+}
+
+/* a tied output reuses token_embd's tensor when both land in one context */
+int32_t gm_w_output(gm_llm *l) {
+    int32_t out = gm_w(l, "output.weight", 0);
+    if (out != GM_NONE) return out;
+    int64_t ti = find_weight(l, "token_embd.weight", 0);
+    if (ti < 0) return GM_NONE;
+    const int32_t ctx = l->dup_ctx_of[ti] >= 0 ? l->dup_ctx_of[ti] : l->ctx_of[ti];
+    if (ctx == l->ctx_of[ti]) return weight_tensor(l, ti, ctx, &l->w[ti], NULL);
+    return weight_tensor(l, ti, ctx, &l->w_dup[ti], NULL);
+}
+
+int gm_layer_backend(const gm_llm *l, int il) {
+    return l->be.gpu && gm_fit_layer_on_gpu(l->fit, (uint32_t)il) ? 0 : l->be.n - 1;
+}
+
+void gm_cb_norm(gm_llm *l, int32_t t, int il) {
+    if (il >= 0 && (l->ub.n_tokens < 32 || l->full_offload)) l->g->t[t].user_backend = (int8_t)gm_layer_backend(l, il);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Inputs                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static int32_t input(gm_llm *l, int32_t t) {
+    gm_set_input(l->g, t);
+    return t;
+}
+
+/* build_inp_embd (llama-graph.cpp:2362-2449): the token rows and, for
+ * batches of embeddings, an input of the same shape; both stay in the graph
+ * (ggml_build_forward_select) */
+int32_t gm_inp_embd(gm_llm *l, int32_t tok_embd) {
+    gm_graph *g = l->g;
+    const int64_t n = l->ub.n_tokens;
+    int32_t tokens = input(l, gm_new_1d(g, T_I32, n));
+    int32_t embd = input(l, gm_new_2d(g, T_F32, l->hp->n_embd, n));
+    int32_t cur = gm_get_rows(g, tok_embd, tokens);
+    gm_expand(g, cur);
+    gm_expand(g, embd);
+    gm_expand(g, cur);
+    return cur;
+}
+
+int32_t gm_inp_pos(gm_llm *l) {
+    const int64_t per = l->hp->arch == GM_ARCH_QWEN4EXP ? 4 : 1; /* n_pos_per_embd: 4 with M-RoPE */
+    return input(l, gm_new_1d(l->g, T_I32, l->ub.n_tokens * per));
+}
+
+int32_t gm_inp_out_ids(gm_llm *l) { return input(l, gm_new_1d(l->g, T_I32, l->ub.n_outputs)); }
+
+/* llama_kv_cache's rotation inputs: a Hadamard matrix when a quantized
+ * cache's heads are whole multiples of 64 (llama-kv-cache.cpp:307-340, 1437-1475) */
+static int32_t rot_input(gm_llm *l, const gm_kv_cache *kv, bool is_k) {
+    const gm_hparams *hp = l->hp;
+    const int32_t type = is_k ? l->cp->type_k : l->cp->type_v;
+    const ggufmap_type_info *t = ggufmap_type(type);
+    int64_t head_all = 0;
+    for (uint32_t il = 0; il < hp->n_layer_all; il++) {
+        if (kv->k[il] == GM_NONE) continue;
+        int64_t h = kv->head_k_override ? kv->head_k_override : is_k ? gm_head_k(hp, il) : gm_head_v(hp, il);
+        if (head_all == 0) head_all = h;
+        else if (head_all != h) head_all = -1;
+    }
+    const uint32_t head0 = kv->head_k_override ? kv->head_k_override : is_k ? gm_head_k(hp, 0) : gm_head_v(hp, 0);
+    if (kv->k_only && !is_k) return GM_NONE;
+    if (!(head_all > 0 && t && t->block_size > 1 && head0 % 64 == 0)) return GM_NONE;
+    int64_t nrot = 64;
+    if (is_k) {
+        do nrot *= 2;
+        while (head_all % nrot == 0);
+        nrot /= 2;
+    }
+    return input(l, gm_new_2d(l->g, T_F32, nrot, nrot));
+}
+
+void gm_attn_inp_kv(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp) {
+    gm_graph *g = l->g;
+    const int64_t n = l->ub.n_tokens;
+    const int64_t n_stream = l->cp->kv_unified ? 1 : l->ub.n_seqs;
+    memset(inp, 0, sizeof *inp);
+    inp->kv = kv;
+    inp->k_idxs = input(l, gm_new_1d(g, T_I64, n));
+    inp->v_idxs = kv->k_only ? GM_NONE
+                             : input(l, gm_new_1d(g, T_I64, kv->v_trans ? n * gm_n_embd_v_gqa_max(l->hp) : n));
+    inp->kq_mask = input(l, gm_new_4d(g, l->cp->sizes.flash_attn ? T_F16 : T_F32, kv->kv_size, n / n_stream, 1, n_stream));
+    inp->k_rot = rot_input(l, kv, true);
+    inp->v_rot = rot_input(l, kv, false);
+}
+
+/* build_attn_inp_kv_iswa (llama-graph.cpp:3391-3422): the base inputs, then the SWA ones */
+void gm_attn_inp_kv_iswa(gm_llm *l, gm_attn_inp *base, gm_attn_inp *swa) {
+    gm_attn_inp_kv(l, &l->kv, base);
+    gm_attn_inp_kv(l, &l->kv_swa, swa);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Blocks                                                                    */
+/* ------------------------------------------------------------------------ */
+
+int32_t gm_build_lora_mm(gm_llm *l, int32_t w, int32_t cur) { return gm_mul_mat(l->g, w, cur); }
+
+/* build_norm, LLM_NORM_RMS: rms_norm ("norm"), times the weight */
+int32_t gm_build_norm_rms(gm_llm *l, int32_t cur, int32_t w, int il) {
+    cur = gm_unary(l->g, GM_OP_RMS_NORM, cur);
+    if (w != GM_NONE) {
+        gm_cb_norm(l, cur, il);
+        cur = gm_binary(l->g, GM_OP_MUL, cur, w);
+    }
+    return cur;
+}
+
+void gm_build_qkv(gm_llm *l, int32_t wq, int32_t wk, int32_t wv, int32_t cur, int64_t head_k, int64_t n_head,
+                  int64_t n_head_kv, int64_t head_v, int32_t *q, int32_t *k, int32_t *v) {
+    gm_graph *g = l->g;
+    const int64_t n = l->ub.n_tokens;
+    *q = gm_build_lora_mm(l, wq, cur);
+    *k = gm_build_lora_mm(l, wk, cur);
+    *v = gm_build_lora_mm(l, wv, cur);
+    *q = gm_reshape_3d(g, *q, head_k, n_head, n);
+    *k = gm_reshape_3d(g, *k, head_k, n_head_kv, n);
+    *v = gm_reshape_3d(g, *v, head_v, n_head_kv, n);
+}
+
+/* llama_mul_mat_hadamard (llama-impl.h:57-74) */
+static int32_t mul_mat_hadamard(gm_graph *g, int32_t cur, int32_t rot) {
+    const int64_t n = g->t[rot].ne[0];
+    const gm_tensor *c = &g->t[cur];
+    const int64_t ne[4] = { c->ne[0], c->ne[1], c->ne[2], c->ne[3] };
+    const int64_t elems = ne[0] * ne[1] * ne[2] * ne[3];
+    int32_t r = gm_is_contiguous(g, cur) ? gm_reshape_2d(g, cur, n, elems / n) : gm_cont_2d(g, cur, n, elems / n);
+    r = gm_mul_mat(g, rot, r);
+    return gm_reshape_4d(g, r, ne[0], ne[1], ne[2], ne[3]);
+}
+
+static uint64_t row_size(int32_t type, int64_t n) {
+    const ggufmap_type_info *t = ggufmap_type(type);
+    return (uint64_t)t->type_size * (uint64_t)(n / t->block_size);
+}
+
+/* llama_kv_cache::cpy_k (llama-kv-cache.cpp:1318-1351) */
+static int32_t cpy_k(gm_llm *l, const gm_kv_cache *kv, int32_t k_cur, int32_t k_idxs, int il) {
+    gm_graph *g = l->g;
+    const gm_tensor *kc = &g->t[k_cur];
+    const int64_t n_embd_gqa = kc->ne[0] * kc->ne[1], n = kc->ne[2];
+    int32_t cur = gm_view_2d(g, k_cur, n_embd_gqa, n, g->t[k_cur].nb[2], 0);
+    int32_t k = kv->k[il];
+    if (g->t[k].ne[2] > 1) k = gm_reshape_2d(g, k, n_embd_gqa, kv->kv_size * g->t[k].ne[2]);
+    return gm_set_rows(g, k, cur, k_idxs);
+}
+
+/* llama_kv_cache::cpy_v (:1353-1407): rows, or one element per row when V is transposed */
+static int32_t cpy_v(gm_llm *l, const gm_kv_cache *kv, int32_t v_cur, int32_t v_idxs, int il) {
+    gm_graph *g = l->g;
+    const gm_tensor *vc = &g->t[v_cur];
+    const int64_t n_embd_gqa = vc->ne[0] * vc->ne[1], n = vc->ne[2];
+    int32_t v = kv->v[il];
+    const int64_t n_stream = g->t[v].ne[2];
+    if (!kv->v_trans) {
+        int32_t cur = gm_view_2d(g, v_cur, n_embd_gqa, n, g->t[v_cur].nb[2], 0);
+        if (n_stream > 1) v = gm_reshape_2d(g, v, n_embd_gqa, kv->kv_size * n_stream);
+        return gm_set_rows(g, v, cur, v_idxs);
+    }
+    int32_t cur = row_size(g->t[v_cur].type, n_embd_gqa) == g->t[v_cur].nb[2] ? gm_reshape_2d(g, v_cur, n_embd_gqa, n)
+                                                                             : gm_cont_2d(g, v_cur, n_embd_gqa, n);
+    if (n_embd_gqa < g->t[v].ne[0]) cur = gm_pad_tensor(g, cur, (int)(g->t[v].ne[0] - n_embd_gqa), 0, 0, 0);
+    const gm_tensor *vt = &g->t[v];
+    int32_t view = gm_reshape_2d(g, v, 1, vt->ne[0] * vt->ne[1] * vt->ne[2] * vt->ne[3]);
+    const gm_tensor *ct = &g->t[cur];
+    cur = gm_reshape_2d(g, cur, 1, ct->ne[0] * ct->ne[1] * ct->ne[2] * ct->ne[3]);
+    return gm_set_rows(g, view, cur, v_idxs);
+}
+
+/* llama_kv_cache::get_k / get_v (:1266-1316) over the whole cache */
+static int32_t get_k(gm_llm *l, const gm_kv_cache *kv, int il) {
+    gm_graph *g = l->g;
+    const int32_t k = kv->k[il];
+    const int32_t type = g->t[k].type;
+    const int64_t n_embd_gqa = g->t[k].ne[0], ns = g->t[k].ne[2];
+    const int64_t head = kv->head_k_override ? kv->head_k_override : gm_head_k(l->hp, (uint32_t)il);
+    const int64_t n_head_kv = kv->head_k_override ? 1 : l->hp->n_head_kv[il];
+    return gm_view_4d(g, k, head, n_head_kv, kv->kv_size, ns, row_size(type, head), row_size(type, n_embd_gqa),
+                      row_size(type, n_embd_gqa * kv->kv_size), 0);
+}
+
+static int32_t get_v(gm_llm *l, const gm_kv_cache *kv, int il) {
+    gm_graph *g = l->g;
+    const int32_t v = kv->v[il];
+    const int32_t type = g->t[v].type;
+    const int64_t n_embd_gqa = g->t[v].ne[0], ns = g->t[v].ne[2], size = kv->kv_size;
+    const int64_t head = gm_head_v(l->hp, (uint32_t)il), n_head_kv = l->hp->n_head_kv[il];
+    if (!kv->v_trans)
+        return gm_view_4d(g, v, head, n_head_kv, size, ns, row_size(type, head), row_size(type, n_embd_gqa),
+                          row_size(type, n_embd_gqa * size), 0);
+    return gm_view_4d(g, v, size, n_head_kv, head, ns, row_size(type, size * head), row_size(type, size),
+                      row_size(type, size * n_embd_gqa), 0);
+}
+
+/* build_attn_mha (llama-graph.cpp:2602-2738) */
+static int32_t build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_mask, bool soft_cap) {
+    gm_graph *g = l->g;
+    const bool v_trans = g->t[v].nb[1] > g->t[v].nb[2];
+    const int64_t n_stream = g->t[k].ne[3];
+    const gm_tensor *qt = &g->t[q];
+    q = gm_view_4d(g, q, qt->ne[0], qt->ne[1], qt->ne[2] / n_stream, n_stream, qt->nb[1], qt->nb[2],
+                   qt->nb[3] / (uint64_t)n_stream, 0);
+    q = gm_permute(g, q, 0, 2, 1, 3);
+    k = gm_permute(g, k, 0, 2, 1, 3);
+    v = gm_permute(g, v, 0, 2, 1, 3);
+    int32_t cur;
+    if (l->cp->sizes.flash_attn) {
+        if (v_trans) v = gm_transpose(g, v);
+        if (g->t[k].type == T_F32) k = gm_cast(g, k, T_F16);
+        if (g->t[v].type == T_F32) v = gm_cast(g, v, T_F16);
+        cur = gm_flash_attn_ext(g, q, k, v, kq_mask, GM_NONE);
+        const gm_tensor *c = &g->t[cur];
+        cur = gm_reshape_2d(g, cur, c->ne[0] * c->ne[1], c->ne[2] * c->ne[3]);
+    } else {
+        int32_t kq = gm_mul_mat(g, k, q);
+        if (soft_cap) {
+            kq = gm_unary(g, GM_OP_SCALE, kq);
+            kq = gm_unary(g, GM_OP_UNARY, kq);
+            kq = gm_unary(g, GM_OP_SCALE, kq);
+        }
+        kq = gm_soft_max_ext(g, kq, kq_mask, GM_NONE);
+        if (!v_trans) v = gm_cont(g, gm_transpose(g, v));
+        int32_t kqv = gm_mul_mat(g, v, kq);
+        cur = gm_permute(g, kqv, 0, 2, 1, 3);
+        const gm_tensor *c = &g->t[cur];
+        cur = gm_cont_2d(g, cur, c->ne[0] * c->ne[1], c->ne[2] * c->ne[3]);
+        if (!l->cp->offload_kqv) g->t[cur].user_backend = (int8_t)(l->be.n - 1);
+    }
+    gm_expand(g, cur);
+    return cur;
+}
+
+/* build_attn with llm_graph_input_attn_kv (llama-graph.cpp:2851-2930) and
+ * with llm_graph_input_attn_kv_iswa (:3089-3170, iswa: q, k, v expanded in
+ * that order, and no K/V to store on a layer that reuses another's cache) */
+int32_t gm_build_attn_ex(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
+                         bool soft_cap, bool iswa) {
+    gm_graph *g = l->g;
+    if (inp->k_rot != GM_NONE) {
+        q = mul_mat_hadamard(g, q, inp->k_rot);
+        if (k != GM_NONE) k = mul_mat_hadamard(g, k, inp->k_rot);
+    }
+    if (inp->v_rot != GM_NONE && v != GM_NONE) v = mul_mat_hadamard(g, v, inp->v_rot);
+    gm_expand(g, q);
+    if (iswa) {
+        if (k != GM_NONE) gm_expand(g, k);
+        if (v != GM_NONE) gm_expand(g, v);
+    } else {
+        gm_expand(g, v);
+        gm_expand(g, k);
+    }
+    if (k != GM_NONE) gm_expand(g, cpy_k(l, inp->kv, k, inp->k_idxs, il));
+    if (v != GM_NONE) gm_expand(g, cpy_v(l, inp->kv, v, inp->v_idxs, il));
+    int32_t cur = build_attn_mha(l, q, get_k(l, inp->kv, il), get_v(l, inp->kv, il), inp->kq_mask, soft_cap);
+    if (inp->v_rot != GM_NONE) cur = mul_mat_hadamard(g, cur, inp->v_rot);
+    if (wo != GM_NONE) cur = gm_build_lora_mm(l, wo, cur);
+    return cur;
+}
+
+int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
+                      bool soft_cap) {
+    return gm_build_attn_ex(l, inp, wo, q, k, v, il, soft_cap, false);
+}
+
+/* build_ffn, type_gate LLM_FFN_PAR: up, gate, swiglu/geglu(gate, up), down */
+int32_t gm_build_ffn(gm_llm *l, int32_t cur, int32_t up, int32_t gate, int32_t down, bool gelu) {
+    (void)gelu; /* geglu and swiglu have the same shapes */
+    int32_t tmp = gm_build_lora_mm(l, up, cur);
+    cur = gm_build_lora_mm(l, gate, cur);
+    cur = gm_glu_split(l->g, cur, tmp);
+    return gm_build_lora_mm(l, down, cur);
+}
+
+/* build_moe_ffn (llama-graph.cpp:1993-2360), softmax gating, separate up and gate experts */
+int32_t gm_build_moe_ffn(gm_llm *l, int32_t cur, int32_t gate_inp, int32_t up_exps, int32_t gate_exps,
+                         int32_t down_exps, int64_t n_expert, int64_t n_expert_used, bool norm_w) {
+    gm_graph *g = l->g;
+    const int64_t n_embd = g->t[cur].ne[0], n = g->t[cur].ne[1];
+    int32_t logits = gm_build_lora_mm(l, gate_inp, cur);
+    int32_t probs = gm_soft_max_ext(g, logits, GM_NONE, GM_NONE);
+    int32_t selected = gm_argsort_top_k(g, probs, n_expert_used);
+    probs = gm_reshape_3d(g, probs, 1, n_expert, n);
+    int32_t weights = gm_get_rows(g, probs, selected);
+    if (norm_w) {
+        weights = gm_reshape_2d(g, weights, n_expert_used, n);
+        int32_t sum = gm_sum_rows(g, weights);
+        sum = gm_unary(g, GM_OP_CLAMP, sum);
+        weights = gm_binary(g, GM_OP_DIV, weights, sum);
+        weights = gm_reshape_3d(g, weights, 1, n_expert_used, n);
+    }
+    gm_expand(g, weights);
+    cur = gm_reshape_3d(g, cur, n_embd, 1, n);
+    int32_t up = gm_mul_mat_id(g, up_exps, cur, selected);
+    cur = gm_mul_mat_id(g, gate_exps, cur, selected);
+    cur = gm_glu_split(g, cur, up);
+    int32_t experts = gm_mul_mat_id(g, down_exps, cur, selected);
+    experts = gm_binary(g, GM_OP_MUL, experts, weights);
+    gm_expand(g, experts);
+    int32_t views[256] = { 0 };
+    const int64_t used = n_expert_used < 256 ? n_expert_used : 256;
+    for (int64_t i = 0; i < used; i++) {
+        views[i] = gm_view_2d(g, experts, n_embd, n, g->t[experts].nb[2], (uint64_t)i * g->t[experts].nb[1]);
+        gm_expand(g, views[i]);
+    }
+    int32_t out = views[0];
+    for (int64_t i = 1; i < used; i++) {
+        out = gm_binary(g, GM_OP_ADD, out, views[i]);
+        gm_expand(g, out);
+    }
+    if (used == 1) out = gm_cont(g, out);
+    return out;
+}
+
+/* llm_graph_result::set_outputs: logits and embeddings are graph outputs */
+void gm_set_outputs(gm_llm *l) {
+    if (l->t_logits != GM_NONE) gm_set_output(l->g, l->t_logits);
+    if (l->t_embd != GM_NONE) gm_set_output(l->g, l->t_embd);
+}

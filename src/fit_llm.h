@@ -1,0 +1,106 @@
+/*
+ * fit_llm.h - llama.cpp's graph-building blocks over the shape-only graph
+ * (internal): what llm_graph_context (src/llama-graph.cpp) and the memory
+ * modules' graph helpers build, so that an architecture's worst-case graph
+ * (src/models/<arch>.cpp) can be written once per architecture in
+ * fit_arch_*.c.
+ */
+#ifndef GGUFMAP_FIT_LLM_H
+#define GGUFMAP_FIT_LLM_H
+
+#include "fit_graph.h"
+#include "fit_internal.h"
+
+/* The ubatch a reserve builds its graph for (llama_context::graph_reserve). */
+typedef struct gm_ubatch {
+    int64_t n_tokens, n_seqs, n_seq_tokens, n_outputs;
+} gm_ubatch;
+
+/* One llama_kv_cache: per layer its K and V tensors (a layer that reuses
+ * another's cache has that layer's), GM_NONE where it has none. */
+typedef struct gm_kv_cache {
+    bool present;
+    bool v_trans;
+    bool k_only;               /* the indexer cache: keys only */
+    int64_t kv_size;
+    uint32_t head_k_override;  /* the indexer's key length (one head), 0 otherwise */
+    int32_t k[GM_MAX_LAYERS], v[GM_MAX_LAYERS];
+} gm_kv_cache;
+
+typedef struct gm_llm {
+    gm_graph *g;
+    const ggufmap_fit *fit;
+    const gm_hparams *hp;
+    const gm_cparams *cp;
+    gm_backends be;
+    gm_ubatch ub;
+    bool full_offload;          /* every layer and the output on the GPU */
+    const int32_t *ctx_of, *dup_ctx_of; /* per model tensor: the context of its instance and of its output copy */
+    int32_t *w, *w_dup;         /* per model tensor: its tensor in this graph, GM_NONE */
+    gm_kv_cache kv, kv_swa, kv_idx;
+    int32_t rs_r[GM_MAX_LAYERS], rs_s[GM_MAX_LAYERS], rs_p[GM_MAX_LAYERS];
+    int32_t t_logits, t_embd;
+} gm_llm;
+
+/* ---- model tensors ---- */
+/* The weight named by fmt (with %d for il) as the graph sees it, or GM_NONE
+ * when the model has none (optional tensors). */
+int32_t gm_w(gm_llm *l, const char *fmt, int il);
+/* The output projection: output.weight, or token_embd's copy llama.cpp
+ * creates for the output layer of a tied model. */
+int32_t gm_w_output(gm_llm *l);
+/* A weight with the shape llama.cpp creates it with (TENSOR_ALLOW_RESHAPE). */
+int32_t gm_w_shaped(gm_llm *l, const char *fmt, int il, int64_t ne0, int64_t ne1);
+
+/* the backend a layer's device runs (0 the GPU, n-1 the CPU) */
+int gm_layer_backend(const gm_llm *l, int il);
+
+/* llama_context::graph_get_cb for the names that matter: "norm" and
+ * "l_last" are pinned to their layer's backend for small batches or full
+ * offload. */
+void gm_cb_norm(gm_llm *l, int32_t t, int il);
+
+/* ---- inputs (llm_graph_input_*) ---- */
+int32_t gm_inp_embd(gm_llm *l, int32_t tok_embd);
+int32_t gm_inp_pos(gm_llm *l);
+int32_t gm_inp_out_ids(gm_llm *l);
+
+/* the inputs of one attention cache (llm_graph_input_attn_kv) */
+typedef struct gm_attn_inp {
+    const gm_kv_cache *kv;
+    int32_t k_idxs, v_idxs, kq_mask, k_rot, v_rot;
+} gm_attn_inp;
+
+void gm_attn_inp_kv(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp);
+/* the iswa pair: base for full layers, swa for sliding-window ones (same input objects order as llama.cpp) */
+void gm_attn_inp_kv_iswa(gm_llm *l, gm_attn_inp *base, gm_attn_inp *swa);
+
+/* ---- blocks ---- */
+int32_t gm_build_norm_rms(gm_llm *l, int32_t cur, int32_t w, int il);
+int32_t gm_build_lora_mm(gm_llm *l, int32_t w, int32_t cur);
+/* separate Q/K/V projections reshaped to heads (build_qkv) */
+void gm_build_qkv(gm_llm *l, int32_t wq, int32_t wk, int32_t wv, int32_t cur, int64_t head_k, int64_t n_head,
+                  int64_t n_head_kv, int64_t head_v, int32_t *q, int32_t *k, int32_t *v);
+/* build_attn with a KV cache: store K/V, attend, project with wo */
+int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
+                      bool soft_cap);
+/* the same for a sliding-window pair of caches: q, k, v expanded in that
+ * order; k and v GM_NONE on a layer that reads another layer's cache */
+int32_t gm_build_attn_ex(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
+                         bool soft_cap, bool iswa);
+/* build_ffn with a SiLU-gated parallel up/gate (LLM_FFN_SILU, LLM_FFN_PAR) or GELU */
+int32_t gm_build_ffn(gm_llm *l, int32_t cur, int32_t up, int32_t gate, int32_t down, bool gelu);
+/* build_moe_ffn: softmax gating, top-k experts, SiLU */
+int32_t gm_build_moe_ffn(gm_llm *l, int32_t cur, int32_t gate_inp, int32_t up_exps, int32_t gate_exps,
+                         int32_t down_exps, int64_t n_expert, int64_t n_expert_used, bool norm_w);
+
+/* marks the graph's outputs as llm_graph_result::set_outputs does */
+void gm_set_outputs(gm_llm *l);
+
+/* ---- the architectures' worst-case graphs (fit_arch_*.c) ---- */
+void gm_arch_llama(gm_llm *l);
+void gm_arch_qwen3moe(gm_llm *l);
+void gm_arch_gemma4(gm_llm *l);
+void gm_arch_qwen4exp(gm_llm *l);
+
+#endif

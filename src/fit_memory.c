@@ -1,0 +1,213 @@
+/*
+ * fit_memory.c - the context buffers with closed forms: the output buffer,
+ * the KV caches and the recurrent state.
+ *
+ * Output (llama_context::output_reserve, llama-context.cpp:2103-2190):
+ * allocated first, for n_seq_max rows of n_vocab logits (plus n_embd_out
+ * embeddings with --embedding), f32, in the host buffer type of the output
+ * layer's device (CUDA_Host) or the CPU's; it is re-allocated at the first
+ * batch with more outputs, up to n_outputs_max (n_batch) rows.
+ *
+ * KV cache (llama_kv_cache, llama-kv-cache.cpp:65-295): for each layer that
+ * has a cache and passes the module's filter, a K tensor
+ * [n_embd_k_gqa, kv_size, n_stream] of type_k and a V tensor of type_v whose
+ * rows are the widest layer's when V is stored transposed (flash attention
+ * off) and widths differ.  A layer's tensors go to its device's buffer type
+ * (the CPU's with -nkvo); one buffer per buffer type, in strcmp order of the
+ * names, each tensor padded to the type's alignment (ggml-alloc.c:1184).
+ * A quantized type whose row is not whole blocks makes ggml assert.
+ *
+ * Recurrent state (llama_memory_recurrent, llama-memory-recurrent.cpp:20-125):
+ * per recurrent layer f32 r [n_embd_r, rows], s [n_embd_s, rows] and on the
+ * PLE layer the conv history [ple_conv_state, rows], rows = max(1, n_seq_max)
+ * * (1 + n_rs_seq), one buffer per buffer type as for KV.
+ *
+ * Which modules a model makes is gm_hparams.memory: one cache; a full and a
+ * sliding-window cache (iswa); or hybrid: attention KV, recurrent state and,
+ * for qwen4exp, an indexer key cache (K only, one head of
+ * indexer.key_length, named cache_idx_k_l*).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "fit_internal.h"
+#include "ggufmap/types.h"
+#include "internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* Output buffer                                                             */
+/* ------------------------------------------------------------------------ */
+
+static void add_output(ggufmap_fit *fit) {
+    const gm_hparams *hp = fit->hp;
+    const ggufmap_fit_context *s = &fit->cp.sizes;
+    const uint64_t row = 4ull * (hp->n_vocab + (fit->cp.embeddings ? hp->n_embd_out : 0));
+    const bool host = fit->device == GGUFMAP_DEVICE_CUDA && gm_fit_layer_on_gpu(fit, hp->n_layer_all);
+    const uint64_t rows_max = s->n_outputs_max > s->n_seq_max ? s->n_outputs_max : s->n_seq_max;
+    ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, GGUFMAP_FIT_OUTPUT, host ? "CUDA_Host" : "CPU", row * s->n_seq_max);
+    if (!b) return;
+    b->bytes_max = row * rows_max;
+    snprintf(b->what, sizeof b->what, "%s of %u row%s (%llu rows at the first full batch)",
+             fit->cp.embeddings ? "logits + embeddings" : "logits", s->n_seq_max, s->n_seq_max == 1 ? "" : "s",
+             (unsigned long long)rows_max);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cache tensors, grouped per buffer type                                    */
+/* ------------------------------------------------------------------------ */
+
+/* One memory module's buffers: at most the CPU's and the GPU's. */
+typedef struct module_bufs {
+    const char *buft[2];
+    uint64_t bytes[2];
+    uint32_t layers[2];
+    uint32_t n;
+} module_bufs;
+
+static uint32_t slot_for(module_bufs *m, const char *buft) {
+    for (uint32_t i = 0; i < m->n; i++)
+        if (strcmp(m->buft[i], buft) == 0) return i;
+    m->buft[m->n] = buft;
+    m->bytes[m->n] = 0;
+    m->layers[m->n] = 0;
+    return m->n++;
+}
+
+/* A cache tensor of ne0 elements per row: false (and an abort recorded) when
+ * a quantized row is not whole blocks. */
+static bool add_tensor(ggufmap_fit *fit, module_bufs *m, uint32_t slot, int32_t type, int64_t ne0, int64_t ne1,
+                       int64_t ne2) {
+    const ggufmap_type_info *t = ggufmap_type(type);
+    if (!t || t->block_size == 0 || ne0 % t->block_size != 0) {
+        snprintf(fit->refusal, sizeof fit->refusal, "a %s cache row of %lld elements is not whole blocks of %u: "
+                 "ggml asserts (view of the cache tensor)", t ? t->name : "?", (long long)ne0, t ? t->block_size : 0);
+        fit->aborts = true;
+        return false;
+    }
+    const int64_t ne[4] = { ne0, ne1, ne2, 1 };
+    const char *buft = m->buft[slot];
+    m->bytes[slot] += gm_pad(gm_buft_alloc_size(buft, type, ne), gm_buft_alignment(buft));
+    return true;
+}
+
+static void sort_by_name(module_bufs *m) {
+    if (m->n == 2 && strcmp(m->buft[0], m->buft[1]) > 0) {
+        const char *b = m->buft[0];
+        uint64_t x = m->bytes[0];
+        uint32_t l = m->layers[0];
+        m->buft[0] = m->buft[1], m->bytes[0] = m->bytes[1], m->layers[0] = m->layers[1];
+        m->buft[1] = b, m->bytes[1] = x, m->layers[1] = l;
+    }
+}
+
+static void emit_module(ggufmap_fit *fit, module_bufs *m, ggufmap_fit_kind kind, const char *what, uint32_t cells) {
+    sort_by_name(m);
+    for (uint32_t i = 0; i < m->n; i++) {
+        ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, kind, m->buft[i], m->bytes[i]);
+        if (!b) return;
+        if (kind == GGUFMAP_FIT_RS)
+            snprintf(b->what, sizeof b->what, "%s, %u layer%s", what, m->layers[i], m->layers[i] == 1 ? "" : "s");
+        else
+            snprintf(b->what, sizeof b->what, "%s, %u layer%s x %u cells x %u stream%s", what, m->layers[i],
+                     m->layers[i] == 1 ? "" : "s", cells, fit->cp.sizes.n_stream, fit->cp.sizes.n_stream == 1 ? "" : "s");
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The memory modules                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* The filters create_memory and the caches chain (llama-model.cpp:2560-2750,
+ * llama-kv-cache-iswa.cpp:52-66): trunk layers only when the model has MTP
+ * blocks; SWA or not for iswa; attention or recurrent for hybrid. */
+bool gm_cache_has_layer(const gm_hparams *hp, gm_cache cache, uint32_t il) {
+    if (hp->n_layer_nextn > 0 && il >= hp->n_layer) return false;
+    const bool hybrid = hp->memory == GM_MEMORY_HYBRID || hp->memory == GM_MEMORY_HYBRID_IDX;
+    switch (cache) {
+    case GM_CACHE_KV:
+        if (!gm_has_kv(hp, il)) return false;
+        if (hp->memory == GM_MEMORY_KV_ISWA) return !hp->is_swa[il];
+        return !hybrid || (il < hp->n_layer && !hp->is_recr[il]);
+    case GM_CACHE_KV_SWA: return gm_has_kv(hp, il) && hp->is_swa[il];
+    case GM_CACHE_IDX: return gm_has_kv(hp, il) && il < hp->n_layer && !hp->is_recr[il];
+    case GM_CACHE_RS: return il < hp->n_layer && (hp->memory == GM_MEMORY_RECURRENT || hp->is_recr[il]);
+    }
+    return false;
+}
+
+int32_t gm_cache_reuse(const gm_hparams *hp, uint32_t il) {
+    if (hp->arch != GM_ARCH_GEMMA4 || gm_has_kv(hp, il)) return -1;
+    return hp->n_layer_kv_from_start - (hp->is_swa[il] ? 2 : 1);
+}
+
+/* A llama_kv_cache over the layers of a cache with kv_size cells; the
+ * indexer's is K-only (one head of indexer_head_size). */
+static bool add_kv_cache(ggufmap_fit *fit, gm_cache cache, uint32_t kv_size) {
+    const bool idx = cache == GM_CACHE_IDX;
+    const gm_hparams *hp = fit->hp;
+    const gm_cparams *cp = &fit->cp;
+    const uint32_t n_stream = cp->sizes.n_stream;
+    const bool variable_v = cp->sizes.v_trans && gm_n_embd_v_gqa_variable(hp);
+    module_bufs m = { .n = 0 };
+    for (uint32_t il = 0; il < hp->n_layer_all; il++) {
+        if (!gm_cache_has_layer(hp, cache, il)) continue;
+        uint32_t slot = slot_for(&m, gm_fit_layer_buft(fit, il, cp->offload_kqv));
+        m.layers[slot]++;
+        const int64_t k_row = idx ? hp->indexer_head_size : gm_n_embd_k_gqa(hp, il);
+        if (!add_tensor(fit, &m, slot, cp->type_k, k_row, kv_size, n_stream)) return false;
+        if (idx) continue;
+        const int64_t v_row = variable_v ? gm_n_embd_v_gqa_max(hp) : gm_n_embd_v_gqa(hp, il);
+        if (!add_tensor(fit, &m, slot, cp->type_v, v_row, kv_size, n_stream)) return false;
+    }
+    char what[64];
+    const ggufmap_type_info *tk = ggufmap_type(cp->type_k), *tv = ggufmap_type(cp->type_v);
+    if (idx)
+        snprintf(what, sizeof what, "indexer keys %s", tk->name);
+    else
+        snprintf(what, sizeof what, "%sK %s + V %s", cache == GM_CACHE_KV_SWA ? "SWA " : "", tk->name, tv->name);
+    emit_module(fit, &m, GGUFMAP_FIT_KV, what, kv_size);
+    return true;
+}
+
+static void add_recurrent(ggufmap_fit *fit) {
+    const gm_hparams *hp = fit->hp;
+    const gm_cparams *cp = &fit->cp;
+    const int64_t rows = (int64_t)(cp->sizes.n_seq_max > 0 ? cp->sizes.n_seq_max : 1) * (1 + cp->n_rs_seq);
+    module_bufs m = { .n = 0 };
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        if (!gm_cache_has_layer(hp, GM_CACHE_RS, il)) continue;
+        uint32_t slot = slot_for(&m, gm_fit_layer_buft(fit, il, cp->offload_kqv));
+        m.layers[slot]++;
+        add_tensor(fit, &m, slot, 0, gm_n_embd_r(hp), rows, 1);
+        add_tensor(fit, &m, slot, 0, gm_n_embd_s(hp), rows, 1);
+        if (gm_ple_conv_state(hp) > 0 && hp->is_ple[il]) add_tensor(fit, &m, slot, 0, gm_ple_conv_state(hp), rows, 1);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "recurrent state f32, %lld row%s", (long long)rows, rows == 1 ? "" : "s");
+    emit_module(fit, &m, GGUFMAP_FIT_RS, what, 0);
+}
+
+int gm_fit_memory(ggufmap_fit *fit, ggufmap_error *err) {
+    (void)err;
+    const gm_hparams *hp = fit->hp;
+    const ggufmap_fit_context *s = &fit->cp.sizes;
+    add_output(fit);
+    switch (hp->memory) {
+    case GM_MEMORY_KV:
+        add_kv_cache(fit, GM_CACHE_KV, s->kv_size);
+        break;
+    case GM_MEMORY_KV_ISWA:
+        if (add_kv_cache(fit, GM_CACHE_KV, s->kv_size)) add_kv_cache(fit, GM_CACHE_KV_SWA, s->kv_size_swa);
+        break;
+    case GM_MEMORY_RECURRENT:
+        add_recurrent(fit);
+        break;
+    case GM_MEMORY_HYBRID:
+    case GM_MEMORY_HYBRID_IDX:
+        if (!add_kv_cache(fit, GM_CACHE_KV, s->kv_size)) break;
+        add_recurrent(fit);
+        if (hp->memory == GM_MEMORY_HYBRID_IDX && hp->indexer_head_size > 0) add_kv_cache(fit, GM_CACHE_IDX, s->kv_size);
+        break;
+    }
+    return fit->n_buffers > 0 ? GGUFMAP_OK : GGUFMAP_ENOMEM;
+}

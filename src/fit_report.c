@@ -1,0 +1,294 @@
+/*
+ * fit_report.c - a fit for people and for scripts ("ggufmap.fit/1").
+ *
+ * Text: the options and the context llama.cpp makes of them, one row per
+ * buffer in llama.cpp's order, one row per device, the verdict under the
+ * limit (llama.cpp's mapping today, and the plan's after repack), the
+ * largest context that fits and the suggestions.  JSON carries the same,
+ * every size in bytes.
+ */
+#include <string.h>
+
+#include "fit_internal.h"
+#include "ggufmap/types.h"
+#include "internal.h"
+#include "json.h"
+
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static const char *model_path(const ggufmap_fit *fit) {
+    const ggufmap_model *m = ggufmap_placement_model(ggufmap_plan_placement(fit->plan));
+    return ggufmap_source_path(ggufmap_model_shard(m, 0));
+}
+
+static const char *fa_name(ggufmap_flash_attn fa) {
+    return fa == GGUFMAP_FA_ON ? "on" : fa == GGUFMAP_FA_OFF ? "off" : "auto";
+}
+
+static const char *type_name(int32_t t) {
+    const ggufmap_type_info *i = ggufmap_type(t);
+    return i ? i->name : "?";
+}
+
+/* ------------------------------------------------------------------------ */
+/* Text                                                                      */
+/* ------------------------------------------------------------------------ */
+
+static void text_header(FILE *out, const ggufmap_fit *fit) {
+    const ggufmap_fit_opts *o = &fit->opts;
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
+    const ggufmap_placement_opts *po = ggufmap_placement_options(pl);
+    char ngl[16] = "all"; /* llama.cpp's -ngl -1 */
+    if (po->n_gpu_layers >= 0) snprintf(ngl, sizeof ngl, "%d", po->n_gpu_layers);
+    fprintf(out, "%s: %s, %u layers, device %s, -ngl %s\n", base_name(model_path(fit)), fit->hp->arch_name,
+            fit->hp->n_layer_all, ggufmap_device_name(po->device), ngl);
+    fprintf(out, "options: -c %u -np %u -b %u -ub %u -ctk %s -ctv %s -fa %s%s%s%s%s\n", o->n_ctx, o->n_seq_max, o->n_batch,
+            o->n_ubatch, type_name(o->type_k), type_name(o->type_v), fa_name(o->flash_attn), o->swa_full ? " --swa-full" : "",
+            o->kv_unified ? " --kv-unified" : "", o->no_kv_offload ? " -nkvo" : "", o->embeddings ? " --embedding" : "");
+    bool aborts;
+    const char *why = ggufmap_fit_refusal(fit, &aborts);
+    if (why) {
+        fprintf(out, "llama.cpp v0.5.0 %s: %s\n", aborts ? "aborts creating this context" : "refuses this context", why);
+        return;
+    }
+    const ggufmap_fit_context *s = &fit->cp.sizes;
+    fprintf(out, "context: n_ctx %u = %u cells x %u stream%s, n_batch %u, n_ubatch %u, n_seq_max %u, flash attention %s",
+            s->n_ctx, s->kv_size, s->n_stream, s->n_stream == 1 ? "" : "s", s->n_batch, s->n_ubatch, s->n_seq_max,
+            s->flash_attn ? "on" : "off");
+    if (s->kv_size_swa) fprintf(out, ", SWA cache %u cells", s->kv_size_swa);
+    fputs("\n", out);
+}
+
+static void text_buffers(FILE *out, const ggufmap_fit *fit) {
+    char a[32], b[32];
+    fprintf(out, "\nbuffers, in llama.cpp's order:\n  %-8s %-6s %-12s %15s %15s  %s\n", "kind", "device", "buffer",
+            "llama.cpp", "planned / max", "what");
+    for (uint32_t i = 0; i < fit->n_buffers; i++) {
+        const ggufmap_fit_buffer *x = &fit->buffers[i];
+        const uint64_t second = x->kind == GGUFMAP_FIT_WEIGHTS ? x->planned : x->bytes_max;
+        fprintf(out, "  %-8s %-6s %-12s %15s %15s  %s%s\n", ggufmap_fit_kind_name(x->kind), fit->devices[x->device].name,
+                x->buft, gm_fmt_mib(a, sizeof a, x->bytes), second != x->bytes ? gm_fmt_mib(b, sizeof b, second) : "",
+                x->exact ? "" : "(upper bound) ", x->what);
+    }
+}
+
+static void text_devices(FILE *out, const ggufmap_fit *fit) {
+    static const char *const heads[] = { "weights", "planned", "kv", "rs", "output", "compute", "total", "planned" };
+    char v[8][32];
+    const uint64_t page = ggufmap_plan_options(fit->plan)->page;
+    fprintf(out, "\nper device (MiB; output at its full size; totals with llama.cpp's and the planned weights%s):\n  %-6s",
+            fit->device == GGUFMAP_DEVICE_METAL && page > 1 ? "; GPU buffers in whole pages" : "", "");
+    for (int i = 0; i < 8; i++) fprintf(out, " %12s", heads[i]);
+    fputs("\n", out);
+    for (uint32_t i = 0; i < fit->n_devices; i++) {
+        const ggufmap_fit_device *d = &fit->devices[i];
+        const uint64_t x[8] = { d->weights, d->weights_planned, d->kv, d->rs, d->output_max, d->compute, d->total,
+                                d->total_planned };
+        fprintf(out, "  %-6s", d->name);
+        for (int k = 0; k < 8; k++) {
+            gm_fmt_mib(v[k], sizeof v[k], x[k]);
+            v[k][strcspn(v[k], " ")] = '\0'; /* the number without " MiB" */
+            fprintf(out, " %12s", v[k]);
+        }
+        fprintf(out, "%s\n", d->exact ? "" : "  (an upper bound)");
+    }
+}
+
+static void text_verdict_line(FILE *out, const char *label, uint64_t need, uint64_t limit) {
+    char a[32], b[32], c[32];
+    fprintf(out, "  %-22s: %s  %s the limit of %s by %s\n", label, gm_fmt_mib(a, sizeof a, need),
+            need <= limit ? "FITS under" : "EXCEEDS", gm_fmt_mib(b, sizeof b, limit),
+            gm_fmt_mib(c, sizeof c, need <= limit ? limit - need : need - limit));
+}
+
+static void text_max_ctx(FILE *out, const ggufmap_fit_report_opts *ro) {
+    char a[24] = "none", b[24] = "none";
+    if (ro->max_ctx) snprintf(a, sizeof a, "-c %u", ro->max_ctx);
+    if (ro->max_ctx_planned) snprintf(b, sizeof b, "-c %u", ro->max_ctx_planned);
+    if (ro->max_ctx == ro->max_ctx_planned)
+        fprintf(out, "\nlargest context that fits: %s\n", a);
+    else
+        fprintf(out, "\nlargest context that fits: %s with llama.cpp today, %s repacked\n", a, b);
+}
+
+static void text_verdict(FILE *out, const ggufmap_fit *fit, const ggufmap_fit_report_opts *ro) {
+    const ggufmap_fit_device *d = &fit->devices[ggufmap_fit_limited_device(fit)];
+    const uint64_t limit = fit->opts.limit;
+    if (limit && !fit->refusal[0]) {
+        fprintf(out, "\n%s (%s):\n", d->gpu && fit->device == GGUFMAP_DEVICE_METAL ? "working set" : "memory", d->name);
+        text_verdict_line(out, "llama.cpp today", d->total, limit);
+        text_verdict_line(out, "repacked (planned)", d->total_planned, limit);
+    }
+    if (ro && ro->searched)
+        text_max_ctx(out, ro);
+    if (ro && ro->n_suggestions) {
+        char a[32];
+        fprintf(out, "\nto make it fit, cheapest first (each step keeps the ones before it):\n");
+        for (uint32_t i = 0; i < ro->n_suggestions; i++)
+            fprintf(out, "  %u. %-34s total %s  %s\n", i + 1, ro->suggestions[i].flags,
+                    gm_fmt_mib(a, sizeof a, ro->suggestions[i].total), ro->suggestions[i].fits ? "fits" : "does not fit");
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* JSON                                                                      */
+/* ------------------------------------------------------------------------ */
+
+static void json_options(json *j, const ggufmap_fit *fit) {
+    const ggufmap_fit_opts *o = &fit->opts;
+    json_key(j, "options");
+    json_begin_object(j);
+    json_key(j, "n_ctx"); json_uint(j, o->n_ctx);
+    json_key(j, "n_seq_max"); json_uint(j, o->n_seq_max);
+    json_key(j, "n_batch"); json_uint(j, o->n_batch);
+    json_key(j, "n_ubatch"); json_uint(j, o->n_ubatch);
+    json_key(j, "type_k"); json_string(j, type_name(o->type_k));
+    json_key(j, "type_v"); json_string(j, type_name(o->type_v));
+    json_key(j, "flash_attn"); json_string(j, fa_name(o->flash_attn));
+    json_key(j, "swa_full"); json_bool(j, o->swa_full);
+    json_key(j, "kv_unified"); json_bool(j, o->kv_unified);
+    json_key(j, "no_kv_offload"); json_bool(j, o->no_kv_offload);
+    json_key(j, "embeddings"); json_bool(j, o->embeddings);
+    json_key(j, "limit");
+    if (o->limit) json_uint(j, o->limit);
+    else json_null(j);
+    json_end_object(j);
+}
+
+static void json_context(json *j, const ggufmap_fit *fit) {
+    bool aborts;
+    const char *why = ggufmap_fit_refusal(fit, &aborts);
+    json_key(j, "refusal");
+    if (why) {
+        json_begin_object(j);
+        json_key(j, "message"); json_string(j, why);
+        json_key(j, "aborts"); json_bool(j, aborts);
+        json_end_object(j);
+    } else {
+        json_null(j);
+    }
+    json_key(j, "context");
+    if (why) {
+        json_null(j);
+        return;
+    }
+    const ggufmap_fit_context *s = &fit->cp.sizes;
+    json_begin_object(j);
+    json_key(j, "n_ctx"); json_uint(j, s->n_ctx);
+    json_key(j, "n_ctx_seq"); json_uint(j, s->n_ctx_seq);
+    json_key(j, "n_batch"); json_uint(j, s->n_batch);
+    json_key(j, "n_ubatch"); json_uint(j, s->n_ubatch);
+    json_key(j, "n_seq_max"); json_uint(j, s->n_seq_max);
+    json_key(j, "n_stream"); json_uint(j, s->n_stream);
+    json_key(j, "n_outputs_max"); json_uint(j, s->n_outputs_max);
+    json_key(j, "kv_size"); json_uint(j, s->kv_size);
+    json_key(j, "kv_size_swa"); json_uint(j, s->kv_size_swa);
+    json_key(j, "flash_attn"); json_bool(j, s->flash_attn);
+    json_key(j, "v_trans"); json_bool(j, s->v_trans);
+    json_end_object(j);
+}
+
+static void json_buffers(json *j, const ggufmap_fit *fit) {
+    json_key(j, "buffers");
+    json_begin_array(j);
+    for (uint32_t i = 0; i < fit->n_buffers; i++) {
+        const ggufmap_fit_buffer *b = &fit->buffers[i];
+        json_begin_object(j);
+        json_key(j, "kind"); json_string(j, ggufmap_fit_kind_name(b->kind));
+        json_key(j, "device"); json_string(j, fit->devices[b->device].name);
+        json_key(j, "buft"); json_string(j, b->buft);
+        json_key(j, "bytes"); json_uint(j, b->bytes);
+        json_key(j, "planned"); json_uint(j, b->planned);
+        json_key(j, "bytes_max"); json_uint(j, b->bytes_max);
+        json_key(j, "exact"); json_bool(j, b->exact);
+        json_key(j, "what"); json_string(j, b->what);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
+static void json_devices(json *j, const ggufmap_fit *fit) {
+    json_key(j, "devices");
+    json_begin_array(j);
+    for (uint32_t i = 0; i < fit->n_devices; i++) {
+        const ggufmap_fit_device *d = &fit->devices[i];
+        json_begin_object(j);
+        json_key(j, "name"); json_string(j, d->name);
+        json_key(j, "gpu"); json_bool(j, d->gpu);
+        json_key(j, "weights"); json_uint(j, d->weights);
+        json_key(j, "weights_planned"); json_uint(j, d->weights_planned);
+        json_key(j, "kv"); json_uint(j, d->kv);
+        json_key(j, "rs"); json_uint(j, d->rs);
+        json_key(j, "output"); json_uint(j, d->output);
+        json_key(j, "output_max"); json_uint(j, d->output_max);
+        json_key(j, "compute"); json_uint(j, d->compute);
+        json_key(j, "total"); json_uint(j, d->total);
+        json_key(j, "total_planned"); json_uint(j, d->total_planned);
+        json_key(j, "exact"); json_bool(j, d->exact);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
+static void json_verdict(json *j, const ggufmap_fit *fit, const ggufmap_fit_report_opts *ro) {
+    const ggufmap_fit_device *d = &fit->devices[ggufmap_fit_limited_device(fit)];
+    json_key(j, "verdict");
+    json_begin_object(j);
+    json_key(j, "device"); json_string(j, d->name);
+    json_key(j, "total"); json_uint(j, d->total);
+    json_key(j, "total_planned"); json_uint(j, d->total_planned);
+    json_key(j, "limit");
+    if (fit->opts.limit) json_uint(j, fit->opts.limit);
+    else json_null(j);
+    json_key(j, "fits"); json_bool(j, ggufmap_fit_fits(fit, false));
+    json_key(j, "fits_planned"); json_bool(j, ggufmap_fit_fits(fit, true));
+    json_end_object(j);
+    json_key(j, "max_ctx");
+    if (ro && ro->searched) json_uint(j, ro->max_ctx);
+    else json_null(j);
+    json_key(j, "max_ctx_planned");
+    if (ro && ro->searched) json_uint(j, ro->max_ctx_planned);
+    else json_null(j);
+    json_key(j, "suggestions");
+    json_begin_array(j);
+    for (uint32_t i = 0; ro && i < ro->n_suggestions; i++) {
+        json_begin_object(j);
+        json_key(j, "flags"); json_string(j, ro->suggestions[i].flags);
+        json_key(j, "total"); json_uint(j, ro->suggestions[i].total);
+        json_key(j, "fits"); json_bool(j, ro->suggestions[i].fits);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
+static void report_json(FILE *out, const ggufmap_fit *fit, const ggufmap_fit_report_opts *ro) {
+    json j;
+    json_init(&j, out);
+    json_begin_object(&j);
+    json_key(&j, "schema"); json_string(&j, "ggufmap.fit/1");
+    json_key(&j, "model"); json_string(&j, model_path(fit));
+    json_key(&j, "architecture"); json_string(&j, fit->hp->arch_name);
+    json_key(&j, "device");
+    json_string(&j, ggufmap_device_name(ggufmap_placement_options(ggufmap_plan_placement(fit->plan))->device));
+    json_options(&j, fit);
+    json_context(&j, fit);
+    json_buffers(&j, fit);
+    json_devices(&j, fit);
+    json_verdict(&j, fit, ro);
+    json_end_object(&j);
+    json_finish(&j);
+}
+
+void ggufmap_fit_report(FILE *out, const ggufmap_fit *fit, const ggufmap_fit_report_opts *ro) {
+    if (ro && ro->json) {
+        report_json(out, fit, ro);
+        return;
+    }
+    text_header(out, fit);
+    text_buffers(out, fit);
+    text_devices(out, fit);
+    text_verdict(out, fit, ro);
+}

@@ -1,0 +1,193 @@
+/*
+ * fit_search.c - the largest context that fits, the ways to make a run fit,
+ * and macOS's default GPU working-set limit.
+ *
+ * Every search evaluates whole fits (the same code as one `ggufmap fit`),
+ * never a formula of its own, and relies only on monotony: the limited
+ * device's total never shrinks when -c grows, never grows when more experts
+ * or layers stay on the CPU.  Bisection then finds the boundary in
+ * log2(range) fits.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit_internal.h"
+#include "internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* The largest -c                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* total of the limited device for opts, or UINT64_MAX when llama.cpp refuses */
+static int total_for(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, bool planned, uint64_t *total,
+                     uint32_t *n_ctx_train, ggufmap_error *err) {
+    ggufmap_fit *fit;
+    int rc = ggufmap_fit_build(plan, opts, &fit, err);
+    if (rc != GGUFMAP_OK) return rc;
+    const ggufmap_fit_device *d = ggufmap_fit_device_at(fit, ggufmap_fit_limited_device(fit));
+    *total = ggufmap_fit_refusal(fit, NULL) ? UINT64_MAX : planned ? d->total_planned : d->total;
+    if (n_ctx_train) *n_ctx_train = fit->hp->n_ctx_train;
+    ggufmap_fit_free(fit);
+    return GGUFMAP_OK;
+}
+
+int ggufmap_fit_max_ctx(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, bool planned, uint32_t *n_ctx,
+                        ggufmap_error *err) {
+    ggufmap_fit_opts o = *opts;
+    uint64_t total;
+    uint32_t train = 0;
+    *n_ctx = 0;
+    o.n_ctx = 256;
+    int rc = total_for(plan, &o, planned, &total, &train, err);
+    if (rc != GGUFMAP_OK || total > opts->limit) return rc;
+    /* the ceiling: the -c asked for, else the trained context (-c 0) */
+    const uint32_t ceiling = opts->n_ctx ? opts->n_ctx : train;
+    uint32_t lo = 1, hi = ceiling / 256 > 1 ? ceiling / 256 : 1; /* in units of 256: lo fits */
+    o.n_ctx = hi * 256;
+    if ((rc = total_for(plan, &o, planned, &total, NULL, err)) != GGUFMAP_OK) return rc;
+    if (total <= opts->limit) lo = hi;
+    while (hi - lo > 1) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        o.n_ctx = mid * 256;
+        if ((rc = total_for(plan, &o, planned, &total, NULL, err)) != GGUFMAP_OK) return rc;
+        if (total <= opts->limit) lo = mid;
+        else hi = mid;
+    }
+    *n_ctx = lo * 256;
+    return GGUFMAP_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Suggestions                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct trial {
+    const ggufmap_model *model;
+    const ggufmap_placement_opts *placement;
+    const ggufmap_plan_opts *plan_opts;
+    ggufmap_fit_opts fit_opts;
+    bool planned;                /* count the plan's weights (after repack) */
+} trial;
+
+/* The limited device's total with --n-cpu-moe n_cpu_moe (0: none) and -ngl
+ * ngl added to the placement. */
+static int try_placement(const trial *t, int n_cpu_moe, int ngl, uint64_t *total, ggufmap_error *err) {
+    ggufmap_placement_opts po = *t->placement;
+    ggufmap_override *ovr = NULL;
+    char *pool = NULL;
+    int rc = GGUFMAP_OK;
+    if (n_cpu_moe > 0) {
+        const size_t cap = (size_t)n_cpu_moe * 64 + 64;
+        pool = malloc(cap);
+        ovr = calloc(po.n_overrides + (size_t)n_cpu_moe, sizeof *ovr);
+        int n = pool && ovr ? ggufmap_cpu_moe_patterns(n_cpu_moe, pool, cap) : -1;
+        if (n < 0) rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+        for (uint32_t i = 0; rc == GGUFMAP_OK && i < po.n_overrides; i++) ovr[i] = po.overrides[i];
+        for (int i = 0, off = 0; rc == GGUFMAP_OK && i < n; i++) {
+            ovr[po.n_overrides + (uint32_t)i] = (ggufmap_override){ pool + off, "CPU" };
+            off += (int)strlen(pool + off) + 1;
+        }
+        po.overrides = ovr;
+        po.n_overrides += (uint32_t)(n > 0 ? n : 0);
+    }
+    po.n_gpu_layers = ngl;
+    ggufmap_placement *pl = NULL;
+    ggufmap_plan *plan = NULL;
+    if (rc == GGUFMAP_OK) rc = ggufmap_place(t->model, &po, &pl, err);
+    if (rc == GGUFMAP_OK) rc = ggufmap_plan_build(pl, t->plan_opts, &plan, err);
+    if (rc == GGUFMAP_OK) rc = total_for(plan, &t->fit_opts, t->planned, total, NULL, err);
+    ggufmap_plan_free(plan);
+    ggufmap_placement_free(pl);
+    free(ovr);
+    free(pool);
+    return rc;
+}
+
+static void add_suggestion(ggufmap_fit_suggestion *out, uint32_t cap, uint32_t *n, const char *flags, uint64_t total,
+                           uint64_t limit) {
+    if (*n >= cap) return;
+    ggufmap_fit_suggestion *s = &out[(*n)++];
+    snprintf(s->flags, sizeof s->flags, "%s", flags);
+    s->total = total;
+    s->fits = total <= limit;
+}
+
+/* The fewest experts (--n-cpu-moe) or the most layers (-ngl) that fit:
+ * bisection over the count. */
+static int suggest_offload(trial *t, uint32_t n_layers, bool moe, ggufmap_fit_suggestion *out, uint32_t cap,
+                           uint32_t *n, ggufmap_error *err) {
+    const int ngl_now = t->placement->n_gpu_layers < 0 ? (int)n_layers + 1 : t->placement->n_gpu_layers;
+    int lo = moe ? 0 : -1, hi = moe ? (int)n_layers : ngl_now; /* moe: count that fits is hi; ngl: lo fits */
+    uint64_t total, best = UINT64_MAX;
+    int rc = GGUFMAP_OK;
+    if (moe) {
+        if ((rc = try_placement(t, (int)n_layers, ngl_now, &best, err)) != GGUFMAP_OK) return rc;
+        if (best > t->fit_opts.limit) return GGUFMAP_OK;
+        while (hi - lo > 1) {
+            const int mid = lo + (hi - lo) / 2;
+            if ((rc = try_placement(t, mid, ngl_now, &total, err)) != GGUFMAP_OK) return rc;
+            if (total <= t->fit_opts.limit) hi = mid, best = total;
+            else lo = mid;
+        }
+    } else {
+        while (hi - lo > 1) {
+            const int mid = lo + (hi - lo) / 2;
+            if ((rc = try_placement(t, 0, mid, &total, err)) != GGUFMAP_OK) return rc;
+            if (total <= t->fit_opts.limit) lo = mid, best = total;
+            else hi = mid;
+        }
+        if (lo < 0) return GGUFMAP_OK;
+    }
+    char flags[96];
+    snprintf(flags, sizeof flags, moe ? "--n-cpu-moe %d" : "-ngl %d", moe ? hi : lo);
+    add_suggestion(out, cap, n, flags, best, t->fit_opts.limit);
+    return GGUFMAP_OK;
+}
+
+/* q8_0 K and V need flash attention; worth it only over wider types. */
+static bool q8_cache_helps(const ggufmap_fit_opts *o) {
+    return o->type_k != 8 || o->type_v != 8 || o->flash_attn != GGUFMAP_FA_ON;
+}
+
+int ggufmap_fit_suggest(const ggufmap_model *model, const ggufmap_placement_opts *placement,
+                        const ggufmap_plan_opts *plan_opts, const ggufmap_fit_opts *opts,
+                        ggufmap_fit_suggestion *out, uint32_t cap, uint32_t *n, ggufmap_error *err) {
+    trial t = { model, placement, plan_opts, *opts, false };
+    uint64_t now, repacked;
+    *n = 0;
+    int rc = try_placement(&t, 0, placement->n_gpu_layers, &now, err);
+    t.planned = true;
+    if (rc == GGUFMAP_OK) rc = try_placement(&t, 0, placement->n_gpu_layers, &repacked, err);
+    if (rc != GGUFMAP_OK || opts->limit == 0 || now <= opts->limit) return rc;
+    if (repacked < now) add_suggestion(out, cap, n, "repack", repacked, opts->limit);
+    if (repacked <= opts->limit) return GGUFMAP_OK;
+    if (q8_cache_helps(opts)) {
+        uint64_t q8;
+        t.fit_opts.type_k = t.fit_opts.type_v = 8; /* q8_0 */
+        t.fit_opts.flash_attn = GGUFMAP_FA_ON;
+        if ((rc = try_placement(&t, 0, placement->n_gpu_layers, &q8, err)) != GGUFMAP_OK) return rc;
+        if (q8 < repacked) add_suggestion(out, cap, n, "-ctk q8_0 -ctv q8_0 -fa on", q8, opts->limit);
+        else t.fit_opts = *opts;
+        if (q8 <= opts->limit) return GGUFMAP_OK;
+    }
+    if (placement->device == GGUFMAP_DEVICE_CPU) return GGUFMAP_OK;
+    gm_hparams *hp = malloc(sizeof *hp);
+    if (!hp) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    rc = gm_hparams_read(model, hp, err);
+    const uint32_t n_before = *n;
+    if (rc == GGUFMAP_OK && hp->n_expert > 0) rc = suggest_offload(&t, hp->n_layer_all, true, out, cap, n, err);
+    /* -ngl only when no --n-cpu-moe fits: the two are alternatives, and experts are cheaper to move */
+    if (rc == GGUFMAP_OK && *n == n_before) rc = suggest_offload(&t, hp->n_layer_all, false, out, cap, n, err);
+    free(hp);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* macOS's default limit                                                     */
+/* ------------------------------------------------------------------------ */
+
+uint64_t ggufmap_metal_default_limit(uint64_t ram) {
+    const uint64_t gib = 1ull << 30;
+    return ram <= 32 * gib ? ram / 3 * 2 : ram / 4 * 3;
+}

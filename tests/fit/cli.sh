@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# `ggufmap fit` as a command: exit statuses and usage errors, the
+# ggufmap.fit/1 document, the --mem rule, and the two searches checked
+# against the real llama.cpp (the oracle creates the contexts and decodes a
+# full batch; tests/fit/real_total.js adds up what it holds per device):
+#   --max-ctx R      llama.cpp at -c R fits the limit, at -c R+256 it does not;
+#   suggestions      with the limit set to what llama.cpp really holds with
+#                    q8_0 K/V and -ngl N (or --n-cpu-moe N), fit suggests
+#                    exactly that N, and llama.cpp at N+1 GPU layers (N-1
+#                    CPU-side expert layers) exceeds the limit.
+# Plans use --page 1 so that totals are the buffers' bytes, as the fake
+# Metal allocates them (it does not round to pages).
+#
+# usage: tests/fit/cli.sh GGUFMAP FIXTURE ORACLE WORKDIR
+set -uo pipefail
+
+[ $# -eq 4 ] || { echo "usage: cli.sh GGUFMAP FIXTURE ORACLE WORKDIR" >&2; exit 2; }
+GGUFMAP=$1 FIXTURE=$2 ORACLE=$3 WORK=$4
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+n_fail=0
+fail() { echo "FAIL: $*" >&2; n_fail=$((n_fail + 1)); }
+ok() { echo "ok: $*"; }
+
+L="$WORK/llama.gguf" M="$WORK/qwen3moe.gguf"
+"$FIXTURE" --arch llama --layers 4 --n-embd 256 --n-head 4 --n-head-kv 2 -o "$L" >/dev/null &&
+"$FIXTURE" --arch qwen3moe --layers 3 --head-dim 64 -o "$M" >/dev/null || { echo "FAIL: fixtures" >&2; exit 1; }
+
+# expect_rc WANT WHAT ARGS...: the exit status of `ggufmap fit ARGS`
+expect_rc() {
+  local want=$1 what=$2
+  shift 2
+  "$GGUFMAP" fit "$@" >"$WORK/out" 2>"$WORK/err"
+  local rc=$?
+  if [ $rc -eq "$want" ]; then ok "$what: exit $rc"; else fail "$what: exit $rc, want $want ($(head -c 200 "$WORK/err"))"; fi
+}
+
+# --- exit statuses and usage errors ---------------------------------------
+expect_rc 0 "--help" --help
+grep -q '^usage: ggufmap fit MODEL' "$WORK/out" || fail "--help prints no usage line"
+expect_rc 1 "no MODEL"
+expect_rc 1 "two MODELs" "$L" "$L"
+expect_rc 1 "unknown option" "$L" --bogus
+expect_rc 1 "-fa maybe" "$L" -fa maybe
+expect_rc 1 "-ctk q3_K (not a cache type llama.cpp accepts)" "$L" -ctk q3_K
+expect_rc 1 "--limit 12Q" "$L" --limit 12Q
+expect_rc 1 "--limit and --mem" "$L" --limit 1G --mem 2G
+expect_rc 1 "--max-ctx without a limit" "$L" --max-ctx
+expect_rc 2 "a missing file" "$WORK/none.gguf"
+grep -q 'none.gguf' "$WORK/err" || fail "the missing file's error does not name it"
+# an architecture fit does not model: the fixture with general.architecture "mamba"
+node -e '
+  const fs = require("fs"); const d = fs.readFileSync(process.argv[1]);
+  const i = d.indexOf("general.architecture"); const j = d.indexOf("llama", i + 20);
+  d.write("mamba", j, "latin1"); fs.writeFileSync(process.argv[2], d);' "$L" "$WORK/mamba.gguf"
+expect_rc 2 "an unmodelled architecture" "$WORK/mamba.gguf"
+grep -q "architecture 'mamba' is not modelled" "$WORK/err" || fail "the unmodelled architecture is not named"
+expect_rc 2 "--mtp (not modelled yet)" "$L" --mtp
+# a key of the wrong type: llama.cpp refuses to load the model, and so does fit
+node -e '
+  const fs = require("fs"); const d = fs.readFileSync(process.argv[1]);
+  const k = Buffer.from("llama.context_length"); const t = d.indexOf(k) + k.length;
+  if (d.readUInt32LE(t) !== 4) process.exit(1);            // GGUF_TYPE_UINT32
+  d.writeUInt32LE(5, t); fs.writeFileSync(process.argv[2], d);' "$L" "$WORK/i32.gguf" ||
+  fail "llama.context_length is not a u32 in the fixture"
+"$ORACLE" --ctx 256 "$WORK/i32.gguf" >"$WORK/oracle.out" 2>&1
+grep -q 'key llama.context_length has wrong type i32' "$WORK/oracle.out" ||
+  fail "llama.cpp accepts an i32 llama.context_length: $(tail -n 2 "$WORK/oracle.out")"
+expect_rc 2 "an i32 llama.context_length (llama.cpp: wrong type)" "$WORK/i32.gguf"
+grep -q "key 'llama.context_length': not a u32" "$WORK/err" || fail "the wrong type is not named"
+expect_rc 0 "no limit: nothing to exceed" "$L" -c 4096
+expect_rc 3 "a quantized V cache without flash attention (llama.cpp refuses)" "$L" -ctv q8_0 -fa off
+grep -q 'refuses this context' "$WORK/out" || fail "the refusal is not reported as one"
+expect_rc 3 "a limit below the weights" "$L" --limit 1M
+grep -q 'EXCEEDS the limit of 1.00 MiB' "$WORK/out" || fail "the text verdict does not show the limit"
+
+# --- the JSON document -----------------------------------------------------
+"$GGUFMAP" fit "$M" --device metal -c 8192 --limit 20M --max-ctx --page 1 --json >"$WORK/doc.json"
+rc=$?
+[ $rc -eq 3 ] || fail "qwen3moe at 20 MiB: exit $rc, want 3"
+if node - "$WORK/doc.json" <<'EOF'; then ok "the ggufmap.fit/1 document has its fields"; else fail "the ggufmap.fit/1 document"; fi
+const f = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));
+const bad = [];
+const want = (cond, what) => { if (!cond) bad.push(what); };
+want(f.schema === 'ggufmap.fit/1', 'schema');
+want(f.architecture === 'qwen3moe' && f.device === 'metal', 'architecture, device');
+want(f.options.n_ctx === 8192 && f.options.limit === 20 * 1048576 && f.options.type_k === 'f16', 'options');
+want(f.refusal === null, 'refusal null');
+want(f.context.n_ctx === 8192 && f.context.n_batch === 2048 && f.context.n_ubatch === 512, 'context');
+const names = f.devices.map((d) => d.name).join(',');
+want(names === 'CPU,MTL0', `devices ${names}`);
+for (const b of f.buffers) {
+  want(['weights', 'kv', 'rs', 'output', 'compute'].includes(b.kind), `kind ${b.kind}`);
+  want(typeof b.buft === 'string' && Number.isInteger(b.bytes) && typeof b.exact === 'boolean', 'buffer fields');
+}
+for (const k of ['weights', 'kv', 'output', 'compute'])
+  want(f.buffers.some((b) => b.kind === k), `a ${k} buffer`);
+const gpu = f.devices[1];
+want(f.verdict.device === 'MTL0' && f.verdict.total === gpu.total && f.verdict.limit === 20 * 1048576 &&
+     f.verdict.fits === false, 'verdict');
+want(Number.isInteger(f.max_ctx) && f.max_ctx > 0 && f.max_ctx % 256 === 0 && f.max_ctx < 8192, `max_ctx ${f.max_ctx}`);
+want(Number.isInteger(f.max_ctx_planned) && f.max_ctx_planned >= f.max_ctx, `max_ctx_planned ${f.max_ctx_planned}`);
+want(Array.isArray(f.suggestions) && f.suggestions.length > 0, 'suggestions');
+for (const b of bad) console.error(`document: ${b}`);
+process.exit(bad.length ? 1 : 0);
+EOF
+
+# --- --mem: macOS's default working set, the RAM itself on the CPU ----------
+# limit_of ARGS...: the verdict's limit in the JSON document
+limit_of() { "$GGUFMAP" fit "$L" "$@" --json | node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).verdict.limit)'; }
+G=1073741824
+for c in "metal 128G $((96 * G))" "metal 64G $((48 * G))" "metal 32G $((32 * G / 3 * 2))" \
+         "metal 16G $((16 * G / 3 * 2))" "cpu 16G $((16 * G))"; do
+  read -r dev mem want <<<"$c"
+  got=$(limit_of --device "$dev" --mem "$mem")
+  [ "$got" = "$want" ] && ok "--device $dev --mem $mem: limit $got" ||
+    fail "--device $dev --mem $mem: limit $got, want $want"
+done
+
+# --- searches against the real llama.cpp ------------------------------------
+# real ORACLE_ARGS...: llama.cpp's bytes on MTL0 after a full batch (all
+# layers on the fake Metal unless ORACLE_ARGS say --ngl N: the last wins)
+real() {
+  "$ORACLE" --no-repack --fake-gpu metal --ngl all --b 2048 --ub 512 --decode 2048 --logits-all "$@" \
+    >"$WORK/oracle.out" 2>&1
+  node "$HERE/real_total.js" "$WORK/oracle.out" MTL0 | node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).MTL0)'
+}
+
+# --max-ctx on llama at 40 MiB: llama.cpp at R fits, at R + 256 does not
+LIMIT=$((40 * 1048576))
+R=$("$GGUFMAP" fit "$L" --device metal -c 65536 --limit "$LIMIT" --max-ctx --page 1 --json |
+    node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).max_ctx)')
+at_r=$(real --ctx "$R" "$L")
+at_r1=$(real --ctx "$((R + 256))" "$L")
+if [ -n "$at_r" ] && [ -n "$at_r1" ] && [ "$at_r" -le "$LIMIT" ] && [ "$at_r1" -gt "$LIMIT" ]; then
+  ok "--max-ctx $R at $LIMIT B: llama.cpp holds $at_r B at -c $R, $at_r1 B at -c $((R + 256))"
+else
+  fail "--max-ctx $R at $LIMIT B: llama.cpp holds '$at_r' B at -c $R, '$at_r1' B at -c $((R + 256))"
+fi
+
+# suggest MODEL NAME ORACLE_FLAG N NEXT FIT_FLAGS...: with the limit at what
+# llama.cpp holds with q8_0 K/V, flash attention and ORACLE_FLAG N, fit's
+# last suggestion is "NAME N" and llama.cpp with ORACLE_FLAG NEXT exceeds it.
+# Loaded without mmap: suggestions count the repacked weights (only the
+# device's own tensors), which is what llama.cpp allocates then; a mapped
+# span would still cover the tensors moved out of its middle.
+suggest() {
+  local model=$1 name=$2 flag=$3 n=$4 next=$5
+  shift 5
+  local q8=(--no-mmap --ctk q8_0 --ctv q8_0 --fa on) limit over
+  limit=$(real "${q8[@]}" "$flag" "$n" --ctx 16384 "$model")
+  over=$(real "${q8[@]}" "$flag" "$next" --ctx 16384 "$model")
+  if [ -z "$limit" ] || [ -z "$over" ] || [ "$over" -le "$limit" ]; then
+    fail "$name: llama.cpp holds '$limit' B at $n and '$over' B at $next: no boundary to find"; return
+  fi
+  "$GGUFMAP" fit "$model" --device metal -c 16384 --page 1 -nr --no-mmap --limit "$limit" "$@" --json >"$WORK/sugg.json"
+  if node - "$WORK/sugg.json" "$name $n" "$limit" <<'EOF'; then
+const f = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));
+const [want, limit] = [process.argv[3], +process.argv[4]];
+const s = f.suggestions.map((x) => x.flags);
+const last = f.suggestions[f.suggestions.length - 1];
+const ok = f.verdict.fits === false && s.includes('-ctk q8_0 -ctv q8_0 -fa on') && last.flags === want &&
+           last.total === limit && last.fits;
+if (!ok) console.error(`suggestions ${JSON.stringify(f.suggestions)}, want the last '${want}' at ${limit} B`);
+process.exit(ok ? 0 : 1);
+EOF
+    ok "$name: fit suggests '$name $n' at the $limit B llama.cpp holds with it ($over B at $next)"
+  else
+    fail "$name $n suggestion"
+  fi
+}
+suggest "$L" -ngl --ngl 2 3
+suggest "$M" --n-cpu-moe --n-cpu-moe 2 1 -ngl all
+
+rm -rf "$WORK"
+if [ "$n_fail" -gt 0 ]; then
+  echo "cli: $n_fail failures"
+  exit 1
+fi
+echo "cli: ok"
