@@ -330,6 +330,9 @@ static void json_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_report_
     json_key(&j, "schema"), json_string(&j, "ggufmap.plan/1");
     json_key(&j, "model"), json_string(&j, ggufmap_source_path(ggufmap_model_shard(m, 0)));
     json_key(&j, "n_shards"), json_uint(&j, ggufmap_model_n_shards(m));
+    uint64_t fetched, requests;
+    if (ggufmap_model_fetch_stats(m, &fetched, &requests)) /* read over HTTP: what it cost */
+        json_key(&j, "fetched_bytes"), json_uint(&j, fetched), json_key(&j, "requests"), json_uint(&j, requests);
     json_key(&j, "n_layers"), json_int(&j, ggufmap_placement_n_layers(pl));
     json_key(&j, "gpu_layers");
     json_begin_array(&j);
