@@ -10,9 +10,13 @@ packages=(
   pkg-config       # finds PCRE2 and libcrypto, and tests our .pc file
   libpcre2-dev     # ECMAScript-compatible regexes for -ot patterns (std::regex_search)
   libssl-dev       # libcrypto's SHA-256 for hashing tensor data
+  libcurl4-openssl-dev # HTTP(S) range requests: inspect/plan of models on servers and Hugging Face
   nodejs npm       # installs the pinned prebuilt llama.cpp that tests use as oracle
   git              # unpacks the llama.cpp source bundle for the oracle's headers
   ca-certificates  # TLS to the npm registry
+  # tests only: the remote tests serve models with nginx (TLS with a
+  # certificate openssl makes) and a fault server in Python 3
+  nginx openssl python3
   # tests only: the arm64 llama.cpp oracle (CPU_REPACK rules of Apple-like
   # CPUs) runs under qemu-user, built with the aarch64 cross compiler
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross libc6-arm64-cross libstdc++6-arm64-cross

@@ -103,13 +103,13 @@ bool gm_url_same_origin(const char *a, const char *b) {
 /* ------------------------------------------------------------------------ */
 
 /* Appends s[0, n) to out (room for cap), percent-encoding what is not
- * unreserved; '/' is kept when keep_slash.  Returns the new length, or cap
- * when out is full. */
-static size_t append_encoded(char *out, size_t used, size_t cap, const char *s, size_t n, bool keep_slash) {
+ * unreserved or listed in keep.  Returns the new length, or cap when out is
+ * full. */
+static size_t append_encoded(char *out, size_t used, size_t cap, const char *s, size_t n, const char *keep) {
     static const char hex[] = "0123456789ABCDEF";
     for (size_t i = 0; i < n && used < cap; i++) {
         unsigned char ch = (unsigned char)s[i];
-        if (isalnum(ch) || strchr("-._~", ch) || (keep_slash && ch == '/')) {
+        if (isalnum(ch) || (ch && strchr("-._~", ch)) || (ch && strchr(keep, ch))) {
             out[used++] = (char)ch;
         } else if (used + 3 < cap) {
             out[used++] = '%';
@@ -122,7 +122,9 @@ static size_t append_encoded(char *out, size_t used, size_t cap, const char *s, 
     return used;
 }
 
-/* Splits "OWNER/REPO[@REVISION]/PATH" into its parts (pointers into s). */
+/* Splits "OWNER/REPO[@REVISION]/PATH" into its parts (pointers into s).  A
+ * revision ends at the next '/', except the hub's refs/pr/N and
+ * refs/convert/NAME, which run over two more (huggingface_hub reads them so). */
 static bool split_hf(const char *s, const char **repo, size_t *repo_len, const char **rev, size_t *rev_len,
                      const char **path) {
     const char *slash1 = strchr(s, '/');
@@ -135,13 +137,15 @@ static bool split_hf(const char *s, const char **repo, size_t *repo_len, const c
     *rev = "main";
     *rev_len = 4;
     if (*after == '@') {
-        /* A revision may hold slashes (refs/pr/1): it runs to the last '/'
-         * before the path's file name. */
-        const char *last = strrchr(after, '/');
-        if (!last || last == after + 1) return false;
         *rev = after + 1;
-        *rev_len = (size_t)(last - after - 1);
-        after = last;
+        const char *end = *rev + strcspn(*rev, "/");
+        if (strncmp(*rev, "refs/pr/", 8) == 0 || strncmp(*rev, "refs/convert/", 13) == 0) {
+            const char *third = strchr(*rev + 5, '/') + 1; /* the N or NAME */
+            end = third + strcspn(third, "/");
+        }
+        *rev_len = (size_t)(end - *rev);
+        if (*rev_len == 0 || *end != '/') return false;
+        after = end;
     }
     *path = after + 1;
     return **path != '\0';
@@ -161,11 +165,11 @@ int gm_url_resolve(const char *endpoint, const char *name, char **url, ggufmap_e
     char *out = malloc(cap);
     if (!out) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     used = (size_t)snprintf(out, cap, "%s/", endpoint);
-    used = append_encoded(out, used, cap, repo, repo_len, true);
-    used = append_encoded(out, used, cap, "/resolve/", 9, true);
-    used = append_encoded(out, used, cap, rev, rev_len, false); /* refs/pr/1 -> refs%2Fpr%2F1, as the hub wants */
-    used = append_encoded(out, used, cap, "/", 1, true);
-    used = append_encoded(out, used, cap, path, strlen(path), true);
+    used = append_encoded(out, used, cap, repo, repo_len, "/");
+    used = append_encoded(out, used, cap, "/resolve/", 9, "/");
+    used = append_encoded(out, used, cap, rev, rev_len, "%"); /* refs/pr/1 -> refs%2Fpr%2F1, as the hub wants */
+    used = append_encoded(out, used, cap, "/", 1, "/");
+    used = append_encoded(out, used, cap, path, strlen(path), "/");
     if (used >= cap) {
         free(out);
         return gm_fail(err, GGUFMAP_EINVAL, "%s: name too long", name);

@@ -83,6 +83,14 @@ static bool take(gm_cursor *c, uint64_t n, const uint8_t **p) {
     return true;
 }
 
+/* The next n bytes (n <= left) will be read: a remote file fetches them in
+ * one request instead of one small request after another. */
+static bool need_ahead(gm_cursor *c, uint64_t n) {
+    if (c->pos + n <= c->bytes->have || c->bytes->ops->fetch(c->bytes, c->pos + n)) return true;
+    c->fetch_failed = true;
+    return false;
+}
+
 static bool read_u32(gm_cursor *c, uint32_t *v) {
     const uint8_t *p;
     if (!take(c, 4, &p)) return false;
@@ -213,6 +221,9 @@ static int parse_kv(ggufmap_source *src, gm_cursor *c, int64_t i, ggufmap_error 
                            src->path, (unsigned long long)value_at, quote(q, sizeof q, kv->key, kv->key_len),
                            (unsigned long long)kv->count, ggufmap_value_type_name(et), (unsigned long long)left(c),
                            left_in(c));
+        if (!need_ahead(c, kv->count * per))
+            return gm_fail(err, GGUFMAP_EIO, "%s: offset %llu: key '%s': the elements cannot be read", src->path,
+                           (unsigned long long)value_at, quote(q, sizeof q, kv->key, kv->key_len));
     }
     kv->value = c->base + c->pos;
     if (et == GGUFMAP_VALUE_STRING) {
@@ -441,6 +452,8 @@ static int parse(ggufmap_source *src, gm_cursor *c, unsigned flags, ggufmap_erro
     if (nt > (left(c) - nk * 14) / 24)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 8: %llu tensor infos cannot fit in the %llu bytes left %s",
                        src->path, (unsigned long long)nt, (unsigned long long)left(c), left_in(c));
+    if (!need_ahead(c, nk * 14 + nt * 24))
+        return gm_fail(err, GGUFMAP_EIO, "%s: offset 24: the key-value pairs and tensor infos cannot be read", src->path);
     src->n_kv = (int64_t)nk;
     src->n_tensors = (int64_t)nt;
     src->kvs = calloc(nk ? nk : 1, sizeof *src->kvs);
