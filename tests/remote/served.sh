@@ -16,10 +16,12 @@
 #     a changed file fetched again;
 #   - TLS with a certificate made here: trusted with --cacert or
 #     CURL_CA_BUNDLE, refused without, HTTP/2 offered and used;
+#   - the reader's corpus (tests/corpus: valid files and mutants): every file
+#     gets the same verdict and message over HTTP as from disk;
 #   - commands that need tensor data refuse URLs.
-#   served.sh GGUFMAP FIXTURE_MAKER WORKDIR
+#   served.sh GGUFMAP FIXTURE_MAKER CORPUS_MAKER WORKDIR
 set -uo pipefail
-ggufmap=$1 fixture=$2 work=$3
+ggufmap=$1 fixture=$2 corpus=$3 work=$4
 source "$(dirname "$0")/lib.sh"
 need openssl "the test makes its own TLS certificate"
 
@@ -214,6 +216,26 @@ turl=https://127.0.0.1:$tls_port/m/llama-00002-of-00003.gguf
   bad "--cacert: $(cat "$work/err")"
 grep -q "HTTP/2" "$work/err" && ok || bad "nginx offers HTTP/2 over TLS; it was not used: $(head -3 "$work/err")"
 CURL_CA_BUNDLE=$work/cert.pem remote_same "$turl" "$www/m/llama-00002-of-00003.gguf" plan --device metal -ngl 2
+
+# ---- the reader's corpus: the same verdicts and messages --------------------
+"$corpus" "$www/corpus" >/dev/null 2>&1 || bad "corpus maker"
+cases=0 differ=0
+for f in "$www"/corpus/*.gguf; do
+  name=${f##*/} cases=$((cases + 1))
+  "$ggufmap" inspect --json --no-cache "$base/corpus/$name" >"$work/r.json" 2>"$work/r.err"
+  rs=$?
+  "$ggufmap" inspect --json "$f" >"$work/l.json" 2>"$work/l.err"
+  ls=$?
+  # a missing shard is a 404 here and ENOENT there; the rest must read the same
+  sed -e "s|$base/corpus/||g" -e 's|not found (HTTP 404 from [^)]*)|MISSING|' "$work/r.err" >"$work/r.msg"
+  sed -e "s|$www/corpus/||g" -e 's|cannot open: No such file or directory|MISSING|' "$work/l.err" >"$work/l.msg"
+  if [[ $rs != "$ls" ]] || ! cmp -s "$work/r.msg" "$work/l.msg" ||
+     { [[ $ls == 0 ]] && ! same_json "$work/r.json" "$work/l.json" >/dev/null; }; then
+    differ=$((differ + 1))
+    echo "corpus $name: exit $rs vs $ls: $(head -c 300 "$work/r.err") | $(head -c 300 "$work/l.err")"
+  fi
+done
+((cases > 100 && differ == 0)) && ok || bad "corpus: $differ of $cases files read differently over HTTP"
 
 # ---- commands that read tensor data refuse URLs ---------------------------------
 for cmd in "hash" "verify $www/m/moe.gguf" "load" "repack -o $work/out.gguf"; do
