@@ -281,9 +281,11 @@ static bool begin_whole(remote_file *f, gm_transfer *t) {
 /* The answer's first body bytes: is it what we asked for? */
 static bool begin_body(remote_file *f, gm_transfer *t) {
     t->body_started = true;
-    if (t->status == 206 && !f->whole) return begin_partial(f, t);
-    if (t->status == 200) return begin_whole(f, t);
-    return true; /* an error page or a redirect: settle() reads the status */
+    if (t->status < 200 || t->status >= 300) return true; /* an error page or a redirect: settle() reads the status */
+    if (t->status != 200 && (t->status != 206 || f->whole))
+        return file_fail(f, GGUFMAP_EIO, "unexpected HTTP %ld to a GET%s", t->status, f->whole ? "" : " with a range");
+    if (f->cached.bytes) gm_cache_entry_free(&f->cached); /* the server sent other bytes than the cache's */
+    return t->status == 206 ? begin_partial(f, t) : begin_whole(f, t);
 }
 
 /* Body bytes of any answer.  Keeps those at `have`, skips those already had
@@ -292,7 +294,7 @@ static bool begin_body(remote_file *f, gm_transfer *t) {
 static size_t sink(gm_transfer *t, const char *data, size_t n) {
     remote_file *f = t->owner;
     if (!t->body_started && !begin_body(f, t)) return 0;
-    if (t->status != 200 && t->status != 206) { /* drop the page, or stop reading it */
+    if (t->status < 200 || t->status >= 300) { /* drop the page, or stop reading it */
         t->body_bytes += n;
         return t->body_bytes <= MAX_ERROR_BODY ? n : 0;
     }

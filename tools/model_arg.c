@@ -67,12 +67,7 @@ void model_arg_free(model_arg *a) {
 }
 
 int model_arg_longopts(struct option *out, size_t cap, const struct option *own, size_t n_own) {
-    size_t k = sizeof model_options / sizeof model_options[0];
-    if (k + n_own + 1 > cap) return -1;
-    memcpy(out, model_options, sizeof model_options);
-    memcpy(out + k, own, n_own * sizeof *own);
-    memset(&out[k + n_own], 0, sizeof *out);
-    return (int)(k + n_own);
+    return longopts_join(out, cap, model_options, sizeof model_options / sizeof model_options[0], own, n_own);
 }
 
 /* A whole number in [lo, hi]. */
