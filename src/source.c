@@ -2,10 +2,13 @@
  * source.c - the GGUF reader: one file, mapped read-only, checked as llama.cpp
  * v0.5.0 checks it.
  *
- * Data structure.  A source owns a read-only MAP_PRIVATE mapping of the whole
- * file, an array of ggufmap_kv and an array of ggufmap_tensor whose string
- * fields point into that mapping, and two hash tables (key -> index, tensor
- * name -> index).  Nothing is copied out of the file except fixed-size numbers.
+ * Data structure.  A source owns a byte source (byte_source.h): for a local
+ * file a read-only MAP_PRIVATE mapping of the whole file, for a remote one its
+ * header bytes (remote.c); an array of ggufmap_kv and an array of
+ * ggufmap_tensor whose string fields point into those bytes, and two hash
+ * tables (key -> index, tensor name -> index).  Nothing is copied out of the
+ * file except fixed-size numbers.  The parser is the same for both: the
+ * cursor asks the byte source for bytes it does not hold yet.
  *
  * Workload.  Opening is one forward pass over the header: every field is
  * bounds-checked against the bytes left before it is read (the cursor below),
@@ -69,26 +72,23 @@ static const char *left_in(const gm_cursor *c) {
     return c->size < c->bytes->size ? "below the header limit for remote files" : "in the file";
 }
 
+/* The next n bytes (n <= left) will be read: a remote file fetches them now,
+ * in one request (an array's elements: not one small request after another). */
+static bool need_ahead(gm_cursor *c, uint64_t n) {
+    if (c->pos + n <= c->bytes->have || c->bytes->ops->fetch(c->bytes, c->pos + n)) return true;
+    c->fetch_failed = true;
+    return false;
+}
+
 static bool take(gm_cursor *c, uint64_t n, const uint8_t **p) {
     if (n > left(c)) {
         c->over_limit = c->size < c->bytes->size;
         return false;
     }
-    if (c->pos + n > c->bytes->have && !c->bytes->ops->fetch(c->bytes, c->pos + n)) {
-        c->fetch_failed = true;
-        return false;
-    }
+    if (!need_ahead(c, n)) return false;
     *p = c->base + c->pos;
     c->pos += n;
     return true;
-}
-
-/* The next n bytes (n <= left) will be read: a remote file fetches them in
- * one request instead of one small request after another. */
-static bool need_ahead(gm_cursor *c, uint64_t n) {
-    if (c->pos + n <= c->bytes->have || c->bytes->ops->fetch(c->bytes, c->pos + n)) return true;
-    c->fetch_failed = true;
-    return false;
 }
 
 static bool read_u32(gm_cursor *c, uint32_t *v) {

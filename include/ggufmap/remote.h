@@ -73,7 +73,9 @@ void ggufmap_remote_opts_init(ggufmap_remote_opts *opts);
 
 /* Starts a session.  The strings in opts are copied.  Returns GGUFMAP_OK, or
  * GGUFMAP_EINVAL (a bad endpoint) / GGUFMAP_ENOMEM / GGUFMAP_EIO (libcurl
- * could not start) with err set. */
+ * could not start) with err set.  A session is used by one thread at a time;
+ * it initialises libcurl (curl_global_init, reference-counted by libcurl and
+ * thread-safe from libcurl 7.84 on) and ggufmap_remote_free releases it. */
 int ggufmap_remote_new(const ggufmap_remote_opts *opts, ggufmap_remote **out, ggufmap_error *err);
 
 /* Ends the session: its connections are closed.  Sources and models opened
