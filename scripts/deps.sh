@@ -9,10 +9,13 @@ packages=(
   cmake            # the build (>= 3.25; bookworm ships 3.25.1)
   pkg-config       # finds libcrypto, and tests our .pc file
   libssl-dev       # libcrypto's SHA-256 for hashing tensor data
+  libcurl4-openssl-dev # HTTP(S) range requests: inspect/plan of models on servers and Hugging Face
   nodejs npm       # installs the pinned prebuilt llama.cpp that tests use as oracle
   git              # unpacks the llama.cpp source bundle for the oracle's headers
   ca-certificates  # TLS to the npm registry
-  python3          # tests only: regenerates src/arch_table.c from llama.cpp's source (tests/arch)
+  # tests only: the remote tests serve models with nginx (TLS with a
+  # certificate openssl makes) and a fault server in Python 3
+  nginx openssl python3
   # tests only: the arm64 llama.cpp oracle (CPU_REPACK rules of Apple-like
   # CPUs) runs under qemu-user, built with the aarch64 cross compiler
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross libc6-arm64-cross libstdc++6-arm64-cross

@@ -167,3 +167,8 @@ void gm_sync_parent(const char *path) {
     }
     free(dir);
 }
+
+uint64_t gm_page_size(void) {
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (uint64_t)p : 4096;
+}

@@ -110,6 +110,11 @@ typedef struct gm_workers_job {
  * *job->cancel was set and no item failed. */
 int gm_workers_run(const gm_workers_job *job, ggufmap_error *err);
 
+/* ---- memory ---- */
+
+/* The system page size (sysconf), 4096 when it cannot be read (fileio.c). */
+uint64_t gm_page_size(void);
+
 /* ---- time ---- */
 
 /* CLOCK_MONOTONIC in nanoseconds: the one clock for durations. */

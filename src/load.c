@@ -178,11 +178,6 @@ bool ggufmap_buft_is_gpu(const char *buft) {
     return strncmp(buft, "CUDA", 4) == 0 && strcmp(buft, "CUDA_Host") != 0;
 }
 
-uint64_t gm_page_size(void) {
-    long p = sysconf(_SC_PAGESIZE);
-    return p > 0 ? (uint64_t)p : 4096;
-}
-
 
 static int by_first(const void *a, const void *b) {
     const ggufmap_range *x = a, *y = b;

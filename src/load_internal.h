@@ -8,8 +8,6 @@
 
 #include "ggufmap/load.h"
 
-/* The system page size (sysconf), 4096 when it cannot be read. */
-uint64_t gm_page_size(void);
 /* Fills b with the host backend: the handle is the pointer, nothing to free. */
 void gm_backend_host_init(ggufmap_backend *b);
 

@@ -5,12 +5,19 @@
  * their tensor infos in shard-then-file order, and one hash table from name to
  * that array's index, which is also how names duplicated across shards are
  * caught (O(1) per tensor).
+ *
+ * Shards are local files or remote files (URLs, hf:// names): an opener says
+ * which.  The split naming applies to a URL's path, its query and fragment
+ * kept as they are; a remote model's shards are asked for in parallel before
+ * they are read one by one.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "ggufmap/model.h"
 #include "internal.h"
+#include "remote_internal.h"
 
 struct ggufmap_model {
     uint32_t n_shards;
@@ -22,6 +29,59 @@ struct ggufmap_model {
 
 int ggufmap_split_path(char *buf, size_t cap, const char *prefix, uint32_t index, uint32_t count) {
     return snprintf(buf, cap, "%s-%05u-of-%05u.gguf", prefix, index + 1, count);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Openers and shard names                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* How shards are opened: local files, or remote ones through a session. */
+typedef struct opener {
+    ggufmap_remote *remote; /* NULL: local files */
+} opener;
+
+static int open_source(const opener *op, const char *name, unsigned flags, ggufmap_source **src,
+                       ggufmap_error *err) {
+    if (op->remote) return ggufmap_source_open_url(name, flags, op->remote, src, err);
+    return ggufmap_source_open(name, flags, src, err);
+}
+
+/* The name of shard `index` of `count` of the model that `name` (a shard of
+ * it, or its first file) belongs to, prefix_len bytes of the name being the
+ * prefix: PREFIX-%05d-of-%05d.gguf, then whatever followed the split naming
+ * in name (a URL's query).  malloc'd; NULL when out of memory. */
+static char *shard_name(const char *name, size_t prefix_len, uint32_t index, uint32_t count) {
+    const char *tail = name + gm_url_name_len(name);
+    size_t cap = prefix_len + 32 + strlen(tail);
+    char *prefix = strndup(name, prefix_len), *out = malloc(cap);
+    if (prefix && out) {
+        int n = ggufmap_split_path(out, cap, prefix, index, count);
+        memcpy(out + n, tail, strlen(tail) + 1);
+    } else {
+        free(out);
+        out = NULL;
+    }
+    free(prefix);
+    return out;
+}
+
+/* ggufmap_split_parse over the part of name the split naming applies to. */
+static int split_parse_name(const char *name, size_t *prefix_len, uint32_t *index, uint32_t *count) {
+    char *head = strndup(name, gm_url_name_len(name));
+    int named = head && ggufmap_split_parse(head, prefix_len, index, count);
+    free(head);
+    return named;
+}
+
+/* Asks for the first bytes of the shards after `next` (a hint: the remote
+ * session fetches them in parallel and bounds how many at once). */
+static void prefetch_shards(const opener *op, const char *first, size_t prefix_len, uint32_t next, uint32_t count) {
+    if (!op->remote) return;
+    for (uint32_t k = next; k < count; k++) {
+        char *name = shard_name(first, prefix_len, k, count);
+        if (name) gm_remote_prefetch(op->remote, name);
+        free(name);
+    }
 }
 
 static int five_digits(const char *s, uint32_t *v) {
@@ -68,9 +128,9 @@ static int get_u16(const ggufmap_source *src, const char *key, int required, uin
     return GGUFMAP_OK;
 }
 
-static int add_shard(ggufmap_model *m, const char *path, unsigned flags, ggufmap_error *err) {
+static int add_shard(ggufmap_model *m, const opener *op, const char *path, unsigned flags, ggufmap_error *err) {
     ggufmap_source *src;
-    int rc = ggufmap_source_open(path, flags, &src, err);
+    int rc = open_source(op, path, flags, &src, err);
     if (rc) return rc;
     gm_source_set_shard(src, m->n_shards);
     m->shards[m->n_shards++] = src;
@@ -99,95 +159,79 @@ static int index_tensors(ggufmap_model *m, ggufmap_error *err) {
     return GGUFMAP_OK;
 }
 
-static int open_splits(ggufmap_model *m, const char *first_path, uint16_t n_split, unsigned flags,
+static int open_splits(ggufmap_model *m, const opener *op, const char *first_path, uint16_t n_split, unsigned flags,
                        ggufmap_error *err) {
     const ggufmap_source *first = m->shards[0];
     uint16_t no = 0;
     int found, rc;
     if ((rc = get_u16(first, "split.no", 1, &no, &found, err))) return rc;
     if (no != 0)
-        return gm_fail(err, GGUFMAP_EFORMAT, "%s: split.no is %u: the first shard must have split.no 0", first_path,
-                       no);
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: split.no is %u: the first shard must have split.no 0",
+                       ggufmap_source_path(first), no);
     size_t plen;
     uint32_t idx, count;
-    if (!ggufmap_split_parse(first_path, &plen, &idx, &count) || idx != 0 || count != n_split)
+    if (!split_parse_name(first_path, &plen, &idx, &count) || idx != 0 || count != n_split)
         return gm_fail(err, GGUFMAP_EFORMAT,
-                       "%s: split.count is %u but the file name does not end in -00001-of-%05u.gguf", first_path,
-                       n_split, n_split);
-    char *prefix = strndup(first_path, plen);
-    size_t cap = plen + 32;
-    char *path = malloc(cap);
-    if (!prefix || !path) {
-        free(prefix);
-        free(path);
-        return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
-    }
+                       "%s: split.count is %u but the file name does not end in -00001-of-%05u.gguf",
+                       ggufmap_source_path(first), n_split, n_split);
     for (uint32_t k = 1; k < n_split && !rc; k++) {
-        ggufmap_split_path(path, cap, prefix, k, n_split);
-        if ((rc = add_shard(m, path, flags, err))) break;
-        const ggufmap_source *src = m->shards[k];
-        if ((rc = get_u16(src, "split.no", 1, &no, &found, err))) break;
-        if (no != k)
-            rc = gm_fail(err, GGUFMAP_EFORMAT, "%s: split.no is %u, expected %u", path, no, k);
+        prefetch_shards(op, first_path, plen, k, k + 16 < n_split ? k + 16 : n_split);
+        char *path = shard_name(first_path, plen, k, n_split);
+        if (!path) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+        if ((rc = add_shard(m, op, path, flags, err)) == GGUFMAP_OK) {
+            const ggufmap_source *src = m->shards[k];
+            if ((rc = get_u16(src, "split.no", 1, &no, &found, err)) == GGUFMAP_OK && no != k)
+                rc = gm_fail(err, GGUFMAP_EFORMAT, "%s: split.no is %u, expected %u", ggufmap_source_path(src), no, k);
+        }
+        free(path);
     }
-    free(prefix);
-    free(path);
     if (rc) return rc;
     if ((rc = index_tensors(m, err))) return rc;
     int64_t i = ggufmap_source_find_kv(first, "split.tensors.count");
     if (i < 0)
-        return gm_fail(err, GGUFMAP_EFORMAT, "%s: key 'split.tensors.count' is missing", first_path);
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: key 'split.tensors.count' is missing", ggufmap_source_path(first));
     const ggufmap_kv *kv = ggufmap_source_kv(first, i);
     if (kv->type != GGUFMAP_VALUE_INT32)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key 'split.tensors.count' has type %s, llama.cpp requires i32",
-                       first_path, (unsigned long long)kv->offset, ggufmap_value_type_name(kv->type));
+                       ggufmap_source_path(first), (unsigned long long)kv->offset, ggufmap_value_type_name(kv->type));
     int32_t expected = (int32_t)gm_le32(kv->value);
     if (expected != m->n_tensors)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: split.tensors.count is %d but the %u shards hold %lld tensors",
-                       first_path, expected, n_split, (long long)m->n_tensors);
+                       ggufmap_source_path(first), expected, n_split, (long long)m->n_tensors);
     return GGUFMAP_OK;
 }
 
-int ggufmap_model_open(const char *path, unsigned flags, ggufmap_model **out, ggufmap_error *err) {
+/* Opens the model that `name` (any shard) belongs to, through op. */
+static int model_open(const opener *op, const char *name, unsigned flags, ggufmap_model **out, ggufmap_error *err) {
     *out = NULL;
     ggufmap_error_clear(err);
     ggufmap_model *m = calloc(1, sizeof *m);
     if (!m) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     int rc;
-    char *first_path = NULL;
     size_t plen;
     uint32_t idx, count;
-    int named_as_shard = ggufmap_split_parse(path, &plen, &idx, &count);
-    if (named_as_shard && idx != 0) {
-        /* Any shard leads to the first: PREFIX-00001-of-COUNT.gguf. */
-        char *prefix = strndup(path, plen);
-        size_t cap = plen + 32;
-        first_path = malloc(cap);
-        if (prefix && first_path) ggufmap_split_path(first_path, cap, prefix, 0, count);
-        free(prefix);
-    } else {
-        first_path = strdup(path);
-    }
-    if (!first_path) {
-        rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
-        goto fail;
-    }
+    int named_as_shard = split_parse_name(name, &plen, &idx, &count);
+    /* Any shard leads to the first: PREFIX-00001-of-COUNT.gguf. */
+    char *first_path = named_as_shard && idx != 0 ? shard_name(name, plen, 0, count) : strdup(name);
     /* At most 65535 shards (split.count is a u16). */
     m->shards = calloc(65536, sizeof *m->shards);
-    if (!m->shards) {
+    if (!first_path || !m->shards) {
         rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = add_shard(m, first_path, flags, err))) goto fail;
+    if (named_as_shard && count > 1) prefetch_shards(op, first_path, plen, 1, count < 17 ? count : 17);
+    if ((rc = add_shard(m, op, first_path, flags, err))) goto fail;
     uint16_t n_split = 0;
     int found;
     if ((rc = get_u16(m->shards[0], "split.count", 0, &n_split, &found, err))) goto fail;
     if (n_split > 1) {
-        rc = open_splits(m, first_path, n_split, flags, err);
+        rc = open_splits(m, op, first_path, n_split, flags, err);
     } else {
         if (named_as_shard && idx != 0) {
+            char *shown = gm_url_redacted(name);
             rc = gm_fail(err, GGUFMAP_EFORMAT, "%s: named as shard %u of %u, but %s has no split.count above 1",
-                         path, idx + 1, count, first_path);
+                         shown ? shown : "?", idx + 1, count, ggufmap_source_path(m->shards[0]));
+            free(shown);
             goto fail;
         }
         rc = index_tensors(m, err);
@@ -199,6 +243,30 @@ int ggufmap_model_open(const char *path, unsigned flags, ggufmap_model **out, gg
 fail:
     free(first_path);
     ggufmap_model_close(m);
+    return rc;
+}
+
+int ggufmap_model_open(const char *path, unsigned flags, ggufmap_model **out, ggufmap_error *err) {
+    if (ggufmap_is_url(path) && access(path, F_OK) != 0) {
+        *out = NULL;
+        ggufmap_error_clear(err);
+        char *shown = gm_url_redacted(path);
+        int rc = gm_fail(err, GGUFMAP_EINVAL,
+                         "%s: a URL: this reads tensor data, so it takes local files only (inspect, plan and fit "
+                         "read models over HTTP, headers only)",
+                         shown ? shown : "model");
+        free(shown);
+        return rc;
+    }
+    opener local = {NULL};
+    return model_open(&local, path, flags, out, err);
+}
+
+int ggufmap_model_open_url(const char *url, unsigned flags, ggufmap_remote *remote, ggufmap_model **out,
+                           ggufmap_error *err) {
+    opener op = {remote};
+    int rc = model_open(&op, url, flags, out, err);
+    gm_remote_drop_prefetches(remote); /* any a failure left behind */
     return rc;
 }
 
@@ -229,6 +297,17 @@ int64_t ggufmap_model_find_tensor(const ggufmap_model *m, const char *name) {
 
 const ggufmap_kv *ggufmap_model_find_kv(const ggufmap_model *m, const char *key) {
     return ggufmap_source_kv(m->shards[0], ggufmap_source_find_kv(m->shards[0], key));
+}
+
+bool ggufmap_model_fetch_stats(const ggufmap_model *m, uint64_t *fetched_bytes, uint64_t *requests) {
+    *fetched_bytes = *requests = 0;
+    for (uint32_t s = 0; s < m->n_shards; s++) {
+        uint64_t b, r;
+        ggufmap_source_fetch_stats(m->shards[s], &b, &r);
+        *fetched_bytes += b;
+        *requests += r;
+    }
+    return ggufmap_source_is_remote(m->shards[0]);
 }
 
 uint64_t ggufmap_model_file_bytes(const ggufmap_model *m) {

@@ -493,6 +493,10 @@ static void json_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *m
     json_init(&j, out);
     json_begin_object(&j);
     json_key(&j, "schema"), json_string(&j, "ggufmap.plan/1");
+    uint64_t fetched, requests;
+    if (ggufmap_model_fetch_stats(ggufmap_placement_model(ggufmap_plan_placement(plan)), &fetched, &requests))
+        /* read over HTTP: what it cost */
+        json_key(&j, "fetched_bytes"), json_uint(&j, fetched), json_key(&j, "requests"), json_uint(&j, requests);
     json_plan_fields(&j, plan, o);
     json_key(&j, "mtp");
     if (mtp) {

@@ -267,6 +267,9 @@ static void inspect_json(FILE *out, const ggufmap_model *m, unsigned flags) {
     json_uint(&j, ggufmap_model_tensor_bytes(m));
     json_key(&j, "n_tensors");
     json_int(&j, ggufmap_model_n_tensors(m));
+    uint64_t fetched, requests;
+    if (ggufmap_model_fetch_stats(m, &fetched, &requests)) /* read over HTTP: what it cost */
+        json_key(&j, "fetched_bytes"), json_uint(&j, fetched), json_key(&j, "requests"), json_uint(&j, requests);
 
     json_key(&j, "shards");
     json_begin_array(&j);
@@ -282,6 +285,9 @@ static void inspect_json(FILE *out, const ggufmap_model *m, unsigned flags) {
         json_key(&j, "data_size"), json_uint(&j, ggufmap_source_data_size(src));
         json_key(&j, "n_kv"), json_int(&j, ggufmap_source_n_kv(src));
         json_key(&j, "n_tensors"), json_int(&j, ggufmap_source_n_tensors(src));
+        ggufmap_source_fetch_stats(src, &fetched, &requests);
+        if (ggufmap_source_is_remote(src))
+            json_key(&j, "fetched_bytes"), json_uint(&j, fetched), json_key(&j, "requests"), json_uint(&j, requests);
         json_end_object(&j);
     }
     json_end_array(&j);

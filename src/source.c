@@ -2,10 +2,13 @@
  * source.c - the GGUF reader: one file, mapped read-only, checked as llama.cpp
  * v0.5.0 checks it.
  *
- * Data structure.  A source owns a read-only MAP_PRIVATE mapping of the whole
- * file, an array of ggufmap_kv and an array of ggufmap_tensor whose string
- * fields point into that mapping, and two hash tables (key -> index, tensor
- * name -> index).  Nothing is copied out of the file except fixed-size numbers.
+ * Data structure.  A source owns a byte source (byte_source.h): for a local
+ * file a read-only MAP_PRIVATE mapping of the whole file, for a remote one its
+ * header bytes (remote.c); an array of ggufmap_kv and an array of
+ * ggufmap_tensor whose string fields point into those bytes, and two hash
+ * tables (key -> index, tensor name -> index).  Nothing is copied out of the
+ * file except fixed-size numbers.  The parser is the same for both: the
+ * cursor asks the byte source for bytes it does not hold yet.
  *
  * Workload.  Opening is one forward pass over the header: every field is
  * bounds-checked against the bytes left before it is read (the cursor below),
@@ -28,14 +31,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "byte_source.h"
+#include "remote_internal.h"
 #include "ggufmap/source.h"
 #include "internal.h"
 
 struct ggufmap_source {
     char *path;
-    int fd;
-    const uint8_t *map; /* NULL when the file is empty */
-    uint64_t size;
+    gm_byte_source *bytes; /* the mapped file, or a remote file's header bytes */
+    uint64_t size;         /* of the whole file */
     uint32_t version;
     uint32_t alignment;
     uint64_t data_offset;
@@ -56,13 +60,33 @@ struct ggufmap_source {
 typedef struct gm_cursor {
     const uint8_t *base;
     uint64_t pos;
-    uint64_t size;
+    uint64_t size;         /* the file's size, or a remote file's header limit if lower */
+    gm_byte_source *bytes; /* supplies what is past bytes->have */
+    bool fetch_failed;     /* bytes->err says why a read stopped */
+    bool over_limit;       /* a read ran into the header limit, not the end of the file */
 } gm_cursor;
 
 static uint64_t left(const gm_cursor *c) { return c->size - c->pos; }
 
+/* Where the bytes counted by left() end, for messages. */
+static const char *left_in(const gm_cursor *c) {
+    return c->size < c->bytes->size ? "below the header limit for remote files" : "in the file";
+}
+
+/* The next n bytes (n <= left) will be read: a remote file fetches them now,
+ * in one request (an array's elements: not one small request after another). */
+static bool need_ahead(gm_cursor *c, uint64_t n) {
+    if (c->pos + n <= c->bytes->have || c->bytes->ops->fetch(c->bytes, c->pos + n)) return true;
+    c->fetch_failed = true;
+    return false;
+}
+
 static bool take(gm_cursor *c, uint64_t n, const uint8_t **p) {
-    if (n > left(c)) return false;
+    if (n > left(c)) {
+        c->over_limit = c->size < c->bytes->size;
+        return false;
+    }
+    if (!need_ahead(c, n)) return false;
     *p = c->base + c->pos;
     c->pos += n;
     return true;
@@ -136,9 +160,9 @@ static int read_string(gm_cursor *c, const char **s, uint64_t *len, const char *
                        (unsigned long long)GGUFMAP_MAX_STRING);
     if (!take(c, n, &p))
         return gm_fail(err, GGUFMAP_EFORMAT,
-                       "%s: offset %llu: %s: string length %llu exceeds the %llu bytes left in the file", path,
+                       "%s: offset %llu: %s: string length %llu exceeds the %llu bytes left %s", path,
                        (unsigned long long)at, owner_text(what, sizeof what, owner), (unsigned long long)n,
-                       (unsigned long long)left(c));
+                       (unsigned long long)left(c), left_in(c));
     *s = (const char *)p;
     *len = n;
     return GGUFMAP_OK;
@@ -199,9 +223,13 @@ static int parse_kv(ggufmap_source *src, gm_cursor *c, int64_t i, ggufmap_error 
                            (unsigned long long)kv->count, (unsigned long long)GGUFMAP_MAX_ARRAY);
         if (kv->count * per > left(c))
             return gm_fail(err, GGUFMAP_EFORMAT,
-                           "%s: offset %llu: key '%s': array of %llu %s elements needs more than the %llu bytes left",
+                           "%s: offset %llu: key '%s': array of %llu %s elements needs more than the %llu bytes left %s",
                            src->path, (unsigned long long)value_at, quote(q, sizeof q, kv->key, kv->key_len),
-                           (unsigned long long)kv->count, ggufmap_value_type_name(et), (unsigned long long)left(c));
+                           (unsigned long long)kv->count, ggufmap_value_type_name(et), (unsigned long long)left(c),
+                           left_in(c));
+        if (!need_ahead(c, kv->count * per))
+            return gm_fail(err, GGUFMAP_EIO, "%s: offset %llu: key '%s': the elements cannot be read", src->path,
+                           (unsigned long long)value_at, quote(q, sizeof q, kv->key, kv->key_len));
     }
     kv->value = c->base + c->pos;
     if (et == GGUFMAP_VALUE_STRING) {
@@ -385,13 +413,12 @@ static int check_data(ggufmap_source *src, uint64_t end_of_infos, unsigned flags
 }
 
 /* ------------------------------------------------------------------------ */
-/* Open / close                                                              */
+/* The header                                                                */
 /* ------------------------------------------------------------------------ */
 
-static int parse(ggufmap_source *src, unsigned flags, ggufmap_error *err) {
-    gm_cursor c = {src->map, 0, src->size};
+static int parse(ggufmap_source *src, gm_cursor *c, unsigned flags, ggufmap_error *err) {
     const uint8_t *p;
-    if (!take(&c, 4, &p))
+    if (!take(c, 4, &p))
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 0: file is %llu bytes, too short for the GGUF magic",
                        src->path, (unsigned long long)src->size);
     if (memcmp(p, "GGUF", 4) != 0) {
@@ -399,7 +426,7 @@ static int parse(ggufmap_source *src, unsigned flags, ggufmap_error *err) {
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 0: invalid magic '%s', expected 'GGUF'", src->path,
                        quote(q, sizeof q, (const char *)p, 4));
     }
-    if (!read_u32(&c, &src->version))
+    if (!read_u32(c, &src->version))
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 4: file ends inside the version", src->path);
     if (src->version == 0)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 4: bad GGUF version 0", src->path);
@@ -413,9 +440,9 @@ static int parse(ggufmap_source *src, unsigned flags, ggufmap_error *err) {
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 4: GGUF version %u is newer than the supported 3", src->path,
                        src->version);
     uint64_t nt, nk;
-    if (!read_u64(&c, &nt))
+    if (!read_u64(c, &nt))
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 8: file ends inside the tensor count", src->path);
-    if (!read_u64(&c, &nk))
+    if (!read_u64(c, &nk))
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 16: file ends inside the key-value count", src->path);
     if ((int64_t)nt < 0)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 8: tensor count %lld is negative", src->path, (long long)nt);
@@ -425,12 +452,14 @@ static int parse(ggufmap_source *src, unsigned flags, ggufmap_error *err) {
     /* A pair takes at least 14 bytes and a tensor info 24: a count the file
      * cannot hold fails here, before anything is allocated for it (ggml fails
      * the same files later, when it runs out of bytes). */
-    if (nk > left(&c) / 14)
-        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 16: %llu key-value pairs cannot fit in the %llu bytes left",
-                       src->path, (unsigned long long)nk, (unsigned long long)left(&c));
-    if (nt > (left(&c) - nk * 14) / 24)
-        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 8: %llu tensor infos cannot fit in the %llu bytes left",
-                       src->path, (unsigned long long)nt, (unsigned long long)left(&c));
+    if (nk > left(c) / 14)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 16: %llu key-value pairs cannot fit in the %llu bytes left %s",
+                       src->path, (unsigned long long)nk, (unsigned long long)left(c), left_in(c));
+    if (nt > (left(c) - nk * 14) / 24)
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 8: %llu tensor infos cannot fit in the %llu bytes left %s",
+                       src->path, (unsigned long long)nt, (unsigned long long)left(c), left_in(c));
+    if (!need_ahead(c, nk * 14 + nt * 24))
+        return gm_fail(err, GGUFMAP_EIO, "%s: offset 24: the key-value pairs and tensor infos cannot be read", src->path);
     src->n_kv = (int64_t)nk;
     src->n_tensors = (int64_t)nt;
     src->kvs = calloc(nk ? nk : 1, sizeof *src->kvs);
@@ -441,32 +470,47 @@ static int parse(ggufmap_source *src, unsigned flags, ggufmap_error *err) {
                        (unsigned long long)nk, (unsigned long long)nt);
     int rc;
     for (int64_t i = 0; i < src->n_kv; i++)
-        if ((rc = parse_kv(src, &c, i, err))) return rc;
+        if ((rc = parse_kv(src, c, i, err))) return rc;
     if ((rc = check_alignment(src, err))) return rc;
     for (int64_t i = 0; i < src->n_tensors; i++)
-        if ((rc = parse_tensor_info(src, &c, i, flags, err))) return rc;
-    return check_data(src, c.pos, flags, err);
+        if ((rc = parse_tensor_info(src, c, i, flags, err))) return rc;
+    return check_data(src, c->pos, flags, err);
 }
 
-int ggufmap_source_open(const char *path, unsigned flags, ggufmap_source **out, ggufmap_error *err) {
-    *out = NULL;
-    ggufmap_error_clear(err);
-    ggufmap_source *src = calloc(1, sizeof *src);
-    if (!src || !(src->path = strdup(path))) {
-        free(src);
-        return gm_fail(err, GGUFMAP_ENOMEM, "%s: out of memory", path);
-    }
-    src->fd = -1;
+/* ------------------------------------------------------------------------ */
+/* The local byte source: the whole file, mapped read-only                   */
+/* ------------------------------------------------------------------------ */
+
+/* The whole file is at hand (have == limit), so the cursor never asks. */
+static bool local_fetch(gm_byte_source *bs, uint64_t end) {
+    (void)bs;
+    (void)end;
+    return false;
+}
+
+static void local_close(gm_byte_source *bs) {
+    if (bs->base) munmap((void *)(uintptr_t)bs->base, (size_t)bs->size);
+    if (bs->fd >= 0) close(bs->fd);
+    free(bs);
+}
+
+static const gm_byte_source_ops local_ops = {"file", local_fetch, NULL, local_close};
+
+/* Opens path read-only and maps the whole file. */
+static int local_open(const char *path, gm_byte_source **out, ggufmap_error *err) {
+    gm_byte_source *bs = calloc(1, sizeof *bs);
+    if (!bs) return gm_fail(err, GGUFMAP_ENOMEM, "%s: out of memory", path);
+    bs->ops = &local_ops;
     int rc = GGUFMAP_OK;
     /* O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer;
      * anything but a regular file is refused before a byte is read. */
-    src->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (src->fd < 0) {
+    bs->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (bs->fd < 0) {
         rc = gm_fail_errno(err, errno, "%s: cannot open", path);
         goto fail;
     }
     struct stat st;
-    if (fstat(src->fd, &st) != 0) {
+    if (fstat(bs->fd, &st) != 0) {
         rc = gm_fail_errno(err, errno, "%s: cannot stat", path);
         goto fail;
     }
@@ -476,28 +520,83 @@ int ggufmap_source_open(const char *path, unsigned flags, ggufmap_source **out, 
                      : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "device" : "socket or other special file");
         goto fail;
     }
-    fcntl(src->fd, F_SETFL, fcntl(src->fd, F_GETFL) & ~O_NONBLOCK);
-    src->size = (uint64_t)st.st_size;
-    if (src->size > 0) {
-        void *m = mmap(NULL, (size_t)src->size, PROT_READ, MAP_PRIVATE, src->fd, 0);
+    fcntl(bs->fd, F_SETFL, fcntl(bs->fd, F_GETFL) & ~O_NONBLOCK);
+    bs->size = bs->have = bs->limit = (uint64_t)st.st_size;
+    if (bs->size > 0) {
+        void *m = mmap(NULL, (size_t)bs->size, PROT_READ, MAP_PRIVATE, bs->fd, 0);
         if (m == MAP_FAILED) {
-            rc = gm_fail_errno(err, errno, "%s: cannot map %llu bytes", path, (unsigned long long)src->size);
+            rc = gm_fail_errno(err, errno, "%s: cannot map %llu bytes", path, (unsigned long long)bs->size);
             goto fail;
         }
-        src->map = m;
+        bs->base = m;
     }
-    if ((rc = parse(src, flags, err))) goto fail;
-    *out = src;
+    *out = bs;
     return GGUFMAP_OK;
 fail:
-    ggufmap_source_close(src);
+    local_close(bs);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open / close                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Parses the header of the file that bytes reads, named name in messages.
+ * The new source owns bytes from the call on, also when it fails. */
+static int open_bytes(const char *name, gm_byte_source *bytes, unsigned flags, ggufmap_source **out,
+                      ggufmap_error *err) {
+    ggufmap_source *src = calloc(1, sizeof *src);
+    if (!src || !(src->path = strdup(name))) {
+        free(src);
+        bytes->ops->close(bytes);
+        return gm_fail(err, GGUFMAP_ENOMEM, "%s: out of memory", name);
+    }
+    src->bytes = bytes;
+    src->size = bytes->size;
+    gm_cursor c = {bytes->base, 0, bytes->limit < bytes->size ? bytes->limit : bytes->size, bytes, false, false};
+    int rc = parse(src, &c, flags, err);
+    if (rc && c.fetch_failed) { /* the bytes did not come: say why, not "file ends" */
+        if (err) *err = bytes->err;
+        rc = bytes->err.status;
+    } else if (rc && c.over_limit) {
+        rc = gm_fail(err, GGUFMAP_EFORMAT,
+                     "%s: offset %llu: the header goes on past the %llu bytes read of a remote file at most "
+                     "(the header limit)",
+                     name, (unsigned long long)c.pos, (unsigned long long)c.size);
+    }
+    if (rc) {
+        ggufmap_source_close(src);
+        return rc;
+    }
+    if (bytes->ops->parsed) bytes->ops->parsed(bytes, c.pos);
+    *out = src;
+    return GGUFMAP_OK;
+}
+
+int ggufmap_source_open(const char *path, unsigned flags, ggufmap_source **out, ggufmap_error *err) {
+    *out = NULL;
+    ggufmap_error_clear(err);
+    gm_byte_source *bytes = NULL;
+    int rc = local_open(path, &bytes, err);
+    return rc ? rc : open_bytes(path, bytes, flags, out, err);
+}
+
+int ggufmap_source_open_url(const char *url, unsigned flags, ggufmap_remote *remote, ggufmap_source **out,
+                            ggufmap_error *err) {
+    *out = NULL;
+    ggufmap_error_clear(err);
+    gm_byte_source *bytes = NULL;
+    char *shown = gm_url_redacted(url);
+    if (!shown) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    int rc = gm_remote_open(remote, url, &bytes, err);
+    if (!rc) rc = open_bytes(shown, bytes, flags, out, err);
+    free(shown);
     return rc;
 }
 
 void ggufmap_source_close(ggufmap_source *src) {
     if (!src) return;
-    if (src->map) munmap((void *)(uintptr_t)src->map, (size_t)src->size);
-    if (src->fd >= 0) close(src->fd);
+    src->bytes->ops->close(src->bytes);
     gm_hashtab_free(&src->kv_index);
     gm_hashtab_free(&src->kv_by_name);
     gm_hashtab_free(&src->tensor_index);
@@ -521,8 +620,14 @@ uint32_t ggufmap_source_version(const ggufmap_source *src) { return src->version
 uint32_t ggufmap_source_alignment(const ggufmap_source *src) { return src->alignment; }
 uint64_t ggufmap_source_data_offset(const ggufmap_source *src) { return src->data_offset; }
 uint64_t ggufmap_source_data_size(const ggufmap_source *src) { return src->data_size; }
-const uint8_t *ggufmap_source_bytes(const ggufmap_source *src) { return src->map; }
-int ggufmap_source_fd(const ggufmap_source *src) { return src->fd; }
+const uint8_t *ggufmap_source_bytes(const ggufmap_source *src) { return src->bytes->base; }
+int ggufmap_source_fd(const ggufmap_source *src) { return src->bytes->fd; }
+bool ggufmap_source_is_remote(const ggufmap_source *src) { return src->bytes->ops != &local_ops; }
+
+void ggufmap_source_fetch_stats(const ggufmap_source *src, uint64_t *fetched_bytes, uint64_t *requests) {
+    *fetched_bytes = src->bytes->fetched;
+    *requests = src->bytes->requests;
+}
 int64_t ggufmap_source_n_kv(const ggufmap_source *src) { return src->n_kv; }
 int64_t ggufmap_source_n_tensors(const ggufmap_source *src) { return src->n_tensors; }
 

@@ -15,6 +15,7 @@
 #include "ggufmap/fit.h"
 #include "ggufmap/ggufmap.h"
 #include "commands.h"
+#include "model_arg.h"
 #include "placement_args.h"
 #include "util.h"
 
@@ -32,6 +33,7 @@ static void help(FILE *out) {
             "buffers; the verdict under a limit; the largest -c that fits; suggestions.\n"
             "\n");
     placement_args_help(out);
+    model_arg_help(out);
     fprintf(out,
             "\n"
             "context (llama.cpp's flags and defaults):\n"
@@ -165,10 +167,11 @@ static int settle_limit(fit_args *f, ggufmap_device device) {
     return EXIT_OK;
 }
 
-static int parse_args(int argc, char **argv, placement_args *a, fit_args *f) {
-    struct option longopts[96];
-    if (placement_args_longopts(longopts, 96, own_options, sizeof own_options / sizeof own_options[0]))
-        return EXIT_USAGE;
+static int parse_args(int argc, char **argv, placement_args *a, model_arg *ma, fit_args *f) {
+    struct option with_model[80], longopts[112];
+    int n_with_model = model_arg_longopts(with_model, 80, own_options, sizeof own_options / sizeof own_options[0]);
+    if (n_with_model < 0 || placement_args_longopts(longopts, 112, with_model, (size_t)n_with_model))
+        return EXIT_USAGE; /* table too small */
     ggufmap_fit_opts_init(&f->fit);
     ggufmap_plan_opts_init(&f->plan);
     ggufmap_planner_parse("tight", &f->plan.planner);
@@ -178,6 +181,7 @@ static int parse_args(int argc, char **argv, placement_args *a, fit_args *f) {
     while (rc == EXIT_OK && (c = getopt_long_only(argc, argv, "h", longopts, NULL)) != -1) {
         bool handled;
         rc = placement_args_apply(a, c, optarg, "fit", &handled);
+        if (!handled && rc == EXIT_OK) rc = model_arg_apply(ma, c, optarg, &handled);
         if (handled) continue;
         if (c == 'h') {
             help(stdout);
@@ -186,8 +190,7 @@ static int parse_args(int argc, char **argv, placement_args *a, fit_args *f) {
         if (c == '?' || c == ':') return usage_error("fit", "unknown or incomplete option '%s'", argv[optind - 1]);
         rc = apply_option(f, c, optarg);
     }
-    if (rc == EXIT_OK && optind != argc - 1)
-        rc = usage_error("fit", optind == argc ? "no MODEL given" : "one MODEL expected, got %d", argc - optind);
+    if (rc == EXIT_OK) rc = model_arg_take(ma, argc, argv, optind);
     if (rc != EXIT_OK) return rc;
     placement_args_finish(a);
     if (a->opts.device == GGUFMAP_DEVICE_METAL && !f->page_given) f->plan.page = 16384;
@@ -235,21 +238,14 @@ static int run_fit(const ggufmap_model *m, const placement_args *a, const fit_ar
 int cmd_fit(int argc, char **argv) {
     static placement_args a;
     fit_args f;
+    model_arg ma;
+    model_arg_init(&ma, "fit");
     if (placement_args_init(&a)) return usage_error("fit", "out of memory");
-    int rc = parse_args(argc, argv, &a, &f);
-    if (rc != EXIT_OK) {
-        placement_args_free(&a);
-        return rc < 0 ? EXIT_OK : rc;
-    }
+    int rc = parse_args(argc, argv, &a, &ma, &f);
     ggufmap_model *m = NULL;
-    ggufmap_error err;
-    if (ggufmap_model_open(argv[optind], 0, &m, &err) != GGUFMAP_OK) {
-        fprintf(stderr, "ggufmap fit: %s\n", err.message);
-        rc = EXIT_BAD_INPUT;
-    } else {
-        rc = run_fit(m, &a, &f);
-    }
+    if (rc == EXIT_OK && (rc = model_arg_open(&ma, 0, &m)) == EXIT_OK) rc = run_fit(m, &a, &f);
     ggufmap_model_close(m);
+    model_arg_free(&ma);
     placement_args_free(&a);
-    return rc;
+    return rc < 0 ? EXIT_OK : rc;
 }

@@ -12,17 +12,20 @@
 
 #include "ggufmap/ggufmap.h"
 #include "commands.h"
+#include "model_arg.h"
 #include "util.h"
 
 
 static void help(FILE *out) {
     fprintf(out,
             "usage: ggufmap inspect MODEL [--json] [--full] [--metadata] [--no-tensors] [--lenient]\n"
+            "                       [remote options]\n"
             "\n"
             "Reads MODEL (any shard of a split model: every shard is found and opened)\n"
             "as llama.cpp v0.5.0 reads it, and prints a summary (architecture, name,\n"
             "shards, alignment, tensors and bytes per type), then one row per tensor:\n"
-            "index, shard, name, type, shape, absolute file offset, bytes.\n"
+            "index, shard, name, type, shape, absolute file offset, bytes.  A remote\n"
+            "MODEL costs only the header bytes of each shard.\n"
             "\n"
             "  --json        machine-readable output (schema ggufmap.inspect/1, see README)\n"
             "  --full        do not shorten long arrays (e.g. a tokenizer's tokens)\n"
@@ -31,6 +34,9 @@ static void help(FILE *out) {
             "  --lenient     list tensors of unknown ggml types, sized from the next\n"
             "                tensor's offset, instead of refusing the file\n"
             "  -h, --help    this text\n"
+            "\n");
+    model_arg_help(out);
+    fprintf(out,
             "\n"
             "exit status: 0 done, 1 usage error, 2 the model cannot be read or llama.cpp\n"
             "would refuse it (the message names the file, offset and key or tensor)\n");
@@ -39,18 +45,25 @@ static void help(FILE *out) {
 /* ------------------------------------------------------------------------ */
 
 int cmd_inspect(int argc, char **argv) {
-    static const struct option longopts[] = {
+    static const struct option own[] = {
         {"json", no_argument, NULL, 'j'},     {"full", no_argument, NULL, 'f'},
         {"lenient", no_argument, NULL, 'l'},  {"metadata", no_argument, NULL, 'm'},
         {"no-tensors", no_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
     };
+    struct option longopts[32];
+    if (model_arg_longopts(longopts, 32, own, sizeof own / sizeof own[0]) < 0) return EXIT_USAGE; /* table too small */
+    model_arg ma;
+    model_arg_init(&ma, "inspect");
     unsigned flags = 0;
     bool lenient = false;
-    int c;
+    int c, rc;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    /* Long options with one dash too, for llama.cpp's -hf. */
+    while ((c = getopt_long_only(argc, argv, "h", longopts, NULL)) != -1) {
+        bool handled;
+        if ((rc = model_arg_apply(&ma, c, optarg, &handled)) != EXIT_OK) return rc;
+        if (handled) continue;
         switch (c) {
         case 'j': flags |= GGUFMAP_REPORT_JSON; break;
         case 'f': flags |= GGUFMAP_REPORT_FULL; break;
@@ -61,15 +74,11 @@ int cmd_inspect(int argc, char **argv) {
         default: return usage_error("inspect", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return usage_error("inspect", optind == argc ? "no MODEL given" : "one MODEL expected, got %d",
-                           argc - optind);
+    if ((rc = model_arg_take(&ma, argc, argv, optind)) != EXIT_OK) return rc;
     ggufmap_model *m;
-    ggufmap_error err;
-    if (ggufmap_model_open(argv[optind], lenient ? GGUFMAP_OPEN_LENIENT : 0, &m, &err) != GGUFMAP_OK) {
-        fprintf(stderr, "ggufmap inspect: %s\n", err.message);
-        return EXIT_BAD_INPUT;
-    }
+    rc = model_arg_open(&ma, lenient ? GGUFMAP_OPEN_LENIENT : 0, &m);
+    model_arg_free(&ma);
+    if (rc != EXIT_OK) return rc;
     ggufmap_report_inspect(stdout, m, flags);
     ggufmap_model_close(m);
     if (fflush(stdout) != 0 || ferror(stdout)) {

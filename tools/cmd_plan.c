@@ -11,13 +11,14 @@
 
 #include "ggufmap/ggufmap.h"
 #include "commands.h"
+#include "model_arg.h"
 #include "placement_args.h"
 #include "util.h"
 
 static void help(FILE *out) {
     fprintf(out,
             "usage: ggufmap plan MODEL [placement flags] [--planner P] [--limit SIZE]\n"
-            "                    [--json | --format text|json|buffers] [--svg FILE]\n"
+            "                    [--json | --format text|json|buffers] [--svg FILE] [remote options]\n"
             "\n"
             "Predicts, from the headers alone, every weight buffer llama.cpp v0.5.0\n"
             "creates for MODEL (any shard of a split model) under the placement flags,\n"
@@ -42,6 +43,9 @@ static void help(FILE *out) {
             "  --width N       picture width in cells (default 96)\n"
             "  --no-picture    leave the picture out of the text\n"
             "  -h, --help      this text\n"
+            "\n");
+    model_arg_help(out);
+    fprintf(out,
             "\n"
             "With --mtp, two loads: the model's (load_mtp off), then the one llama.cpp\n"
             "makes for an MTP draft head (load_mtp on), each with its buffers and plan,\n"
@@ -89,9 +93,13 @@ int cmd_plan(int argc, char **argv) {
         {"colour", required_argument, NULL, 'C'}, {"width", required_argument, NULL, 'w'},
         {"no-picture", no_argument, NULL, 'x'}, {"help", no_argument, NULL, 'h'},
     };
-    struct option longopts[64];
-    if (placement_args_longopts(longopts, 64, own, sizeof own / sizeof own[0])) return EXIT_USAGE; /* table too small */
+    struct option with_model[48], longopts[80];
+    int n_with_model = model_arg_longopts(with_model, 48, own, sizeof own / sizeof own[0]);
+    if (n_with_model < 0 || placement_args_longopts(longopts, 80, with_model, (size_t)n_with_model))
+        return EXIT_USAGE; /* table too small */
     static placement_args a;
+    model_arg ma;
+    model_arg_init(&ma, "plan");
     bool page_given = false;
     ggufmap_plan_opts popts;
     ggufmap_plan_opts_init(&popts);
@@ -107,6 +115,7 @@ int cmd_plan(int argc, char **argv) {
     while (rc == EXIT_OK && (c = getopt_long_only(argc, argv, "h", longopts, NULL)) != -1) {
         bool handled;
         rc = placement_args_apply(&a, c, optarg, "plan", &handled);
+        if (!handled && rc == EXIT_OK) rc = model_arg_apply(&ma, c, optarg, &handled);
         if (handled) continue;
         switch (c) {
         case 'p':
@@ -145,8 +154,7 @@ int cmd_plan(int argc, char **argv) {
         default: rc = usage_error("plan", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (rc == EXIT_OK && optind != argc - 1)
-        rc = usage_error("plan", optind == argc ? "no MODEL given" : "one MODEL expected, got %d", argc - optind);
+    if (rc == EXIT_OK) rc = model_arg_take(&ma, argc, argv, optind);
     if (rc == EXIT_OK && strcmp(color, "always") != 0 && strcmp(color, "never") != 0 && strcmp(color, "auto") != 0)
         rc = usage_error("plan", "--color %s: expected auto, always or never", color);
     if (rc != EXIT_OK) {
@@ -162,12 +170,7 @@ int cmd_plan(int argc, char **argv) {
     ggufmap_model *m = NULL;
     ggufmap_placement *pl = NULL, *pl_mtp = NULL;
     ggufmap_plan *plan = NULL, *plan_mtp = NULL;
-    ggufmap_error err;
-    if (ggufmap_model_open(argv[optind], 0, &m, &err) != GGUFMAP_OK) {
-        fprintf(stderr, "ggufmap plan: %s\n", err.message);
-        rc = EXIT_BAD_INPUT;
-        goto done;
-    }
+    if ((rc = model_arg_open(&ma, 0, &m)) != EXIT_OK) goto done;
     /* --mtp: the model's own load, then the MTP head's (load_mtp) beside it. */
     bool mtp = a.opts.load_mtp;
     a.opts.load_mtp = false;
@@ -202,6 +205,7 @@ done:
     ggufmap_plan_free(plan);
     ggufmap_placement_free(pl);
     ggufmap_model_close(m);
+    model_arg_free(&ma);
     placement_args_free(&a);
     return rc;
 }

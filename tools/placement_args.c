@@ -40,11 +40,7 @@ void placement_args_free(placement_args *a) {
 
 int placement_args_longopts(struct option *out, size_t cap, const struct option *own, size_t n_own) {
     size_t k = sizeof placement_options / sizeof placement_options[0];
-    if (k + n_own + 1 > cap) return -1;
-    memcpy(out, placement_options, sizeof placement_options);
-    memcpy(out + k, own, n_own * sizeof *own);
-    memset(&out[k + n_own], 0, sizeof *out);
-    return 0;
+    return longopts_join(out, cap, placement_options, k, own, n_own) < 0 ? -1 : 0;
 }
 
 static char *keep(placement_args *a, const char *s, size_t n) {

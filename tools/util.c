@@ -3,6 +3,7 @@
  * subcommands.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,15 @@ int write_output(const char *path, void (*emit)(FILE *f, void *ctx), void *ctx, 
     gm_temp_discard(&out);
     if (rc) snprintf(msg, cap, "%s", err.message);
     return rc ? -1 : 0;
+}
+
+int longopts_join(struct option *out, size_t cap, const struct option *first, size_t n_first,
+                  const struct option *second, size_t n_second) {
+    if (n_first + n_second + 1 > cap) return -1;
+    memcpy(out, first, n_first * sizeof *first);
+    memcpy(out + n_first, second, n_second * sizeof *second);
+    memset(&out[n_first + n_second], 0, sizeof *out);
+    return (int)(n_first + n_second);
 }
 
 const char *human_bytes(char *buf, size_t cap, uint64_t bytes) {

@@ -21,6 +21,14 @@ int usage_error(const char *sub, const char *fmt, ...) __attribute__((format(pri
  * failure leaves nothing.  Returns 0, or -1 with a message in msg. */
 int write_output(const char *path, void (*emit)(FILE *f, void *ctx), void *ctx, char *msg, size_t cap);
 
+struct option;
+/* Fills out (room for cap entries) with the n_first options of first, then
+ * the n_second of second, then getopt's terminating zero entry.  Returns how
+ * many options it wrote (the zero entry not counted), or -1 when cap is too
+ * small.  How a module lends its options to a command's getopt table. */
+int longopts_join(struct option *out, size_t cap, const struct option *first, size_t n_first,
+                  const struct option *second, size_t n_second);
+
 /* "1.50 GiB": bytes in the largest binary unit that keeps the value >= 1. */
 const char *human_bytes(char *buf, size_t cap, uint64_t bytes);
 

@@ -7,13 +7,15 @@
  *   source (one GGUF file)  ->  model (all shards)  ->  placement  ->  plan
  *                                                   ->  report / fit / load / repack
  *
- * and a writer that produces GGUF files llama.cpp reads.
+ * and a writer that produces GGUF files llama.cpp reads.  Below the source,
+ * remote reads the headers of models on HTTP(S) servers and Hugging Face.
  */
 #ifndef GGUFMAP_GGUFMAP_H
 #define GGUFMAP_GGUFMAP_H
 
 #include "ggufmap/error.h"
 #include "ggufmap/types.h"
+#include "ggufmap/remote.h"
 #include "ggufmap/source.h"
 #include "ggufmap/model.h"
 #include "ggufmap/writer.h"

@@ -19,10 +19,17 @@
  *
  * Metadata (architecture, hyperparameters, tokenizer) lives in the first
  * shard; each tensor knows its shard and its absolute offset in that file.
+ *
+ * ggufmap_model_open_url() does the same for a model on an HTTP(S) server or
+ * a Hugging Face repository (remote.h), reading only the header bytes of
+ * every shard, all shards at once.  The split naming applies to the URL's
+ * path: https://host/dir/M-00002-of-00004.gguf?x=y leads to
+ * https://host/dir/M-00001-of-00004.gguf?x=y and its siblings.
  */
 #ifndef GGUFMAP_MODEL_H
 #define GGUFMAP_MODEL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ggufmap/error.h"
@@ -38,6 +45,13 @@ typedef struct ggufmap_model ggufmap_model;
  * *out owns every shard; on failure *out is NULL, nothing stays open, and err
  * names the shard, offset and key or tensor at fault. */
 GGUFMAP_API int ggufmap_model_open(const char *path, unsigned flags, ggufmap_model **out, ggufmap_error *err);
+
+/* As ggufmap_model_open(), for url: http://, https:// or hf://OWNER/REPO
+ * [@REVISION]/PATH (see remote.h), through the session remote.  Only header
+ * bytes are fetched; ggufmap_source_bytes() of a shard has no tensor data.
+ * ggufmap_model_open() refuses URLs (GGUFMAP_EINVAL): its callers read data. */
+GGUFMAP_API int ggufmap_model_open_url(const char *url, unsigned flags, ggufmap_remote *remote, ggufmap_model **out,
+                           ggufmap_error *err);
 
 /* Closes every shard. NULL is allowed. */
 GGUFMAP_API void ggufmap_model_close(ggufmap_model *model);
@@ -56,6 +70,11 @@ GGUFMAP_API int64_t ggufmap_model_find_tensor(const ggufmap_model *model, const 
 /* The pair with this key in the first shard, found as ggml finds keys (the
  * first whose C string equals key: ggufmap_source_find_kv), or NULL. */
 GGUFMAP_API const ggufmap_kv *ggufmap_model_find_kv(const ggufmap_model *model, const char *key);
+
+/* For a remote model: true, with the body bytes received and the requests
+ * made for all its shards (ggufmap_source_fetch_stats summed).  False for a
+ * local model. */
+GGUFMAP_API bool ggufmap_model_fetch_stats(const ggufmap_model *model, uint64_t *fetched_bytes, uint64_t *requests);
 
 /* Sum of all shards' file sizes, and of all tensors' data bytes. */
 GGUFMAP_API uint64_t ggufmap_model_file_bytes(const ggufmap_model *model);

@@ -29,6 +29,11 @@
  * and tensor names are not copied ("zero-copy"), so they are NOT NUL-
  * terminated; print them with "%.*s".  Each key and tensor name goes through
  * a hash table, so parsing is O(1) per field.
+ *
+ * ggufmap_source_open_url() reads a file over HTTP(S) instead (remote.h): only
+ * its header bytes are fetched, and they go through the same parser and the
+ * same checks (a hostile server is a hostile file).  The file size comes from
+ * the server, so the check that tensor data ends inside the file is made too.
  */
 #ifndef GGUFMAP_SOURCE_H
 #define GGUFMAP_SOURCE_H
@@ -38,6 +43,7 @@
 #include <stdint.h>
 
 #include "ggufmap/error.h"
+#include "ggufmap/remote.h"
 #include "ggufmap/types.h"
 
 #ifdef __cplusplus
@@ -97,7 +103,16 @@ typedef struct ggufmap_tensor {
  * opened O_RDONLY and never written. */
 GGUFMAP_API int ggufmap_source_open(const char *path, unsigned flags, ggufmap_source **out, ggufmap_error *err);
 
-/* Releases the mapping and the descriptor. NULL is allowed. */
+/* Opens and checks the file at url (http://, https:// or hf://OWNER/REPO
+ * [@REVISION]/PATH, see remote.h) through the session remote, fetching only
+ * the header bytes.  As ggufmap_source_open() otherwise; the source's path is
+ * the URL with any user:password removed.  Network and server failures are
+ * GGUFMAP_EIO (GGUFMAP_ENOTFOUND for 404) with a message naming the URL. */
+GGUFMAP_API int ggufmap_source_open_url(const char *url, unsigned flags, ggufmap_remote *remote, ggufmap_source **out,
+                            ggufmap_error *err);
+
+/* Releases the mapping and the descriptor (or a remote file's header bytes
+ * and its connection). NULL is allowed. */
 GGUFMAP_API void ggufmap_source_close(ggufmap_source *src);
 
 GGUFMAP_API const char *ggufmap_source_path(const ggufmap_source *src);
@@ -108,10 +123,17 @@ GGUFMAP_API uint32_t ggufmap_source_alignment(const ggufmap_source *src);
 GGUFMAP_API uint64_t ggufmap_source_data_offset(const ggufmap_source *src);
 /* Bytes of the data section as ggml sizes it: sum of PAD(bytes, alignment). */
 GGUFMAP_API uint64_t ggufmap_source_data_size(const ggufmap_source *src);
-/* The read-only mapping of the whole file (NULL for an empty file). */
+/* The read-only mapping of the whole file (NULL for an empty file).  For a
+ * remote source only the header bytes are there: no tensor data. */
 GGUFMAP_API const uint8_t *ggufmap_source_bytes(const ggufmap_source *src);
-/* The file descriptor (read-only), for copying data ranges without mapping them. */
+/* The file descriptor (read-only), for copying data ranges without mapping
+ * them; -1 for a remote source. */
 GGUFMAP_API int ggufmap_source_fd(const ggufmap_source *src);
+/* True when the source was opened with ggufmap_source_open_url(). */
+GGUFMAP_API bool ggufmap_source_is_remote(const ggufmap_source *src);
+/* Body bytes received and HTTP requests made (redirect hops and retries
+ * included) for a remote source; 0 and 0 for a local one. */
+GGUFMAP_API void ggufmap_source_fetch_stats(const ggufmap_source *src, uint64_t *fetched_bytes, uint64_t *requests);
 
 GGUFMAP_API int64_t ggufmap_source_n_kv(const ggufmap_source *src);
 /* The i-th pair in file order, or NULL when i is out of range. */

@@ -1,0 +1,173 @@
+/*
+ * model_arg.c - MODEL as a path, a URL, an hf:// name or -hf OWNER/REPO
+ * [:QUANT], and the options of reading it over the network.
+ *
+ * The environment is read here, not in the library: HF_TOKEN (the token),
+ * MODEL_ENDPOINT then HF_ENDPOINT (the hub, as llama.cpp reads them),
+ * CURL_CA_BUNDLE (a CA bundle, as curl reads it), XDG_CACHE_HOME and HOME
+ * (where the header cache lives).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_arg.h"
+#include "util.h"
+
+enum {
+    OPT_HF = 0x2000, OPT_HF_TOKEN, OPT_CACHE, OPT_NO_CACHE, OPT_OFFLINE, OPT_CACERT, OPT_TIMEOUT, OPT_RETRIES,
+    OPT_MAX_HEADER, OPT_VERBOSE
+};
+
+static const struct option model_options[] = {
+    {"hf", required_argument, NULL, OPT_HF},          {"hf-repo", required_argument, NULL, OPT_HF},
+    {"hf-token", required_argument, NULL, OPT_HF_TOKEN}, {"cache", required_argument, NULL, OPT_CACHE},
+    {"no-cache", no_argument, NULL, OPT_NO_CACHE},    {"offline", no_argument, NULL, OPT_OFFLINE},
+    {"cacert", required_argument, NULL, OPT_CACERT},  {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"retries", required_argument, NULL, OPT_RETRIES}, {"max-header", required_argument, NULL, OPT_MAX_HEADER},
+    {"verbose", no_argument, NULL, OPT_VERBOSE},
+};
+
+void model_arg_help(FILE *out) {
+    fprintf(out,
+            "model (a path, an http(s):// URL, hf://OWNER/REPO[@REVISION]/PATH.gguf, or -hf):\n"
+            "  -hf OWNER/REPO[:QUANT]  the file llama.cpp's -hf picks (QUANT default Q4_K_M,\n"
+            "                  then Q8_0, then the first model file), listed by the hub's API\n"
+            "  --hf-token T    token for the hub (default $HF_TOKEN); sent to the hub only\n"
+            "  --cache DIR     keep fetched headers in DIR (default $XDG_CACHE_HOME/ggufmap)\n"
+            "  --no-cache      do not read or write the cache\n"
+            "  --offline       no network: headers from the cache only\n"
+            "  --cacert FILE   trust this CA bundle (default $CURL_CA_BUNDLE, else the system's)\n"
+            "  --timeout S     connect timeout and longest stall, in seconds (default 30)\n"
+            "  --retries N     retries on HTTP 429 and 5xx (default 4)\n"
+            "  --max-header SIZE  most header bytes read from a remote file (default 256M)\n"
+            "  --verbose       log each request and what each shard cost\n"
+            "  hub: $MODEL_ENDPOINT, else $HF_ENDPOINT, else https://huggingface.co\n");
+}
+
+void model_arg_init(model_arg *a, const char *sub) {
+    memset(a, 0, sizeof *a);
+    a->sub = sub;
+    ggufmap_remote_opts_init(&a->opts);
+    a->hf_token = getenv("HF_TOKEN");
+    a->cacert = getenv("CURL_CA_BUNDLE");
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg == '/')
+        snprintf(a->default_cache, sizeof a->default_cache, "%s/ggufmap", xdg);
+    else if (home && *home)
+        snprintf(a->default_cache, sizeof a->default_cache, "%s/.cache/ggufmap", home);
+    a->cache_dir = a->default_cache[0] ? a->default_cache : NULL;
+}
+
+void model_arg_free(model_arg *a) {
+    ggufmap_remote_free(a->remote);
+    a->remote = NULL;
+    free(a->picked);
+    a->picked = NULL;
+}
+
+int model_arg_longopts(struct option *out, size_t cap, const struct option *own, size_t n_own) {
+    return longopts_join(out, cap, model_options, sizeof model_options / sizeof model_options[0], own, n_own);
+}
+
+/* A whole number in [lo, hi]. */
+static bool parse_count(const char *arg, unsigned long lo, unsigned long hi, uint32_t *v) {
+    char *end;
+    unsigned long n = strtoul(arg, &end, 10);
+    if (end == arg || *end || *arg == '-' || n < lo || n > hi) return false;
+    *v = (uint32_t)n;
+    return true;
+}
+
+int model_arg_apply(model_arg *a, int code, const char *arg, bool *handled) {
+    *handled = true;
+    switch (code) {
+    case OPT_HF: a->hf_repo = arg; return EXIT_OK;
+    case OPT_HF_TOKEN: a->hf_token = arg; return EXIT_OK;
+    case OPT_CACHE: a->cache_dir = arg; return EXIT_OK;
+    case OPT_NO_CACHE: a->cache_dir = NULL; return EXIT_OK;
+    case OPT_OFFLINE: a->offline = true; return EXIT_OK;
+    case OPT_CACERT: a->cacert = arg; return EXIT_OK;
+    case OPT_VERBOSE: a->verbose = true; return EXIT_OK;
+    case OPT_TIMEOUT:
+        return parse_count(arg, 1, 3600, &a->opts.timeout_s)
+                   ? EXIT_OK
+                   : usage_error(a->sub, "--timeout %s: expected seconds, 1 to 3600", arg);
+    case OPT_RETRIES:
+        return parse_count(arg, 0, 20, &a->opts.retries) ? EXIT_OK
+                                                          : usage_error(a->sub, "--retries %s: expected 0 to 20", arg);
+    case OPT_MAX_HEADER:
+        if (ggufmap_parse_size(arg, &a->opts.max_header) == GGUFMAP_OK && a->opts.max_header >= 64) return EXIT_OK;
+        return usage_error(a->sub, "--max-header %s: expected a size such as 256M", arg);
+    default: *handled = false; return EXIT_OK;
+    }
+}
+
+int model_arg_take(model_arg *a, int argc, char **argv, int first) {
+    int n = argc - first;
+    if (a->hf_repo && n > 0) return usage_error(a->sub, "-hf %s and MODEL %s: give one of them", a->hf_repo, argv[first]);
+    if (a->hf_repo) return EXIT_OK;
+    if (n != 1) return usage_error(a->sub, n == 0 ? "no MODEL given" : "one MODEL expected, got %d", n);
+    a->model = argv[first];
+    return EXIT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Opening                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void log_to_stderr(void *ctx, const char *line) {
+    fprintf(stderr, "ggufmap %s: %s\n", (const char *)ctx, line);
+}
+
+static int fail(const model_arg *a, const ggufmap_error *err) {
+    fprintf(stderr, "ggufmap %s: %s\n", a->sub, err->message);
+    return err->status == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT;
+}
+
+static int start_session(model_arg *a, ggufmap_error *err) {
+    ggufmap_remote_opts o = a->opts;
+    const char *endpoint = getenv("MODEL_ENDPOINT");
+    o.endpoint = endpoint && *endpoint ? endpoint : getenv("HF_ENDPOINT");
+    o.token = a->hf_token && *a->hf_token ? a->hf_token : NULL;
+    o.cacert = a->cacert && *a->cacert ? a->cacert : NULL;
+    o.cache_dir = a->cache_dir;
+    o.offline = a->offline;
+    if (a->verbose) {
+        o.log = log_to_stderr;
+        o.log_ctx = (void *)(uintptr_t)a->sub;
+    }
+    return ggufmap_remote_new(&o, &a->remote, err);
+}
+
+/* --verbose: what each shard cost, and the session's total. */
+static void report_cost(const model_arg *a, const ggufmap_model *m) {
+    uint64_t bytes, requests;
+    for (uint32_t s = 0; s < ggufmap_model_n_shards(m); s++) {
+        const ggufmap_source *src = ggufmap_model_shard(m, s);
+        ggufmap_source_fetch_stats(src, &bytes, &requests);
+        fprintf(stderr, "ggufmap %s: shard %u: %llu bytes in %llu request%s for a %llu-byte header\n", a->sub, s,
+                (unsigned long long)bytes, (unsigned long long)requests, requests == 1 ? "" : "s",
+                (unsigned long long)ggufmap_source_data_offset(src));
+    }
+    ggufmap_remote_totals(a->remote, &bytes, &requests);
+    fprintf(stderr, "ggufmap %s: fetched %llu bytes in %llu request%s\n", a->sub, (unsigned long long)bytes,
+            (unsigned long long)requests, requests == 1 ? "" : "s");
+}
+
+int model_arg_open(model_arg *a, unsigned flags, ggufmap_model **out) {
+    ggufmap_error err;
+    *out = NULL;
+    if (!a->hf_repo && !ggufmap_is_url(a->model))
+        return ggufmap_model_open(a->model, flags, out, &err) == GGUFMAP_OK ? EXIT_OK : fail(a, &err);
+    if (start_session(a, &err) != GGUFMAP_OK) return fail(a, &err);
+    const char *name = a->model;
+    if (a->hf_repo) {
+        if (ggufmap_remote_hf_pick(a->remote, a->hf_repo, &a->picked, &err) != GGUFMAP_OK) return fail(a, &err);
+        if (a->verbose) fprintf(stderr, "ggufmap %s: -hf %s: %s\n", a->sub, a->hf_repo, a->picked);
+        name = a->picked;
+    }
+    if (ggufmap_model_open_url(name, flags, a->remote, out, &err) != GGUFMAP_OK) return fail(a, &err);
+    if (a->verbose) report_cost(a, *out);
+    return EXIT_OK;
+}
