@@ -48,7 +48,6 @@ static void help(FILE *out) {
             "  -nkvo, --no-kv-offload  keep the KV cache on the CPU\n"
             "  --embedding             the output buffer holds embeddings too\n"
             "  --no-op-offload         no offload of host-weight ops to the GPU\n"
-            "  --mtp                   the MTP head's context (not modelled yet: exit 2)\n"
             "\n"
             "verdict and output:\n"
             "  --limit SIZE            what the limited device (the GPU, else the CPU) may hold, e.g. 96G\n"
@@ -66,8 +65,8 @@ static void help(FILE *out) {
 }
 
 enum {
-    OPT_CTX = 0x2000, OPT_NP, OPT_CTK, OPT_CTV, OPT_FA, OPT_B, OPT_UB, OPT_SWA_FULL, OPT_KV_UNIFIED, OPT_NKVO,
-    OPT_EMBD, OPT_NO_OP_OFFLOAD, OPT_MTP, OPT_LIMIT, OPT_MEM, OPT_MAX_CTX, OPT_JSON, OPT_PLANNER, OPT_PAGE
+    OPT_CTX = 0x3000, OPT_NP, OPT_CTK, OPT_CTV, OPT_FA, OPT_B, OPT_UB, OPT_SWA_FULL, OPT_KV_UNIFIED, OPT_NKVO,
+    OPT_EMBD, OPT_NO_OP_OFFLOAD, OPT_LIMIT, OPT_MEM, OPT_MAX_CTX, OPT_JSON, OPT_PLANNER, OPT_PAGE
 };
 
 static const struct option own_options[] = {
@@ -82,7 +81,7 @@ static const struct option own_options[] = {
     {"kvu", no_argument, NULL, OPT_KV_UNIFIED},        {"nkvo", no_argument, NULL, OPT_NKVO},
     {"no-kv-offload", no_argument, NULL, OPT_NKVO},    {"embedding", no_argument, NULL, OPT_EMBD},
     {"embeddings", no_argument, NULL, OPT_EMBD},       {"no-op-offload", no_argument, NULL, OPT_NO_OP_OFFLOAD},
-    {"mtp", no_argument, NULL, OPT_MTP},               {"limit", required_argument, NULL, OPT_LIMIT},
+    {"limit", required_argument, NULL, OPT_LIMIT},
     {"mem", required_argument, NULL, OPT_MEM},         {"max-ctx", no_argument, NULL, OPT_MAX_CTX},
     {"json", no_argument, NULL, OPT_JSON},             {"planner", required_argument, NULL, OPT_PLANNER},
     {"page", required_argument, NULL, OPT_PAGE},       {"help", no_argument, NULL, 'h'},
@@ -141,7 +140,6 @@ static int apply_option(fit_args *f, int c, const char *arg) {
     case OPT_NKVO: o->no_kv_offload = true; return EXIT_OK;
     case OPT_EMBD: o->embeddings = true; return EXIT_OK;
     case OPT_NO_OP_OFFLOAD: o->no_op_offload = true; return EXIT_OK;
-    case OPT_MTP: o->mtp = true; return EXIT_OK;
     case OPT_LIMIT: return parse_size_arg("--limit", arg, &o->limit);
     case OPT_MEM: return parse_size_arg("--mem", arg, &f->mem);
     case OPT_MAX_CTX: f->max_ctx = true; return EXIT_OK;
@@ -193,6 +191,9 @@ static int parse_args(int argc, char **argv, placement_args *a, model_arg *ma, f
     if (rc == EXIT_OK) rc = model_arg_take(ma, argc, argv, optind);
     if (rc != EXIT_OK) return rc;
     placement_args_finish(a);
+    /* --mtp is a placement flag (the MTP head's second load); fit's share of it is the head's context */
+    f->fit.mtp = a->opts.load_mtp;
+    a->opts.load_mtp = false;
     if (a->opts.device == GGUFMAP_DEVICE_METAL && !f->page_given) f->plan.page = 16384;
     if (f->max_ctx && !f->fit.limit && !f->mem) return usage_error("fit", "--max-ctx needs --limit or --mem");
     return settle_limit(f, a->opts.device);

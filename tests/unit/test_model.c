@@ -61,6 +61,24 @@ static void write_split(const char *prefix, const split_opts *o) {
     }
 }
 
+/* Every tensor llama's loader requires for n_layers layers (src/models/llama.cpp). */
+static void add_llama_tensors(ggufmap_writer *w, int n_layers) {
+    static const char *const layer[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+                                        "ffn_norm", "ffn_gate", "ffn_down", "ffn_up"};
+    ggufmap_data z = {.kind = GGUFMAP_DATA_ZEROS};
+    int64_t mat[2] = {32, 8}, vec[1] = {32};
+    ggufmap_writer_add_tensor(w, "token_embd.weight", 2, mat, 0, &z);
+    for (int i = 0; i < n_layers; i++)
+        for (size_t k = 0; k < sizeof layer / sizeof layer[0]; k++) {
+            char n[64];
+            snprintf(n, sizeof n, "blk.%d.%s.weight", i, layer[k]);
+            bool norm = strstr(layer[k], "norm") != NULL;
+            ggufmap_writer_add_tensor(w, n, norm ? 1 : 2, norm ? vec : mat, 0, &z);
+        }
+    ggufmap_writer_add_tensor(w, "output_norm.weight", 1, vec, 0, &z);
+    ggufmap_writer_add_tensor(w, "output.weight", 2, mat, 0, &z);
+}
+
 static int open_model(const char *path, ggufmap_model **m, ggufmap_error *err) {
     *m = NULL;
     return ggufmap_model_open(path, 0, m, err);
@@ -132,7 +150,8 @@ int main(int argc, char **argv) {
         CHECK(ggufmap_writer_add_raw(aw, arch_key, sizeof arch_key - 1, GGUFMAP_VALUE_STRING, GGUFMAP_VALUE_STRING, 1,
                                      enc, sizeof enc) == GGUFMAP_OK);
         add_int_key(aw, "llama.block_count", 1, GGUFMAP_VALUE_UINT32, 7);
-        CHECK(ggufmap_writer_write(aw, path, 0, &err) == GGUFMAP_OK);
+        add_llama_tensors(aw, 7); /* what llama's loader requires */
+        CHECK(ggufmap_writer_write(aw, path, GGUFMAP_WRITE_SPARSE, &err) == GGUFMAP_OK);
         ggufmap_writer_free(aw);
         CHECK_MSG(open_model(path, &m, &err) == 0, "%s", err.message);
         const ggufmap_kv *kv = m ? ggufmap_model_find_kv(m, "general.architecture") : NULL;

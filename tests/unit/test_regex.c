@@ -202,13 +202,16 @@ static void write_model(void) {
     ggufmap_data z = {.kind = GGUFMAP_DATA_ZEROS};
     int64_t mat[2] = {64, 8}, vec[1] = {64};
     ggufmap_writer_add_tensor(w, "token_embd.weight", 2, mat, 0, &z);
-    for (int i = 0; i < 2; i++) {
-        char n[64];
-        snprintf(n, sizeof n, "blk.%d.attn_norm.weight", i);
-        ggufmap_writer_add_tensor(w, n, 1, vec, 0, &z);
-        snprintf(n, sizeof n, "blk.%d.attn_q.weight", i);
-        ggufmap_writer_add_tensor(w, n, 2, mat, 0, &z);
-    }
+    /* llama's loader wants every tensor of a layer (src/models/llama.cpp) */
+    static const char *const layer[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+                                        "ffn_norm", "ffn_gate", "ffn_down", "ffn_up"};
+    for (int i = 0; i < 2; i++)
+        for (size_t k = 0; k < sizeof layer / sizeof layer[0]; k++) {
+            char n[64];
+            snprintf(n, sizeof n, "blk.%d.%s.weight", i, layer[k]);
+            bool norm = strstr(layer[k], "norm") != NULL;
+            ggufmap_writer_add_tensor(w, n, norm ? 1 : 2, norm ? vec : mat, 0, &z);
+        }
     ggufmap_writer_add_tensor(w, "output_norm.weight", 1, vec, 0, &z);
     ggufmap_writer_add_tensor(w, "output.weight", 2, mat, 0, &z);
     ggufmap_error err;
@@ -256,10 +259,10 @@ static void test_placement(void) {
     /* "x*$" matches every name for libstdc++ and none for libc++. */
     ggufmap_override end[1] = {{"x*$", "CPU"}};
     CHECK(place_with(m, GGUFMAP_DEVICE_METAL, GGUFMAP_REGEX_LIBSTDCXX, end, 1, &p, &err) == GGUFMAP_OK);
-    CHECK(p && in_context(p, "MTL0") == 0 && in_context(p, "CPU") == 7);
+    CHECK(p && in_context(p, "MTL0") == 0 && in_context(p, "CPU") == 21);
     ggufmap_placement_free(p);
     CHECK(place_with(m, GGUFMAP_DEVICE_METAL, GGUFMAP_REGEX_AUTO, end, 1, &p, &err) == GGUFMAP_OK);
-    CHECK(p && in_context(p, "MTL0") == 6 && in_context(p, "CPU") == 1); /* token_embd stays on the CPU */
+    CHECK(p && in_context(p, "MTL0") == 20 && in_context(p, "CPU") == 1); /* token_embd stays on the CPU */
     ggufmap_placement_free(p);
 
     /* llama.cpp compiles an override only when it reaches it. */
