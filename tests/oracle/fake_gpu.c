@@ -11,9 +11,15 @@
  *          alignment 128, CUDA's row padding of quantized tensors), host buft
  *          CUDA_Host (is_host, allocated), caps.buffer_from_host_ptr = 0.
  *
- * No compute: init_backend is NULL, so a llama_context cannot be created.
- * Tensor data lives in host memory (aligned_alloc or the mapping itself);
- * set/get/memset/clear/cpy are plain memory operations.
+ * Compute: init_backend gives a backend stream that hands every graph to a
+ * CPU backend of its own, so a llama_context can be created and decode on
+ * the fake device. Tensor data lives in host memory (aligned_alloc or the
+ * mapping itself), which is what makes that possible; set/get/memset/clear/
+ * cpy are plain memory operations. For the scheduler (which decides where
+ * each op runs, and so how big each compute buffer is) the device behaves
+ * like the real one: supports_buft accepts only the device's own buffer
+ * types, and offload_op is Metal's or CUDA's rule for ops whose weights are
+ * on the CPU.
  *
  * This file uses ggml's internal structs from ggml/src/ggml-backend-impl.h of
  * exactly the pinned tree (v0.5.0, de3ff815). The static assertions below pin
@@ -89,6 +95,27 @@ SLOT_AT(struct ggml_backend_reg_i, get_name, 0);
 SLOT_AT(struct ggml_backend_reg_i, get_device_count, 1);
 SLOT_AT(struct ggml_backend_reg_i, get_device, 2);
 SLOT_AT(struct ggml_backend_reg_i, get_proc_address, 3);
+
+_Static_assert(sizeof(struct ggml_backend_i) == SLOTS(16), "ggml_backend_i: 16 slots");
+SLOT_AT(struct ggml_backend_i, get_name, 0);
+SLOT_AT(struct ggml_backend_i, free, 1);
+SLOT_AT(struct ggml_backend_i, set_tensor_async, 2);
+SLOT_AT(struct ggml_backend_i, get_tensor_async, 3);
+SLOT_AT(struct ggml_backend_i, set_tensor_2d_async, 4);
+SLOT_AT(struct ggml_backend_i, get_tensor_2d_async, 5);
+SLOT_AT(struct ggml_backend_i, cpy_tensor_async, 6);
+SLOT_AT(struct ggml_backend_i, synchronize, 7);
+SLOT_AT(struct ggml_backend_i, graph_plan_create, 8);
+SLOT_AT(struct ggml_backend_i, graph_plan_free, 9);
+SLOT_AT(struct ggml_backend_i, graph_plan_update, 10);
+SLOT_AT(struct ggml_backend_i, graph_plan_compute, 11);
+SLOT_AT(struct ggml_backend_i, graph_compute, 12);
+SLOT_AT(struct ggml_backend_i, event_record, 13);
+SLOT_AT(struct ggml_backend_i, event_wait, 14);
+SLOT_AT(struct ggml_backend_i, graph_optimize, 15);
+_Static_assert(offsetof(struct ggml_backend, iface) == sizeof(void *), "ggml_backend layout");
+_Static_assert(offsetof(struct ggml_backend, device) == sizeof(void *) + sizeof(struct ggml_backend_i),
+               "ggml_backend layout");
 
 _Static_assert(offsetof(struct ggml_backend_reg, iface) == sizeof(void *), "ggml_backend_reg layout");
 _Static_assert(offsetof(struct ggml_backend_device, reg) == sizeof(struct ggml_backend_device_i),
@@ -344,10 +371,137 @@ static bool dev_supports_op(ggml_backend_dev_t dev, const struct ggml_tensor *op
     return true;
 }
 
+/* The scheduler runs an op on this device only if the device can use the
+ * buffers of its weights. Metal accepts its shared, private and mapped types
+ * (ggml-metal.cpp ggml_backend_metal_device_supports_buft), CUDA its device
+ * type (ggml-cuda.cu ggml_backend_cuda_device_supports_buft; CUDA_Host only
+ * on integrated GPUs): never the CPU's or the host type. Loading never asks. */
 static bool dev_supports_buft(ggml_backend_dev_t dev, ggml_backend_buffer_type_t buft)
 {
     (void)dev;
-    return is_own_buft(buft) || ggml_backend_buft_is_host(buft);
+    return buft == &g_fake.def_buft || buft == &g_fake.mapped_buft;
+}
+
+/* ggml-metal.cpp / ggml-cuda.cu get_op_batch_size: the rows an op works on */
+static int64_t op_batch_size(const struct ggml_tensor *op)
+{
+    switch (op->op) {
+    case GGML_OP_GET_ROWS:
+        return g_fake.kind == FAKE_GPU_CUDA ? 0 : ggml_nrows(op);
+    case GGML_OP_MUL_MAT:
+        return op->ne[1];
+    case GGML_OP_MUL_MAT_ID:
+        return op->ne[2];
+    case GGML_OP_ROPE:
+    case GGML_OP_ROPE_BACK:
+        return g_fake.kind == FAKE_GPU_CUDA ? op->ne[2] : ggml_nrows(op);
+    default:
+        return ggml_nrows(op);
+    }
+}
+
+/* offload_op: does the device want an op whose weight lives in a CPU buffer
+ * (the scheduler then copies the weight over)? Both real devices say yes from
+ * 32 rows on (GGML_OP_OFFLOAD_MIN_BATCH's default); Metal only for matrix
+ * products (ggml_backend_metal_device_offload_op), CUDA for any op
+ * (ggml_backend_cuda_device_offload_op). */
+static bool dev_offload_op(ggml_backend_dev_t dev, const struct ggml_tensor *op)
+{
+    (void)dev;
+    const int64_t min_batch = 32;
+    if (g_fake.kind == FAKE_GPU_METAL && op->op != GGML_OP_MUL_MAT && op->op != GGML_OP_MUL_MAT_ID)
+        return false;
+    return op_batch_size(op) >= min_batch;
+}
+
+/* ------------------------------------------------------------------ */
+/* compute: a backend stream that hands each graph to a CPU backend    */
+/* ------------------------------------------------------------------ */
+
+/* Our buffers are host memory, so the CPU backend can compute on them in
+ * place. The scheduler has already split the graph: this backend only sees
+ * the ops it assigned to the fake device, with their inputs copied into our
+ * buffers. No async slots: ggml then synchronizes and copies synchronously. */
+struct fake_stream {
+    ggml_backend_t cpu;
+    ggml_backend_set_n_threads_t cpu_set_n_threads; /* NULL if the CPU backend has none */
+};
+
+static const char *be_get_name(ggml_backend_t backend)
+{
+    (void)backend;
+    return g_fake.dev_name;
+}
+
+static void be_free(ggml_backend_t backend)
+{
+    struct fake_stream *s = backend->context;
+    ggml_backend_free(s->cpu);
+    free(s);
+    free(backend);
+}
+
+static enum ggml_status be_graph_compute(ggml_backend_t backend, struct ggml_cgraph *cgraph)
+{
+    struct fake_stream *s = backend->context;
+    return ggml_backend_graph_compute(s->cpu, cgraph);
+}
+
+static const struct ggml_backend_i stream_iface = {
+    .get_name = be_get_name,
+    .free = be_free,
+    .set_tensor_async = NULL,
+    .get_tensor_async = NULL,
+    .set_tensor_2d_async = NULL,
+    .get_tensor_2d_async = NULL,
+    .cpy_tensor_async = NULL,
+    .synchronize = NULL,
+    .graph_plan_create = NULL,
+    .graph_plan_free = NULL,
+    .graph_plan_update = NULL,
+    .graph_plan_compute = NULL,
+    .graph_compute = be_graph_compute,
+    .event_record = NULL,
+    .event_wait = NULL,
+    .graph_optimize = NULL,
+};
+
+static ggml_guid g_stream_guid = { 0x67, 0x67, 0x75, 0x66, 0x6d, 0x61, 0x70, 0x2d,
+                                   0x66, 0x61, 0x6b, 0x65, 0x2d, 0x67, 0x70, 0x75 };
+
+/* llama.cpp sets the thread count of every backend whose registry exports
+ * ggml_backend_set_n_threads; ours passes it to the CPU backend inside */
+static void stream_set_n_threads(ggml_backend_t backend, int n_threads)
+{
+    struct fake_stream *s = backend->context;
+    if (s->cpu_set_n_threads)
+        s->cpu_set_n_threads(s->cpu, n_threads);
+}
+
+static ggml_backend_t dev_init_backend(ggml_backend_dev_t dev, const char *params)
+{
+    ggml_backend_dev_t cpu_dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    struct fake_stream *s = calloc(1, sizeof *s);
+    struct ggml_backend *backend = calloc(1, sizeof *backend);
+    if (!cpu_dev || !s || !backend) {
+        free(s);
+        free(backend);
+        return NULL;
+    }
+    s->cpu = ggml_backend_dev_init(cpu_dev, params);
+    if (!s->cpu) {
+        free(s);
+        free(backend);
+        return NULL;
+    }
+    ggml_backend_reg_t cpu_reg = ggml_backend_dev_backend_reg(cpu_dev);
+    s->cpu_set_n_threads = (ggml_backend_set_n_threads_t)ggml_backend_reg_get_proc_address(
+        cpu_reg, "ggml_backend_set_n_threads");
+    backend->guid = &g_stream_guid;
+    backend->iface = stream_iface;
+    backend->device = dev;
+    backend->context = s;
+    return backend;
 }
 
 /* ------------------------------------------------------------------ */
@@ -375,8 +529,10 @@ static ggml_backend_dev_t reg_get_device(ggml_backend_reg_t reg, size_t index)
 static void *reg_get_proc_address(ggml_backend_reg_t reg, const char *name)
 {
     (void)reg;
-    (void)name;
-    return NULL; /* no extra bufts, no split buft */
+    /* only the thread count: no extra bufts, no split buft */
+    if (strcmp(name, "ggml_backend_set_n_threads") == 0)
+        return (void *)stream_set_n_threads;
+    return NULL;
 }
 
 static void init_buft(struct ggml_backend_buffer_type *buft, struct fake_buft_ctx *ctx, const char *name,
@@ -408,13 +564,13 @@ bool fake_gpu_register(enum fake_gpu_kind kind)
         .get_memory = dev_get_memory,
         .get_type = dev_get_type,
         .get_props = dev_get_props,
-        .init_backend = NULL,
+        .init_backend = dev_init_backend,
         .get_buffer_type = dev_get_buffer_type,
         .get_host_buffer_type = NULL,
         .buffer_from_host_ptr = NULL,
         .supports_op = dev_supports_op,
         .supports_buft = dev_supports_buft,
-        .offload_op = NULL,
+        .offload_op = dev_offload_op,
         .event_new = NULL,
         .event_free = NULL,
         .event_synchronize = NULL,

@@ -38,10 +38,11 @@ rm -rf "${work:?}"/*
 # fixtures: KEY, the loads to run and the maker's arguments.  q4_0 weights
 # in a shuffled order put CPU_REPACK tensors inside the CPU_Mapped span, and
 # ffn tensors of several pages let the tight planner split it.
+gpu_loads="metal-ngl1 metal-all metal-ot metal-no-mmap cuda-ngl2"
 fixtures=(
-  "llama|mmap no-mmap ot-moves|--arch llama --type q4_0 --layers 3 --n-ff 1024 --order shuffle:5"
-  "qwen3moe|mmap no-mmap ot-moves|--arch qwen3moe --type q4_0 --layers 3 --n-ff-exp 1024 --order shuffle:7"
-  "gemma4|mmap no-mmap ot-moves lazy lazy-no-mmap|--arch gemma4 --type q4_0 --head-dim 16 --layers 3 --n-ff 1024 --order shuffle:9"
+  "llama|mmap no-mmap ot-moves $gpu_loads|--arch llama --type q4_0 --layers 3 --n-ff 1024 --order shuffle:5"
+  "qwen3moe|mmap no-mmap ot-moves $gpu_loads|--arch qwen3moe --type q4_0 --layers 3 --n-ff-exp 1024 --order shuffle:7"
+  "gemma4|mmap no-mmap ot-moves lazy lazy-no-mmap $gpu_loads|--arch gemma4 --type q4_0 --head-dim 16 --layers 3 --n-ff 1024 --order shuffle:9"
 )
 # loads: the oracle's arguments
 declare -A loads=(
@@ -50,6 +51,11 @@ declare -A loads=(
   [ot-moves]="--no-repack --ot blk\\.[02]\\.ffn_(up|gate)(_exps)?\\.=CPU_REPACK"
   [lazy]="--lazy-mode on"
   [lazy-no-mmap]="--lazy-mode on --no-mmap"
+  [metal-ngl1]="--fake-gpu metal --ngl 1"
+  [metal-all]="--fake-gpu metal --ngl -1"
+  [metal-ot]="--fake-gpu metal --ngl -1 --ot blk\\.1\\.ffn=CPU,token_embd=MTL0"
+  [metal-no-mmap]="--fake-gpu metal --ngl 2 --no-mmap"
+  [cuda-ngl2]="--fake-gpu cuda --ngl 2"
 )
 planners=(default span coalesce runs)
 
