@@ -22,16 +22,9 @@ set -uo pipefail
 export LC_ALL=C
 
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../plan/lib.sh"
-[[ $# -eq 4 ]] || usage
-ggufmap=$1 fixture=$2 oracle=$3/bin/ggufmap-oracle work=$4
-patched_dir=$(bash "$here/build.sh" "$3") || { echo "numbers: the patched llama.cpp is not built"; echo "0 passed, 1 failed"; exit 1; }
-patched=$patched_dir/bin/ggufmap-oracle
-for b in "$ggufmap" "$fixture" "$oracle" "$patched"; do
-  [[ -x $b ]] || { echo "numbers: not executable: $b"; echo "0 passed, 1 failed"; exit 1; }
-done
+. "$here/lib.sh"
+proof_args 4 "$@"
 command -v node >/dev/null || { echo "numbers: node not found (scripts/deps.sh installs nodejs)"; echo "0 passed, 1 failed"; exit 1; }
-work=$(mkdir -p "$work" && cd "$work" && pwd)
 rm -rf "${work:?}"/*
 
 # ---------------------------------------------------------------- the cases
@@ -62,14 +55,10 @@ planners=(default span coalesce runs)
 # decode NAME PLANNER ORACLE ARGS...: a decode into $work/NAME.out; sets
 # hash (empty unless finite logits) and nmapped (its MAPPED buffers)
 decode() {
-  local name=$1 planner=$2; shift 2
-  if [[ $planner == default ]]; then
-    env -u LLAMA_ARG_MMAP_PLANNER timeout 300 "$@" >"$work/$name.out" 2>"$work/$name.err" </dev/null
-  else
-    LLAMA_ARG_MMAP_PLANNER=$planner timeout 300 "$@" >"$work/$name.out" 2>"$work/$name.err" </dev/null
-  fi
+  local name=$1
+  oracle_run "$work/$name" "${@:2}"
   hash=$(sed -n 's/^DECODE ok kind=[a-z]* n_tokens=[0-9]* n_out=[0-9]* hash=\([0-9a-f]*\) finite=1$/\1/p' "$work/$name.out")
-  nmapped=$(grep -c '^MAPPED ' "$work/$name.out")
+  nmapped=$(grep -c '^MAPPED ' "$work/$name.lines")
 }
 
 passed=0 failed=0

@@ -36,11 +36,8 @@ export LC_ALL=C
 # ---------------------------------------------------------------- arguments
 here=$(cd "$(dirname "$0")" && pwd)
 plan_dir=$(cd "$here/../plan" && pwd)
-. "$plan_dir/lib.sh"
-[[ $# -ge 4 ]] || usage
-ggufmap=$1 fixture=$2 oracle=$3/bin/ggufmap-oracle work=$4
-patched_dir=$(bash "$here/build.sh" "$3") || { echo "prediction: the patched llama.cpp is not built"; echo "0 passed, 1 failed"; exit 1; }
-patched=$patched_dir/bin/ggufmap-oracle
+. "$here/lib.sh"
+proof_args 0 "$@"
 shift 4
 quick=0 only="" jobs=${PLAN_JOBS:-2} keep=0
 while [[ $# -gt 0 ]]; do
@@ -53,13 +50,9 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-for b in "$ggufmap" "$fixture" "$oracle" "$patched"; do
-  [[ -x $b ]] || { echo "prediction: not executable: $b"; echo "0 passed, 1 failed"; exit 1; }
-done
 command -v node >/dev/null || { echo "prediction: node not found (scripts/deps.sh installs nodejs)"; echo "0 passed, 1 failed"; exit 1; }
 page=$(getconf PAGESIZE)
-work=$(mkdir -p "$work" && cd "$work" && pwd)
-rm -rf "$work/cases" "$work/results" && mkdir -p "$work/cases" "$work/results"
+rm -rf "$work/cases" "$work/results" "$work/parts" && mkdir -p "$work/cases" "$work/results" "$work/parts"
 
 # ------------------------------------------------- the differential's cases
 bash "$plan_dir/differential.sh" "$ggufmap" "$fixture" "$oracle" "$work/list" --list >/dev/null ||
@@ -99,16 +92,11 @@ fi
 
 # ---------------------------------------------------------------- one case
 
-# run_oracle NAME PLANNER CMD...: runs an oracle into $d/NAME.out; leaves
-# its buffer lines in $d/NAME.lines and its RESULT in the variable NAME_res
+# run_oracle NAME PLANNER CMD...: an oracle run into $d/NAME.*; its RESULT
+# in the variable NAME_res
 run_oracle() {
-  local name=$1 planner=$2; shift 2
-  if [[ -n $planner ]]; then
-    LLAMA_ARG_MMAP_PLANNER=$planner timeout 120 "$@" >"$d/$name.out" 2>"$d/$name.err" </dev/null
-  else
-    env -u LLAMA_ARG_MMAP_PLANNER timeout 120 "$@" >"$d/$name.out" 2>"$d/$name.err" </dev/null
-  fi
-  grep -E '^(MAPPED|ALLOC) ' "$d/$name.out" >"$d/$name.lines"
+  local name=$1
+  oracle_run "$d/$name" "${@:2}"
   printf -v "${name}_res" '%s' "$(tail -n 1 "$d/$name.out" | awk '$1 == "RESULT" { print $2 }')"
 }
 
@@ -141,9 +129,9 @@ run_case() { # the fields of a case line
   if [[ ! -f $model ]]; then
     fail+=("fixture $key was not written")
   else
-    run_oracle pre "" "$oracle" "${oa[@]}" "$model"
+    run_oracle pre default "$oracle" "${oa[@]}" "$model"
     run_oracle span span "$patched" "${oa[@]}" "$model"
-    run_oracle tight "" "$patched" "${oa[@]}" "$model"
+    run_oracle tight default "$patched" "${oa[@]}" "$model"
     for p in tight span; do
       timeout 120 "$ggufmap" plan "$model" --json "${pa[@]}" --planner "$p" --page "$page" >"$d/plan.$p.json" 2>"$d/plan.$p.err" </dev/null
     done
@@ -178,17 +166,16 @@ run_case() { # the fields of a case line
 }
 
 start=$SECONDS
-for ((w = 0; w < jobs; w++)); do
-  awk -v w="$w" -v j="$jobs" '(NR - 1) % j == w' "$sel" >"$work/sel.$w"
-  ( while IFS=$'\t' read -r id key oargs pargs desc; do run_case "$id" "$key" "$oargs" "$pargs" "$desc"; done <"$work/sel.$w" ) &
+split -n "r/$jobs" "$sel" "$work/parts/"
+for part in "$work"/parts/*; do
+  ( while IFS=$'\t' read -r id key oargs pargs desc; do run_case "$id" "$key" "$oargs" "$pargs" "$desc"; done <"$part" ) &
 done
 wait
 
 # ---------------------------------------------------------------- summary
 cat "$work"/results/r.* 2>/dev/null | sort -n >"$work/results.txt"
-ran=$(wc -l <"$work/results.txt")
-passed=$(awk '$2 == "PASS"' "$work/results.txt" | wc -l)
-failed=$(awk '$2 == "FAIL"' "$work/results.txt" | wc -l)
+read -r ran passed failed bufs differ < <(awk '{ n++; p += $2 == "PASS"; f += $2 == "FAIL" }
+  $2 == "PASS" { b += $3; d += $4 } END { print n + 0, p + 0, f + 0, b + 0, d + 0 }' "$work/results.txt")
 nreport=0
 for id in $(awk '$2 == "FAIL" { print $1 }' "$work/results.txt"); do
   nreport=$((nreport + 1))
@@ -196,14 +183,11 @@ for id in $(awk '$2 == "FAIL" { print $1 }' "$work/results.txt"); do
 done
 (( nreport > 60 )) && echo "... $((nreport - 60)) more reports in $work/cases/*.report"
 echo "page: $page, plan's CPU rules: ${hostcpu:-default}, $((SECONDS - start)) s, $jobs jobs"
-awk '$2 == "PASS" { b += $3; d += $4 } END { printf "cases: %d, patched buffers matched: %d, cases where tight maps other ranges than span: %d\n", NR, b, d }' \
-  "$work/results.txt"
+echo "cases: $ran, patched buffers matched: $bufs, cases where tight maps other ranges than span: $differ"
 echo "$passed passed, $failed failed"
 rc=0
 (( failed > 0 )) && rc=1
 (( ran < nsel )) && { echo "prediction: only $ran of $nsel selected cases reported a result"; rc=1; }
 if (( quick == 0 )) && [[ -z $only ]] && (( ran < 300 )); then echo "prediction: fewer than 300 cases ran"; rc=1; fi
-if ! awk '$2 == "PASS" && $4 == 1 { found = 1 } END { exit !found }' "$work/results.txt"; then
-  echo "prediction: no case where tight and span differ: the test would not see the patch"; rc=1
-fi
+(( differ > 0 )) || { echo "prediction: no case where tight and span differ: the test would not see the patch"; rc=1; }
 exit $rc

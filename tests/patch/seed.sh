@@ -24,16 +24,9 @@ set -uo pipefail
 export LC_ALL=C
 
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../plan/lib.sh"
-[[ $# -eq 4 ]] || usage
-ggufmap=$1 fixture=$2 oracle_dir=$3 work=$4
-oracle=$oracle_dir/bin/ggufmap-oracle
-patched_dir=$(bash "$here/build.sh" "$oracle_dir") || { echo "seed: the patched llama.cpp is not built"; echo "0 passed, 1 failed"; exit 1; }
-patched=$patched_dir/bin/ggufmap-oracle probe=$patched_dir/bin/probe.so
-for b in "$ggufmap" "$fixture" "$oracle" "$patched"; do
-  [[ -x $b ]] || { echo "seed: not executable: $b"; echo "0 passed, 1 failed"; exit 1; }
-done
-work=$(mkdir -p "$work" && cd "$work" && pwd)
+. "$here/lib.sh"
+proof_args 4 "$@"
+probe=$patched_dir/bin/probe.so
 rm -rf "${work:?}"/*
 page=$(getconf PAGESIZE)
 passed=0 failed=0
@@ -44,14 +37,9 @@ mib() { awk -v b="$1" 'BEGIN { printf "%.2f MiB", b / 1048576 }'; }
 
 # run NAME PLANNER ORACLE ARGS...: $work/NAME.out, $work/NAME.lines (buffers)
 run() {
-  local name=$1 planner=$2; shift 2
-  if [[ $planner == default ]]; then
-    env -u LLAMA_ARG_MMAP_PLANNER timeout 300 "$@" >"$work/$name.out" 2>"$work/$name.err" </dev/null
-  else
-    LLAMA_ARG_MMAP_PLANNER=$planner timeout 300 "$@" >"$work/$name.out" 2>"$work/$name.err" </dev/null
-  fi
-  grep -E '^(MAPPED|ALLOC) ' "$work/$name.out" >"$work/$name.lines"
-  grep -q '^RESULT ok$' "$work/$name.out" || echo "  $name: $(q "$@") did not load: $(grep -E '^(ERR|ABORT|RESULT)' "$work/$name.out" | head -3 | tr '\n' ' ')"
+  local name=$1
+  oracle_run "$work/$name" "${@:2}" ||
+    echo "  $name: $(q "${@:3}") did not load: $(grep -E '^(ERR|ABORT|RESULT)' "$work/$name.out" | head -3 | tr '\n' ' ')"
 }
 
 # resident NAME BUFT PAGE: the bytes of NAME's BUFT buffers, each rounded out to PAGE

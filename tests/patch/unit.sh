@@ -5,5 +5,6 @@
 #
 #   unit.sh ORACLE_DIR
 set -uo pipefail
-dir=$(bash "$(dirname "$0")/build.sh" "${1:?usage: unit.sh ORACLE_DIR}") || exit 1
-"$dir/bin/test-mmap-planner" && echo "test-mmap-planner: passed"
+. "$(dirname "$0")/lib.sh"
+patched_build "${1:?usage: unit.sh ORACLE_DIR}"
+"$patched_dir/bin/test-mmap-planner" && echo "test-mmap-planner: passed"
