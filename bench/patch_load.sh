@@ -13,8 +13,9 @@
 # time of llama_model_load_from_file alone (tests/patch/probe.c), with the
 # page cache warm.  Builds: unpatched, patched (its default planner, tight),
 # and patched with LLAMA_ARG_MMAP_PLANNER=span (the old mapping through the
-# new code).  Prints buffers (MAPPED lines), VmLck, best and median load
-# time per build, and each patched one's ratio to the unpatched one.
+# new code).  Prints buffers (MAPPED lines), VmLck and VmRSS while the
+# model is loaded (of the first load), best and median load time per build,
+# and each patched one's ratio to the unpatched one.
 #
 # usage: bench/patch_load.sh [BUILD_DIR] [SIZE] [REPS]
 set -euo pipefail
@@ -57,20 +58,21 @@ bench() {
     local bu mu
     bu=$(sort -n "$work/$name.unpatched.ns" | head -n 1) mu=$(median <"$work/$name.unpatched.ns")
     for b in "${builds[@]}"; do
-        local n l best med
+        local n l r best med
         n=$(grep -c '^MAPPED' "$work/$name.$b.0.out" || true)
         l=$(sed -n 's/^PROBE vmlck_kb=\([0-9]*\) .*/\1/p' "$work/$name.$b.0.out")
+        r=$(sed -n 's/^PROBE .* vmrss_kb=\([0-9]*\) .*/\1/p' "$work/$name.$b.0.out")
         best=$(sort -n "$work/$name.$b.ns" | head -n 1) med=$(median <"$work/$name.$b.ns")
-        awk -v n="$([ "$b" = unpatched ] && echo "$name")" -v b="$b" -v nb="$n" -v l="$l" -v best="$best" -v med="$med" \
-            -v bu="$bu" -v mu="$mu" 'BEGIN {
-            printf "%-26s %-10s %8d %12.2f %10.1f %10.1f", n, b, nb, l / 1024, best / 1e6, med / 1e6
+        awk -v n="$([ "$b" = unpatched ] && echo "$name")" -v b="$b" -v nb="$n" -v l="$l" -v r="$r" -v best="$best" \
+            -v med="$med" -v bu="$bu" -v mu="$mu" 'BEGIN {
+            printf "%-26s %-10s %8d %10.2f %10.2f %9.1f %9.1f", n, b, nb, l / 1024, r / 1024, best / 1e6, med / 1e6
             if (b != "unpatched") printf "   / unpatched: best %.3f, median %.3f", best / bu, med / mu
             printf "\n" }'
     done
 }
 
 echo "llama.cpp $(basename "$(readlink -f "$oracle_dir/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libllama.v0.5.0.so")") unpatched vs patched ($patched_dir), $reps loads each, alternating; $(nproc) CPUs"
-printf '%-26s %-10s %8s %12s %10s %10s\n' case build buffers "VmLck MiB" "best ms" "median ms"
+printf '%-26s %-10s %8s %10s %10s %9s %9s\n' case build buffers "VmLck MiB" "VmRSS MiB" "best ms" "median ms"
 metal=(--fake-gpu metal --ngl -1 --no-repack --lazy-mode on)
 bench "scaled $size, mmap" "$work/scaled.gguf" "${metal[@]}"
 bench "scaled $size, mmap_mlock" "$work/scaled.gguf" "${metal[@]}" --load-mode mmap_mlock
