@@ -293,23 +293,26 @@ nomem:
 /* Output names                                                              */
 /* ------------------------------------------------------------------------ */
 
+int ggufmap_repack_output_path(char *buf, size_t cap, const char *out, uint32_t index, uint32_t count) {
+    size_t len = strlen(out), plen;
+    uint32_t idx, cnt;
+    bool gguf = len > 5 && strcmp(out + len - 5, ".gguf") == 0;
+    if (count <= 1) return snprintf(buf, cap, "%s%s", out, gguf ? "" : ".gguf");
+    if (ggufmap_split_parse(out, &plen, &idx, &cnt)) len = plen;
+    else if (gguf) len -= 5;
+    char *prefix = strndup(out, len);
+    int need = prefix ? ggufmap_split_path(buf, cap, prefix, index, count) : -1;
+    free(prefix);
+    return need;
+}
+
 static char **output_paths(const char *out, uint32_t n) {
     char **paths = calloc(n, sizeof *paths);
     if (!paths) return NULL;
-    size_t len = strlen(out), plen;
-    uint32_t idx, cnt;
-    if (n > 1 && ggufmap_split_parse(out, &plen, &idx, &cnt)) len = plen;
-    else if (n > 1 && len > 5 && strcmp(out + len - 5, ".gguf") == 0) len -= 5;
     for (uint32_t i = 0; i < n; i++) {
-        if (n == 1) {
-            paths[i] = strdup(out);
-        } else {
-            char *prefix = strndup(out, len);
-            int need = prefix ? ggufmap_split_path(NULL, 0, prefix, i, n) : -1;
-            paths[i] = need > 0 ? malloc((size_t)need + 1) : NULL;
-            if (paths[i]) ggufmap_split_path(paths[i], (size_t)need + 1, prefix, i, n);
-            free(prefix);
-        }
+        int need = ggufmap_repack_output_path(NULL, 0, out, i, n);
+        paths[i] = need > 0 ? malloc((size_t)need + 1) : NULL;
+        if (paths[i]) ggufmap_repack_output_path(paths[i], (size_t)need + 1, out, i, n);
         if (!paths[i]) {
             for (uint32_t k = 0; k < i; k++) free(paths[k]);
             free(paths);
@@ -357,20 +360,29 @@ static int header_model(const layout *l, const char *dir, int tag, ggufmap_model
     return rc;
 }
 
-/* Mapped and foreign bytes of model under one placement. */
-static int figures(const ggufmap_model *m, const ggufmap_placement_opts *po, const ggufmap_plan_opts *plo,
-                   uint64_t *mapped, uint64_t *foreign, ggufmap_error *err) {
+/* What one placement costs on one layout. */
+typedef struct figure {
+    uint64_t mapped, foreign; /* llama.cpp's mapped spans, and the foreign bytes in them */
+    uint64_t gpu, cpu;        /* its GPU working set and CPU side (ggufmap_plan_working_set, _cpu_side) */
+} figure;
+
+/* The figures of model under one placement. */
+static int figures(const ggufmap_model *m, const ggufmap_placement_opts *po, const ggufmap_plan_opts *plo, figure *f,
+                   ggufmap_error *err) {
     ggufmap_placement *pl = NULL;
     ggufmap_plan *plan = NULL;
+    uint64_t planned;
     int rc = ggufmap_place(m, po, &pl, err);
     if (!rc) rc = ggufmap_plan_build(pl, plo, &plan, err);
-    *mapped = *foreign = 0;
+    memset(f, 0, sizeof *f);
     for (uint32_t b = 0; !rc && b < ggufmap_plan_n_buffers(plan); b++) {
         const ggufmap_buffer *buf = ggufmap_plan_buffer(plan, b);
         if (!buf->mapped) continue;
-        *mapped += buf->size;
-        *foreign += buf->foreign_bytes;
+        f->mapped += buf->size;
+        f->foreign += buf->foreign_bytes;
     }
+    if (!rc) ggufmap_plan_working_set(plan, &f->gpu, &planned);
+    if (!rc) ggufmap_plan_cpu_side(plan, &f->cpu, &planned);
     ggufmap_plan_free(plan);
     ggufmap_placement_free(pl);
     return rc;
@@ -807,21 +819,20 @@ static char *parent_of(const char *path) {
 
 typedef struct eval {
     uint64_t mapped, foreign;
-    uint64_t *case_mapped, *case_foreign;
+    figure *cases;
 } eval;
 
-/* Mapped and foreign bytes of model in every case, and their sums. */
+/* The figures of model in every case, and the sums of mapped and foreign bytes. */
 static int evaluate(const ggufmap_model *model, const cases *cs, const ggufmap_plan_opts *plo, eval *ev,
                     ggufmap_error *err) {
     ev->mapped = ev->foreign = 0;
-    ev->case_mapped = calloc(cs->n, sizeof(uint64_t));
-    ev->case_foreign = calloc(cs->n, sizeof(uint64_t));
-    if (!ev->case_mapped || !ev->case_foreign) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    ev->cases = calloc(cs->n, sizeof *ev->cases);
+    if (!ev->cases) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     for (uint32_t k = 0; k < cs->n; k++) {
-        int rc = figures(model, &cs->opts[k], plo, &ev->case_mapped[k], &ev->case_foreign[k], err);
+        int rc = figures(model, &cs->opts[k], plo, &ev->cases[k], err);
         if (rc) return rc;
-        ev->mapped += ev->case_mapped[k];
-        ev->foreign += ev->case_foreign[k];
+        ev->mapped += ev->cases[k].mapped;
+        ev->foreign += ev->cases[k].foreign;
     }
     return GGUFMAP_OK;
 }
@@ -938,10 +949,14 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
     for (uint32_t k = 0; k < cs.n; k++) {
         ggufmap_repack_case *rcs = &res->cases[k];
         memcpy(rcs->label, cs.label[k], sizeof rcs->label);
-        rcs->mapped_before = before.case_mapped[k];
-        rcs->foreign_before = before.case_foreign[k];
-        rcs->mapped_after = ev[chosen].case_mapped[k];
-        rcs->foreign_after = ev[chosen].case_foreign[k];
+        rcs->mapped_before = before.cases[k].mapped;
+        rcs->foreign_before = before.cases[k].foreign;
+        rcs->mapped_after = ev[chosen].cases[k].mapped;
+        rcs->foreign_after = ev[chosen].cases[k].foreign;
+        rcs->gpu_before = before.cases[k].gpu;
+        rcs->gpu_after = ev[chosen].cases[k].gpu;
+        rcs->cpu_before = before.cases[k].cpu;
+        rcs->cpu_after = ev[chosen].cases[k].cpu;
     }
     res->mapped_before = before.mapped;
     res->foreign_before = before.foreign;
@@ -988,8 +1003,17 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
             }
         }
     }
+    /* Free space: the data and headers, and a margin for the file system's
+     * own blocks (extent trees, indirect blocks, a journal's share). */
+    res->space_margin = (uint64_t)n * 8192 + (uint64_t)l->n_shards * (16u << 20);
+    for (uint32_t s = 0; s < l->n_shards; s++) {
+        uint64_t first = ggufmap_writer_tensor_offset(l->w[s], 0);
+        res->space_headers += first == UINT64_MAX ? ggufmap_writer_file_size(l->w[s]) : first;
+    }
+    res->space_needed = res->data_bytes + res->space_headers + res->space_margin;
+    res->no_gain = res->mapped_after >= res->mapped_before;
     if (o->report) o->report(o->report_ctx, res);
-    if (o->dry_run) goto success;
+    if (o->dry_run || (o->only_if_gain && res->no_gain)) goto success;
 
     /* Nothing may exist at an output path; then free space. */
     for (uint32_t s = 0; s < l->n_shards; s++) {
@@ -1002,8 +1026,7 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
     {
         char *dir = parent_of(res->paths[0]);
         struct statvfs vfs;
-        uint64_t need = res->data_bytes + (uint64_t)n * 8192 + (uint64_t)l->n_shards * (16u << 20);
-        for (uint32_t s = 0; s < l->n_shards; s++) need += ggufmap_writer_tensor_offset(l->w[s], 0) == UINT64_MAX ? ggufmap_writer_file_size(l->w[s]) : ggufmap_writer_tensor_offset(l->w[s], 0);
+        uint64_t need = res->space_needed;
         int vr = dir ? statvfs(dir, &vfs) : -1;
         int verr = errno;
         if (vr != 0) {
@@ -1013,9 +1036,13 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
         }
         uint64_t avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
         if (avail < need && !getenv("GGUFMAP_REPACK_TEST_NO_SPACE_CHECK")) {
-            char a[32], b[32];
-            rc = gm_fail_errno(err, ENOSPC, "%s: needs %s, %s free (nothing written)", dir, gm_fmt_bytes(a, sizeof a, need),
-                               gm_fmt_bytes(b, sizeof b, avail));
+            char a[32], b[32], c[32], d[32], e[32];
+            rc = gm_fail_errno(err, ENOSPC,
+                               "%s: needs %s free (%s of data, %s of headers, a margin of %s for the file system's "
+                               "own blocks), has %s (nothing written)",
+                               dir, gm_fmt_bytes(a, sizeof a, need), gm_fmt_bytes(b, sizeof b, res->data_bytes),
+                               gm_fmt_bytes(c, sizeof c, res->space_headers), gm_fmt_bytes(d, sizeof d, res->space_margin),
+                               gm_fmt_bytes(e, sizeof e, avail));
             free(dir);
             goto done;
         }
@@ -1135,11 +1162,9 @@ done:
     if (scratch_dir[0]) rmdir(scratch_dir);
     for (int c = 0; c < 3; c++) {
         layout_free(&lay[c]);
-        free(ev[c].case_mapped);
-        free(ev[c].case_foreign);
+        free(ev[c].cases);
     }
-    free(before.case_mapped);
-    free(before.case_foreign);
+    free(before.cases);
     cases_free(&cs);
     free(ti);
     ggufmap_model_close(m);

@@ -52,6 +52,26 @@ void ggufmap_report_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_repo
 /* The picture as an SVG document. */
 void ggufmap_report_svg(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *opts);
 
+/* ------------------------------------------------------------------------ */
+/* Text for people                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* "512 B", "3.06 KiB", "103.68 GiB": bytes in the largest binary unit that
+ * keeps the number at 1 or more, into buf; returns buf.  The inverse, for
+ * sizes people type, is ggufmap_parse_size (types.h). */
+const char *ggufmap_format_bytes(char *buf, size_t cap, uint64_t bytes);
+
+/* Names, keys and values come from files and may hold bytes that steer a
+ * terminal (ESC and OSC sequences, newlines, bidirectional overrides).  These
+ * escape them: printable ASCII and well-formed UTF-8 are kept, C0 controls
+ * and DEL become \n, \r, \t or \xNN, C1 controls and bidi overrides \uNNNN,
+ * bytes outside well-formed UTF-8 \xNN.  Every text report escapes this way;
+ * JSON escapes by JSON's rules instead.
+ * ggufmap_escape writes s (n bytes) into buf, whole characters only (cut
+ * where cap ends), and returns buf; ggufmap_fputs_escaped writes it all. */
+const char *ggufmap_escape(char *buf, size_t cap, const char *s, size_t n);
+void ggufmap_fputs_escaped(FILE *out, const char *s, size_t n);
+
 #ifdef __cplusplus
 }
 #endif
