@@ -5,76 +5,74 @@
  * tensors and bytes per type), then one row per tensor.  --json: the schema
  * documented in README.md ("ggufmap.inspect/1"); every size in bytes.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ggufmap/ggufmap.h"
 #include "commands.h"
-#include "util.h"
 
+enum { OPT_FULL = 0x100, OPT_METADATA, OPT_NO_TENSORS, OPT_LENIENT };
 
-static void help(FILE *out) {
-    fprintf(out,
-            "usage: ggufmap inspect MODEL [--json] [--full] [--metadata] [--no-tensors] [--lenient]\n"
-            "\n"
-            "Reads MODEL (any shard of a split model: every shard is found and opened)\n"
-            "as llama.cpp v0.5.0 reads it, and prints a summary (architecture, name,\n"
-            "shards, alignment, tensors and bytes per type), then one row per tensor:\n"
-            "index, shard, name, type, shape, absolute file offset, bytes.\n"
-            "\n"
-            "  --json        machine-readable output (schema ggufmap.inspect/1, see README)\n"
-            "  --full        do not shorten long arrays (e.g. a tokenizer's tokens)\n"
-            "  --metadata    also list the key-value pairs in the text output\n"
-            "  --no-tensors  leave out the per-tensor rows\n"
-            "  --lenient     list tensors of unknown ggml types, sized from the next\n"
-            "                tensor's offset, instead of refusing the file\n"
-            "  -h, --help    this text\n"
-            "\n"
-            "exit status: 0 done, 1 usage error, 2 the model cannot be read or llama.cpp\n"
-            "would refuse it (the message names the file, offset and key or tensor)\n");
-}
+static const cli_option inspect_options[] = {
+    {OPT_JSON, "--json", NULL, NULL, "machine-readable output (schema ggufmap.inspect/1, see the README)"},
+    {OPT_FULL, "--full", NULL, NULL, "do not shorten long arrays (a tokenizer's tokens) or strings"},
+    {OPT_METADATA, "--metadata", NULL, NULL, "also list the key-value pairs in the text"},
+    {OPT_NO_TENSORS, "--no-tensors", NULL, NULL, "leave out the per-tensor rows"},
+    {OPT_LENIENT, "--lenient", NULL, NULL,
+     "list tensors of unknown ggml types, sized from the next tensor's offset, instead of refusing the file"},
+    {OPT_QUIET, "-q, --quiet", NULL, NULL, "print nothing: only check that llama.cpp would read the model"},
+};
+static const cli_group inspect_group = CLI_GROUP(NULL, inspect_options);
+static const cli_group *const inspect_groups[] = {&inspect_group};
 
-/* ------------------------------------------------------------------------ */
+typedef struct inspect_args {
+    cli_common common;
+    unsigned flags;
+    bool lenient;
+} inspect_args;
 
-int cmd_inspect(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},     {"full", no_argument, NULL, 'f'},
-        {"lenient", no_argument, NULL, 'l'},  {"metadata", no_argument, NULL, 'm'},
-        {"no-tensors", no_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    unsigned flags = 0;
-    bool lenient = false;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'j': flags |= GGUFMAP_REPORT_JSON; break;
-        case 'f': flags |= GGUFMAP_REPORT_FULL; break;
-        case 'l': lenient = true; break;
-        case 'm': flags |= GGUFMAP_REPORT_METADATA; break;
-        case 'n': flags |= GGUFMAP_REPORT_NO_TENSORS; break;
-        case 'h': help(stdout); return EXIT_OK;
-        default: return usage_error("inspect", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return usage_error("inspect", optind == argc ? "no MODEL given" : "one MODEL expected, got %d",
-                           argc - optind);
-    ggufmap_model *m;
-    ggufmap_error err;
-    if (ggufmap_model_open(argv[optind], lenient ? GGUFMAP_OPEN_LENIENT : 0, &m, &err) != GGUFMAP_OK) {
-        fprintf(stderr, "ggufmap inspect: %s\n", err.message);
-        return EXIT_BAD_INPUT;
-    }
-    ggufmap_report_inspect(stdout, m, flags);
-    ggufmap_model_close(m);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        perror("ggufmap inspect: stdout");
-        return EXIT_BAD_INPUT;
-    }
+static int apply(void *ctx, int code, const char *value) {
+    inspect_args *a = ctx;
+    bool handled;
+    (void)value;
+    cli_common_apply(&a->common, code, &handled);
+    if (code == OPT_JSON) a->flags |= GGUFMAP_REPORT_JSON;
+    if (code == OPT_FULL) a->flags |= GGUFMAP_REPORT_FULL;
+    if (code == OPT_METADATA) a->flags |= GGUFMAP_REPORT_METADATA;
+    if (code == OPT_NO_TENSORS) a->flags |= GGUFMAP_REPORT_NO_TENSORS;
+    if (code == OPT_LENIENT) a->lenient = true;
     return EXIT_OK;
 }
+
+static int run(const cli_command *cmd, int argc, char **argv) {
+    inspect_args a = {.common = {.progress = -1}};
+    int first, rc = cli_parse(cmd, argc, argv, apply, &a, &first);
+    if (rc == EXIT_OK) rc = cli_operands(cmd, argc, first, 1);
+    if (rc != EXIT_OK) return rc == CLI_HELPED ? cli_finish_stdout(cmd->name, EXIT_OK) : rc;
+    ggufmap_model *m;
+    ggufmap_error err;
+    if (ggufmap_model_open(argv[first], a.lenient ? GGUFMAP_OPEN_LENIENT : 0, &m, &err) != GGUFMAP_OK)
+        return cli_fail(cmd->name, EXIT_BAD_INPUT, err.message);
+    if (!a.common.quiet) ggufmap_report_inspect(stdout, m, a.flags);
+    ggufmap_model_close(m);
+    return cli_finish_stdout(cmd->name, EXIT_OK);
+}
+
+const cli_command inspect_command = {
+    .name = "inspect",
+    .operands = "MODEL",
+    .summary = "list a model's shards, metadata and tensors (text or JSON)",
+    .description =
+        "Reads MODEL (any shard of a split model: every shard is found and opened) as llama.cpp v0.5.0 reads it, "
+        "and prints a summary (architecture, name, shards, alignment, tensors and bytes per type), then one row "
+        "per tensor: index, shard (numbered from 1, as the file names number them), name, type, shape, absolute "
+        "file offset, bytes.  Names and values from the file are escaped: control bytes never reach the "
+        "terminal.",
+    .groups = inspect_groups,
+    .n_groups = 1,
+    .status_ok = "done",
+    .status_bad = "the model cannot be read or llama.cpp would refuse it (the message names the file, offset and "
+                  "key or tensor), or the output cannot be written",
+    .run = run,
+};

@@ -32,24 +32,45 @@ enum {
 /* `ggufmap inspect`: the summary and tensor table of a model, or its JSON. */
 void ggufmap_report_inspect(FILE *out, const ggufmap_model *model, unsigned flags);
 
+/* A next step a plan's report names (`ggufmap plan` works them out): what
+ * to do, the command line that does it, and llama.cpp's working set and CPU
+ * side once it is done (ggufmap_plan_working_set, ggufmap_plan_cpu_side). */
+typedef struct ggufmap_suggestion {
+    char what[256];        /* "repack the model: llama.cpp then maps nothing foreign" */
+    char command[2048];    /* "ggufmap repack M.gguf --device metal -o M-repacked.gguf" */
+    uint64_t working_set;  /* llama.cpp's GPU working set after it */
+    uint64_t cpu_side;     /* and its CPU side */
+} ggufmap_suggestion;
+
 typedef struct ggufmap_report_opts {
     unsigned flags;
     uint64_t limit;       /* working-set limit for a verdict; 0 = none */
     uint32_t width;       /* picture width in cells (default 96) */
     uint32_t top_foreign; /* foreign tensors listed per buffer (default 5) */
+    const ggufmap_suggestion *suggestions; /* next steps to print, or NULL */
+    uint32_t n_suggestions;
 } ggufmap_report_opts;
 
 void ggufmap_report_opts_init(ggufmap_report_opts *opts);
 
 /* `ggufmap plan`: llama.cpp's buffer lines, then per buffer its own bytes,
  * span, inflation, largest foreign tensors and the planner's ranges, the
- * totals, the verdict under a limit, and a picture of every shard.  With
- * GGUFMAP_REPORT_JSON the "ggufmap.plan/1" document; with
- * GGUFMAP_REPORT_BUFFER_LINES one line per buffer in the format of
- * tests/oracle's driver (MAPPED buft=... / ALLOC buft=...). */
+ * totals, the GPU working set (with its verdict under a limit) and the CPU
+ * side, the suggestions, and a picture of every shard.  Sizes adapt their
+ * unit; the lines llama.cpp would print keep its MiB.  Shards are numbered
+ * from 1 in text, as their file names number them.  With
+ * GGUFMAP_REPORT_JSON the "ggufmap.plan/1" document (shards there are
+ * 0-based indices); with GGUFMAP_REPORT_BUFFER_LINES one line per buffer in
+ * the format of tests/oracle's driver (MAPPED buft=... / ALLOC buft=...). */
 void ggufmap_report_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *opts);
 
-/* The picture as an SVG document. */
+/* The plan as an SVG figure that stands on its own: a title with the model
+ * and the placement, then per shard a bar drawn to one byte scale for all
+ * shards (file name, size, tick marks), the tensors coloured by the buffer
+ * that owns them, and under it each mapped buffer's span with its foreign
+ * bytes marked and the planner's ranges; beside each buffer its figures
+ * (llama.cpp's span, own, foreign, planned); then the totals, the verdict
+ * and a legend.  Each buffer type has one colour in every picture. */
 void ggufmap_report_svg(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *opts);
 
 /* ------------------------------------------------------------------------ */

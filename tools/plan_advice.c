@@ -1,0 +1,187 @@
+/*
+ * plan_advice.c - next steps for a plan, each evaluated.
+ *
+ *   repack      when llama.cpp maps foreign bytes: a dry run of
+ *               ggufmap_repack for the same placement gives the working set
+ *               llama.cpp would have on the repacked copy;
+ *   --n-cpu-moe under a limit llama.cpp exceeds, on a model with experts:
+ *               the fewest layers whose experts go to the CPU for llama.cpp
+ *               to fit (bisection: more layers on the CPU never need more
+ *               GPU memory), or --cpu-moe;
+ *   -ngl        under such a limit: the most layers on the GPU that fit.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan_advice.h"
+
+/* ------------------------------------------------------------------------ */
+/* Evaluating flags                                                          */
+/* ------------------------------------------------------------------------ */
+
+typedef struct outcome {
+    uint64_t working_set, cpu_side;
+} outcome;
+
+/* The placement given, less the flags whose code is in skip, plus one flag
+ * (code 0: none), placed and planned. */
+static int evaluate(const plan_advice_input *in, const int *skip, size_t n_skip, int code, const char *value,
+                    outcome *out) {
+    placement_args *a = malloc(sizeof *a);
+    ggufmap_placement *pl = NULL;
+    ggufmap_plan *plan = NULL;
+    ggufmap_error err;
+    bool handled;
+    int rc = !a || placement_args_init(a) ? -1 : 0;
+    for (unsigned i = 0; rc == 0 && i < in->placement->n_given; i++) {
+        const placement_flag *f = &in->placement->given[i];
+        bool skipped = false;
+        for (size_t k = 0; k < n_skip; k++) skipped |= skip[k] == f->code;
+        if (!skipped) rc = placement_args_apply(a, f->code, f->value, "plan", &handled);
+    }
+    if (rc == 0 && code) rc = placement_args_apply(a, code, value, "plan", &handled);
+    if (rc == 0) {
+        a->cpu_given = in->placement->cpu_given;
+        placement_args_finish(a);
+        rc = ggufmap_place(in->model, &a->opts, &pl, &err) || ggufmap_plan_build(pl, in->plan_opts, &plan, &err);
+    }
+    if (rc == 0) {
+        uint64_t planned;
+        ggufmap_plan_working_set(plan, &out->working_set, &planned);
+        ggufmap_plan_cpu_side(plan, &out->cpu_side, &planned);
+    }
+    ggufmap_plan_free(plan);
+    ggufmap_placement_free(pl);
+    if (a) placement_args_free(a);
+    free(a);
+    return rc;
+}
+
+/* "ggufmap plan MODEL <flags> EXTRA --limit L" into s->command. */
+static void plan_command(const plan_advice_input *in, const int *skip, size_t n_skip, const char *extra,
+                         ggufmap_suggestion *s) {
+    char flags[1536], model[1024];
+    placement_args_spell(in->placement, skip, n_skip, flags, sizeof flags);
+    snprintf(s->command, sizeof s->command, "ggufmap plan %s%s %s --limit %s",
+             shell_quote(in->model_path, model, sizeof model), flags, extra, in->limit_text);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The steps                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* OUT for a repack of path: the shard suffix or .gguf off, "-repacked.gguf" on. */
+static void repacked_name(const char *path, char *buf, size_t cap) {
+    size_t len = strlen(path), prefix;
+    uint32_t index, count;
+    if (ggufmap_split_parse(path, &prefix, &index, &count)) len = prefix;
+    else if (len > 5 && strcmp(path + len - 5, ".gguf") == 0) len -= 5;
+    snprintf(buf, cap, "%.*s-repacked.gguf", (int)len, path);
+}
+
+static bool advise_repack(const plan_advice_input *in, ggufmap_suggestion *s) {
+    ggufmap_repack_opts ro;
+    ggufmap_repack_result *res = NULL;
+    ggufmap_error err;
+    ggufmap_repack_opts_init(&ro);
+    ro.placement = &in->placement->opts;
+    ro.plan = *in->plan_opts;
+    ro.dry_run = true;
+    if (ggufmap_repack(in->model_path, NULL, &ro, &res, &err) != GGUFMAP_OK || res->n_cases != 1 || res->no_gain) {
+        ggufmap_repack_result_free(res);
+        return false;
+    }
+    char flags[1536], model[1024], out[1100], quoted[1100], space[32], page[48] = "";
+    placement_args_spell(in->placement, NULL, 0, flags, sizeof flags);
+    repacked_name(in->model_path, out, sizeof out);
+    if (in->planning->page_given) snprintf(page, sizeof page, " --page %s", in->planning->page_text);
+    snprintf(s->command, sizeof s->command, "ggufmap repack %s%s%s%s -o %s",
+             shell_quote(in->model_path, model, sizeof model), in->placement->any ? "" : " --device cpu", flags, page,
+             shell_quote(out, quoted, sizeof quoted));
+    snprintf(s->what, sizeof s->what,
+             "repack: a lossless copy in which llama.cpp maps nothing foreign for this placement (needs %s free)",
+             ggufmap_format_bytes(space, sizeof space, res->space_needed));
+    s->working_set = res->cases[0].gpu_after;
+    s->cpu_side = res->cases[0].cpu_after;
+    ggufmap_repack_result_free(res);
+    return true;
+}
+
+static bool advise_cpu_moe(const plan_advice_input *in, int32_t n_layers, ggufmap_suggestion *s) {
+    static const int skip[] = {OPT_N_CPU_MOE, OPT_CPU_MOE};
+    outcome none, all, mid;
+    char value[16];
+    if (evaluate(in, skip, 2, 0, NULL, &none) || evaluate(in, skip, 2, OPT_CPU_MOE, NULL, &all)) return false;
+    if (all.working_set >= none.working_set || all.working_set > in->limit) return false; /* no experts, or no help */
+    int32_t lo = 1, hi = n_layers, found = -1; /* the fewest that fit, or --cpu-moe */
+    outcome best = all;
+    while (lo <= hi) {
+        int32_t n = lo + (hi - lo) / 2;
+        snprintf(value, sizeof value, "%d", n);
+        if (evaluate(in, skip, 2, OPT_N_CPU_MOE, value, &mid)) return false;
+        if (mid.working_set <= in->limit) {
+            found = n;
+            best = mid;
+            hi = n - 1;
+        } else {
+            lo = n + 1;
+        }
+    }
+    char extra[32];
+    if (found > 0) {
+        snprintf(s->what, sizeof s->what,
+                 "keep the file; run llama.cpp with --n-cpu-moe %d (the experts of layers 0..%d on the CPU)", found,
+                 found - 1);
+        snprintf(extra, sizeof extra, "--n-cpu-moe %d", found);
+    } else {
+        snprintf(s->what, sizeof s->what, "keep the file; run llama.cpp with --cpu-moe (every expert on the CPU)");
+        snprintf(extra, sizeof extra, "--cpu-moe");
+    }
+    plan_command(in, skip, 2, extra, s);
+    s->working_set = best.working_set;
+    s->cpu_side = best.cpu_side;
+    return true;
+}
+
+static bool advise_ngl(const plan_advice_input *in, int32_t n_layers, ggufmap_suggestion *s) {
+    static const int skip[] = {OPT_NGL};
+    outcome mid, best = {0, 0};
+    char value[16];
+    int32_t lo = 1, hi = n_layers, found = -1; /* -ngl n_layers + 1 is all: that is the plan at hand */
+    while (lo <= hi) {
+        int32_t n = lo + (hi - lo) / 2;
+        snprintf(value, sizeof value, "%d", n);
+        if (evaluate(in, skip, 1, OPT_NGL, value, &mid)) return false;
+        if (mid.working_set <= in->limit) {
+            found = n;
+            best = mid;
+            lo = n + 1;
+        } else {
+            hi = n - 1;
+        }
+    }
+    if (found < 0) return false;
+    snprintf(s->what, sizeof s->what, "keep the file; run llama.cpp with -ngl %d (%d of %d layers on the GPU)", found,
+             found, n_layers + 1);
+    char extra[32];
+    snprintf(extra, sizeof extra, "-ngl %d", found);
+    plan_command(in, skip, 1, extra, s);
+    s->working_set = best.working_set;
+    s->cpu_side = best.cpu_side;
+    return true;
+}
+
+uint32_t plan_advice(const plan_advice_input *in, ggufmap_suggestion *out) {
+    uint32_t n = 0;
+    uint64_t llama, planned, foreign = 0;
+    for (uint32_t i = 0; i < ggufmap_plan_n_buffers(in->plan); i++) foreign += ggufmap_plan_buffer(in->plan, i)->foreign_bytes;
+    ggufmap_plan_working_set(in->plan, &llama, &planned);
+    memset(out, 0, PLAN_ADVICE_MAX * sizeof *out);
+    if (foreign && advise_repack(in, &out[n])) n++;
+    bool gpu = in->placement->opts.device != GGUFMAP_DEVICE_CPU;
+    if (!in->limit || llama <= in->limit || !gpu) return n;
+    int32_t n_layers = ggufmap_placement_n_layers(ggufmap_plan_placement(in->plan));
+    if (advise_cpu_moe(in, n_layers, &out[n])) n++;
+    if (advise_ngl(in, n_layers, &out[n])) n++;
+    return n;
+}
