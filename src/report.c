@@ -271,7 +271,8 @@ static void describe_placement(FILE *out, const ggufmap_plan *plan) {
     } else {
         fprintf(out, "on the GPU: ");
         if (count == 0 && !output) fprintf(out, "none");
-        if (count > 0) fprintf(out, "layers %d..%d", first, first + count - 1);
+        if (count == 1) fprintf(out, "layer %d", first);
+        if (count > 1) fprintf(out, "layers %d..%d", first, first + count - 1);
         if (output) fprintf(out, "%sthe output layer", count > 0 ? " and " : "");
     }
     fprintf(out, "; CPU_REPACK rules: %s\n", ggufmap_cpu_name(ggufmap_placement_cpu(pl)));

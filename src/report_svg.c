@@ -98,6 +98,7 @@ static void placement_words(const figure *f, char *buf, size_t cap) {
     bool output = ggufmap_placement_layer_on_gpu(pl, n);
     char gpu[96], planner[64], page[32];
     if (!gm_plan_has_gpu(f->plan) && !count && !output) snprintf(gpu, sizeof gpu, "no GPU");
+    else if (count == 1) snprintf(gpu, sizeof gpu, "layer %d%s on the GPU", first, output ? " and output" : "");
     else if (count) snprintf(gpu, sizeof gpu, "layers %d..%d%s on the GPU", first, first + count - 1, output ? " and output" : "");
     else snprintf(gpu, sizeof gpu, "%s on the GPU", output ? "the output layer" : "no layer");
     const char *device = gm_plan_gpu_name(f->plan);
@@ -273,8 +274,9 @@ static void totals(figure *f, uint64_t limit) {
     label(f->out, 36, f->y + 66, limit && planned > limit ? "font-size=\"12\" fill=\"#b00000\"" : "font-size=\"12\"", text);
     f->y += 74;
     if (!gpu) return;
-    snprintf(text, sizeof text, "CPU side: llama.cpp %s, loader %s (on a Mac in the same unified memory)",
-             gm_fmt_bytes(a, sizeof a, cpu_llama), gm_fmt_bytes(b, sizeof b, cpu_planned));
+    bool metal = strncmp(gm_plan_gpu_name(f->plan), "MTL", 3) == 0;
+    snprintf(text, sizeof text, "CPU side: llama.cpp %s, loader %s%s", gm_fmt_bytes(a, sizeof a, cpu_llama),
+             gm_fmt_bytes(b, sizeof b, cpu_planned), metal ? " (on a Mac, in the same unified memory)" : "");
     label(f->out, 36, f->y + 10, "font-size=\"12\"", text);
     f->y += 18;
 }

@@ -413,7 +413,9 @@ void cli_print_man(FILE *out, const cli_command *const *cmds, size_t n, const ch
         roff(out, cmds[i]->operands);
         fputs("\n[\\fIoptions\\fR]\n.br\n", out);
     }
-    fputs(".B ggufmap help\n[\\fIcommand\\fR]\n.br\n.B ggufmap \\-\\-version\n", out);
+    fputs(".B ggufmap help\n[\\fIcommand\\fR]\n.br\n.B ggufmap version\n(also \\fB\\-\\-version\\fR, \\fB\\-V\\fR)\n.br\n"
+          ".B ggufmap completion\n.I bash\n",
+          out);
     fputs(".SH DESCRIPTION\n"
           "llama.cpp maps model weights straight from a GGUF file: for each buffer type and file one span, from "
           "the lowest to the highest offset of that buffer's tensors, whatever lies in between.  On Apple Metal "

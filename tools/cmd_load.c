@@ -147,7 +147,7 @@ static double ms(uint64_t ns) { return (double)ns / 1e6; }
 /* The ranges as given to the backends, in aligned columns. */
 static void print_ranges(const ggufmap_mapped *mapped, const ggufmap_plan *plan) {
     uint32_t n = ggufmap_mapped_n_ranges(mapped), shown = n < 40 ? n : 40;
-    int name_w = 4, off_w = 1, be_w = 4;
+    int name_w = 6, off_w = 5, be_w = 7; /* the headers' widths */
     char b[32];
     for (uint32_t i = 0; i < shown; i++) {
         const ggufmap_mapped_range *r = ggufmap_mapped_range_at(mapped, i);
