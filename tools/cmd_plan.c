@@ -15,7 +15,7 @@
 #include "plan_advice.h"
 #include "util.h"
 
-enum { OPT_LIMIT = 0x100, OPT_FORMAT, OPT_SVG, OPT_COLOR, OPT_WIDTH, OPT_NO_PICTURE };
+enum { OPT_LIMIT = 0x100, OPT_FORMAT, OPT_SVG, OPT_COLOR, OPT_WIDTH, OPT_NO_PICTURE, OPT_NO_ADVICE };
 
 static const cli_option planning_options[] = {
     PLANNER_OPTION,
@@ -36,6 +36,9 @@ static const cli_option output_options[] = {
      "colours in the picture (default auto: on a terminal, unless NO_COLOR is set)"},
     {OPT_WIDTH, "--width", "N", NULL, "picture width in cells (default 96)"},
     {OPT_NO_PICTURE, "--no-picture", NULL, NULL, "leave the picture out of the text"},
+    {OPT_NO_ADVICE, "--no-advice", NULL, NULL,
+     "leave out the next steps (working them out runs a repack dry run: it reads the headers again and writes "
+     "scratch copies of them under TMPDIR)"},
     {OPT_QUIET, "-q, --quiet", NULL, NULL, "print nothing; the exit status says whether llama.cpp fits the --limit"},
 };
 
@@ -53,6 +56,7 @@ typedef struct plan_args {
     cli_common common;
     ggufmap_report_opts report;
     const char *svg_path, *color, *limit_text, *format;
+    bool no_advice;
 } plan_args;
 
 static int apply(void *ctx, int code, const char *value) {
@@ -83,6 +87,7 @@ static int apply(void *ctx, int code, const char *value) {
         a->report.width = (uint32_t)n;
         return EXIT_OK;
     case OPT_NO_PICTURE: a->report.flags |= GGUFMAP_REPORT_NO_PICTURE; return EXIT_OK;
+    case OPT_NO_ADVICE: a->no_advice = true; return EXIT_OK;
     default: return EXIT_OK;
     }
 }
@@ -124,7 +129,7 @@ static int report(plan_args *a, const char *model_path, const ggufmap_model *m, 
     const char *warning = ggufmap_placement_warning(ggufmap_plan_placement(plan));
     if (warning[0] && !lines && !a->common.json && !a->common.quiet) cli_fail("plan", 0, warning);
     ggufmap_suggestion advice[PLAN_ADVICE_MAX];
-    if (!lines && !a->common.quiet && !svg_stdout) {
+    if (!lines && !a->common.quiet && !svg_stdout && !a->no_advice) {
         plan_advice_input in = {model_path, m, plan, &a->placement, &a->planning, popts, a->report.limit, a->limit_text};
         a->report.n_suggestions = plan_advice(&in, advice);
         a->report.suggestions = advice;
