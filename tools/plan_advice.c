@@ -4,6 +4,9 @@
  *   repack      when llama.cpp maps foreign bytes: a dry run of
  *               ggufmap_repack for the same placement gives the working set
  *               llama.cpp would have on the repacked copy;
+ *   -ot         when a GPU span holds a foreign tensor: the GPU tensors on
+ *               its smaller side (at most 8) sent to the CPU by name, so the
+ *               span no longer reaches over it (kept only when it helps);
  *   --n-cpu-moe under a limit llama.cpp exceeds, on a model with experts:
  *               the fewest layers whose experts go to the CPU for llama.cpp
  *               to fit (bisection: more layers on the CPU never need more
@@ -62,8 +65,8 @@ static void plan_command(const plan_advice_input *in, const int *skip, size_t n_
                          ggufmap_suggestion *s) {
     char flags[1536], model[1024];
     placement_args_spell(in->placement, skip, n_skip, flags, sizeof flags);
-    snprintf(s->command, sizeof s->command, "ggufmap plan %s%s %s --limit %s",
-             shell_quote(in->model_path, model, sizeof model), flags, extra, in->limit_text);
+    snprintf(s->command, sizeof s->command, "ggufmap plan %s%s %s%s%s", shell_quote(in->model_path, model, sizeof model),
+             flags, extra, in->limit_text ? " --limit " : "", in->limit_text ? in->limit_text : "");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -171,6 +174,82 @@ static bool advise_ngl(const plan_advice_input *in, int32_t n_layers, ggufmap_su
     return true;
 }
 
+/* A tensor name as a regex that matches it alone (ECMAScript escapes). */
+static size_t escape_name(const ggufmap_tensor *t, char *buf, size_t cap) {
+    size_t o = 0;
+    for (uint32_t k = 0; k < t->name_len && o + 3 < cap; k++) {
+        if (strchr(".^$|?*+()[]{}\\/", t->name[k])) buf[o++] = '\\';
+        buf[o++] = t->name[k];
+    }
+    buf[o] = '\0';
+    return o;
+}
+
+/* The GPU buffer with the most foreign bytes, or NULL. */
+static const ggufmap_buffer *worst_gpu_buffer(const ggufmap_plan *plan) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    const ggufmap_buffer *worst = NULL;
+    for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
+        const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
+        if (b->mapped && b->n_foreign && ggufmap_buft_is_gpu(ggufmap_placement_context(pl, b->context)->buft) &&
+            (!worst || b->foreign_bytes > worst->foreign_bytes))
+            worst = b;
+    }
+    return worst;
+}
+
+/* "^(a|b)$=CPU" for the buffer's own tensors on the smaller side of its
+ * largest foreign tensor; returns how many, 0 when none fit the rules. */
+static int short_side(const plan_advice_input *in, const ggufmap_buffer *b, char *ot, size_t cap, uint64_t *bytes) {
+    const ggufmap_tensor *f = ggufmap_model_tensor(in->model, b->foreign[0].tensor);
+    uint64_t side_bytes[2] = {0, 0};
+    int count[2] = {0, 0};
+    for (int pass = 0; pass < 2; pass++) {
+        int side = -1;
+        if (pass == 1) side = side_bytes[0] && (side_bytes[0] <= side_bytes[1] || !side_bytes[1]) ? 0 : 1;
+        if (pass == 1 && (count[side] == 0 || count[side] > 8)) return 0;
+        size_t o = pass ? (size_t)snprintf(ot, cap, "^(") : 0;
+        for (int64_t i = 0; i < ggufmap_model_n_tensors(in->model); i++) {
+            const ggufmap_tensor *t = ggufmap_model_tensor(in->model, i);
+            if (t->shard != b->shard || !(ggufmap_plan_tensor_contexts(in->plan, i) & (1u << b->context))) continue;
+            int at = t->offset + t->size <= f->offset ? 0 : t->offset >= f->offset + f->size ? 1 : -1;
+            if (at < 0) continue;
+            if (!pass) {
+                side_bytes[at] += t->size;
+                count[at]++;
+            } else if (at == side && o + GGUFMAP_MAX_NAME * 2 + 8 < cap) {
+                if (ot[o - 1] != '(') ot[o++] = '|';
+                o += escape_name(t, ot + o, cap - o);
+            }
+        }
+        if (pass) {
+            snprintf(ot + o, cap - o, ")$=CPU");
+            *bytes = side_bytes[side];
+            return count[side];
+        }
+    }
+    return 0;
+}
+
+static bool advise_override(const plan_advice_input *in, uint64_t llama, ggufmap_suggestion *s) {
+    const ggufmap_buffer *b = worst_gpu_buffer(in->plan);
+    char ot[1024], quoted[1100], extra[1200], size[32], name[72];
+    uint64_t bytes = 0;
+    outcome moved;
+    int n = b ? short_side(in, b, ot, sizeof ot, &bytes) : 0;
+    if (n == 0 || evaluate(in, NULL, 0, OPT_OT, ot, &moved) || moved.working_set >= llama) return false;
+    const ggufmap_tensor *f = ggufmap_model_tensor(in->model, b->foreign[0].tensor);
+    ggufmap_escape(name, sizeof name, f->name, f->name_len);
+    snprintf(s->what, sizeof s->what,
+             "keep the file; send %d GPU tensor%s (%s) to the CPU with -ot, so that %s's span no longer covers %s", n,
+             n == 1 ? "" : "s", ggufmap_format_bytes(size, sizeof size, bytes), b->name, name);
+    snprintf(extra, sizeof extra, "-ot %s", shell_quote(ot, quoted, sizeof quoted));
+    plan_command(in, NULL, 0, extra, s);
+    s->working_set = moved.working_set;
+    s->cpu_side = moved.cpu_side;
+    return true;
+}
+
 uint32_t plan_advice(const plan_advice_input *in, ggufmap_suggestion *out) {
     uint32_t n = 0;
     uint64_t llama, planned, foreign = 0;
@@ -178,6 +257,7 @@ uint32_t plan_advice(const plan_advice_input *in, ggufmap_suggestion *out) {
     ggufmap_plan_working_set(in->plan, &llama, &planned);
     memset(out, 0, PLAN_ADVICE_MAX * sizeof *out);
     if (foreign && advise_repack(in, &out[n])) n++;
+    if (foreign && advise_override(in, llama, &out[n])) n++;
     bool gpu = in->placement->opts.device != GGUFMAP_DEVICE_CPU;
     if (!in->limit || llama <= in->limit || !gpu) return n;
     int32_t n_layers = ggufmap_placement_n_layers(ggufmap_plan_placement(in->plan));

@@ -77,7 +77,9 @@ typedef struct ggufmap_placement_opts {
     ggufmap_lazy lazy;
 } ggufmap_placement_opts;
 
-/* Fills opts with llama.cpp's defaults: CPU device, ngl -1, repack, mmap, host CPU, lazy auto. */
+/* Fills opts with llama.cpp's defaults: CPU device, ngl -1, repack, mmap, host CPU, lazy auto.
+ * ggufmap_preset (plan.h) gives the defaults for another device, as the
+ * command line uses them (Metal: the arm64 repack rules). */
 void ggufmap_placement_opts_init(ggufmap_placement_opts *opts);
 
 /* The override patterns llama.cpp's --cpu-moe adds (one) and --n-cpu-moe N

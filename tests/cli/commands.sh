@@ -98,6 +98,15 @@ cmdline=$(json "$work/p.json" 'j.suggestions[0].command')
 (cd "$work" && eval "$ggufmap${cmdline#ggufmap}" >/dev/null 2>"$work/err") && ok || bad "the suggested repack failed: $cmdline: $(cat "$work/err")"
 "$ggufmap" plan "$work/of-repacked.gguf" --device metal -ngl 1 --json >"$work/r.json" 2>/dev/null
 [[ $(json "$work/r.json" 'j.working_set.llama') == "$want" ]] && ok || bad "repack suggestion said $want, the repacked model has $(json "$work/r.json" 'j.working_set.llama')"
+# -ot: the suggested override gives the working set it promised, below llama.cpp's today
+ot=$(json "$work/p.json" 'j.suggestions.filter(s => / -ot /.test(s.command)).map(s => s.working_set + "\t" + s.command)[0]')
+if [[ -n $ot && $ot != undefined ]]; then
+  (eval "$ggufmap${ot#*	ggufmap} --json" >"$work/ot.json" 2>/dev/null); st=$?
+  [[ $(json "$work/ot.json" 'j.working_set.llama') == "${ot%%	*}" ]] && ok || bad "-ot suggestion: ${ot#*	} (exit $st) gives $(json "$work/ot.json" 'j.working_set.llama'), said ${ot%%	*}"
+  (( ${ot%%	*} < $(json "$work/p.json" 'j.working_set.llama') )) && ok || bad "the -ot suggestion does not help"
+else
+  bad "no -ot suggestion: $(json "$work/p.json" 'JSON.stringify(j.suggestions)')"
+fi
 # -ngl: the most layers that fit, checked one above (on a model repacked for
 # every -ngl, where more layers always need more)
 fx --arch llama --layers 6 --type f32 -o "$work/d0.gguf"
