@@ -21,7 +21,9 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/ggufmap-demo.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 model=$dir/Qwen3.8-Flash-Next-UD-Q4_K_XL-00001-of-00004.gguf
 repacked=$dir/repacked/Qwen3.8-Flash-Next-UD-Q4_K_XL-00001-of-00004.gguf
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+bold=; plain=
+if [[ -t 1 && -z ${NO_COLOR:-} && ${TERM:-dumb} != dumb ]]; then bold=$'\e[1m' plain=$'\e[0m'; fi
+step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 show() { printf '$ %s\n' "$*" | sed "s|$dir/||g"; }
 
 "$fixture" --replica qwen3.8-flash-next -o "$dir/Qwen3.8-Flash-Next-UD-Q4_K_XL" >/dev/null
@@ -31,15 +33,17 @@ step "1. the model: $(du -sh --apparent-size "$dir" | cut -f1) in 4 shards ($(du
 show ggufmap inspect "$model" --no-tensors
 "$ggufmap" inspect "$model" --no-tensors | sed -n '/^architecture/,/^tensors/p; /^shards/,/^$/p' | sed "s|$dir/||g"
 
+# plan_story MODEL PATTERN: plan for a 128 GB Mac, the lines matching PATTERN, the verdict
+plan_story() {
+  show ggufmap plan "$1" --device metal -ngl all --limit 96G
+  local status=0
+  "$ggufmap" plan "$1" --device metal -ngl all --limit 96G --no-picture >"$dir/plan.txt" || status=$?
+  grep -E "$2" "$dir/plan.txt" | sed -n '1,/^     then/p' | sed "s|$dir/||g"
+  echo "(exit status $status: $([[ $status == 0 ]] && echo it fits || echo llama.cpp does not fit))"
+}
+
 step "2. llama.cpp on a 128 GB Mac (Metal, every layer on the GPU, 96 GiB for the GPU)"
-show ggufmap plan "$model" --device metal -ngl all --limit 96G
-set +e
-"$ggufmap" plan "$model" --device metal -ngl all --limit 96G --no-picture >"$dir/plan.txt"
-status=$?
-set -e
-grep -E 'load_tensors|foreign: [0-9]|^working set|^CPU side|llama.cpp today|loader, |^next steps|^  1\. |^       ggufmap repack|^     then' \
-  "$dir/plan.txt" | sed -n '1,/^     then/p' | sed "s|$dir/||g"
-echo "(exit status $status: llama.cpp does not fit)"
+plan_story "$model" 'load_tensors|foreign: [0-9]|^working set|^CPU side|llama.cpp today|loader, |^next steps|^  1\. |^       ggufmap repack|^     then'
 
 step "3. the fix: repack (lossless, verified; the replica's zeros stay holes)"
 show ggufmap repack "$model" --device metal -ngl all -o "$repacked"
@@ -47,13 +51,7 @@ show ggufmap repack "$model" --device metal -ngl all -o "$repacked"
   grep -E '^placement|^given|^output|^written' | sed "s|$dir/||g"
 
 step "4. plan again"
-show ggufmap plan "$repacked" --device metal -ngl all --limit 96G
-set +e
-"$ggufmap" plan "$repacked" --device metal -ngl all --limit 96G --no-picture >"$dir/plan2.txt"
-status=$?
-set -e
-grep -E 'load_tensors|^working set|^CPU side|llama.cpp today' "$dir/plan2.txt"
-echo "(exit status $status: it fits)"
+plan_story "$repacked" 'load_tensors|^working set|^CPU side|llama.cpp today'
 
 step "5. ggufmap's own loader on a replica scaled to this machine: wired (mlocked) bytes, measured by the kernel"
 bash "$(dirname "$0")/../bench/load_scaled.sh" "$build" 2G | grep -vE '^command:|^$'

@@ -256,7 +256,7 @@ static void picture(FILE *out, const ggufmap_plan *plan, const ggufmap_report_op
 /* Text                                                                      */
 /* ------------------------------------------------------------------------ */
 
-static void describe_placement(FILE *out, const ggufmap_plan *plan) {
+const char *gm_gpu_layers(const ggufmap_plan *plan, char *buf, size_t cap) {
     const ggufmap_placement *pl = ggufmap_plan_placement(plan);
     int32_t n = ggufmap_placement_n_layers(pl), first = -1, count = 0;
     for (int32_t il = 0; il < n; il++)
@@ -264,18 +264,19 @@ static void describe_placement(FILE *out, const ggufmap_plan *plan) {
             if (first < 0) first = il;
             count++;
         }
-    bool output = ggufmap_placement_layer_on_gpu(pl, n);
-    fprintf(out, "layers: %d + output; ", n);
-    if (!gm_plan_has_gpu(plan) && count == 0 && !output) {
-        fprintf(out, "no GPU");
-    } else {
-        fprintf(out, "on the GPU: ");
-        if (count == 0 && !output) fprintf(out, "none");
-        if (count == 1) fprintf(out, "layer %d", first);
-        if (count > 1) fprintf(out, "layers %d..%d", first, first + count - 1);
-        if (output) fprintf(out, "%sthe output layer", count > 0 ? " and " : "");
-    }
-    fprintf(out, "; CPU_REPACK rules: %s\n", ggufmap_cpu_name(ggufmap_placement_cpu(pl)));
+    const char *output = ggufmap_placement_layer_on_gpu(pl, n) ? "the output layer" : "";
+    if (!gm_plan_has_gpu(plan) && count == 0 && !output[0]) snprintf(buf, cap, "no GPU");
+    else if (count == 0) snprintf(buf, cap, "%s on the GPU", output[0] ? output : "no layer");
+    else if (count == 1) snprintf(buf, cap, "layer %d%s%s on the GPU", first, output[0] ? " and " : "", output);
+    else snprintf(buf, cap, "layers %d..%d%s%s on the GPU", first, first + count - 1, output[0] ? " and " : "", output);
+    return buf;
+}
+
+static void describe_placement(FILE *out, const ggufmap_plan *plan) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    char layers[96];
+    fprintf(out, "layers: %d + output; %s; CPU_REPACK rules: %s\n", ggufmap_placement_n_layers(pl),
+            gm_gpu_layers(plan, layers, sizeof layers), ggufmap_cpu_name(ggufmap_placement_cpu(pl)));
 }
 
 static void print_header(FILE *out, const ggufmap_plan *plan) {

@@ -46,6 +46,10 @@ gm_totals gm_plan_totals(const ggufmap_plan *plan);
  * buf; "" without a limit. */
 const char *gm_fmt_against_limit(char *buf, size_t cap, uint64_t bytes, uint64_t limit);
 
+/* "layers 0..47 and the output layer on the GPU", "layer 3 on the GPU",
+ * "the output layer on the GPU", "no GPU", into buf. */
+const char *gm_gpu_layers(const ggufmap_plan *plan, char *buf, size_t cap);
+
 /* Whether the placement puts anything on a GPU, and the GPU's buffer type
  * ("MTL0", "CUDA0"; NULL without one). */
 bool gm_plan_has_gpu(const ggufmap_plan *plan);

@@ -87,25 +87,14 @@ static void rect(FILE *out, double x, double y, double w, double h, const char *
 /* ------------------------------------------------------------------------ */
 
 static void placement_words(const figure *f, char *buf, size_t cap) {
-    const ggufmap_placement *pl = f->pl;
     const ggufmap_plan_opts *po = ggufmap_plan_options(f->plan);
-    int32_t n = ggufmap_placement_n_layers(pl), first = -1, count = 0;
-    for (int32_t il = 0; il < n; il++)
-        if (ggufmap_placement_layer_on_gpu(pl, il)) {
-            if (first < 0) first = il;
-            count++;
-        }
-    bool output = ggufmap_placement_layer_on_gpu(pl, n);
-    char gpu[96], planner[64], page[32];
-    if (!gm_plan_has_gpu(f->plan) && !count && !output) snprintf(gpu, sizeof gpu, "no GPU");
-    else if (count == 1) snprintf(gpu, sizeof gpu, "layer %d%s on the GPU", first, output ? " and output" : "");
-    else if (count) snprintf(gpu, sizeof gpu, "layers %d..%d%s on the GPU", first, first + count - 1, output ? " and output" : "");
-    else snprintf(gpu, sizeof gpu, "%s on the GPU", output ? "the output layer" : "no layer");
     const char *device = gm_plan_gpu_name(f->plan);
+    char gpu[96], planner[64], page[32];
     snprintf(buf, cap, "%s%s%s%d layers, %s; CPU_REPACK rules %s; planner %s%s%s", device ? "GPU " : "",
-             device ? device : "", device ? ": " : "", n, gpu,
-             ggufmap_cpu_name(ggufmap_placement_cpu(pl)), ggufmap_planner_format(&po->planner, planner, sizeof planner),
-             po->page > 1 ? ", page " : "", po->page > 1 ? gm_fmt_bytes(page, sizeof page, po->page) : "");
+             device ? device : "", device ? ": " : "", ggufmap_placement_n_layers(f->pl),
+             gm_gpu_layers(f->plan, gpu, sizeof gpu), ggufmap_cpu_name(ggufmap_placement_cpu(f->pl)),
+             ggufmap_planner_format(&po->planner, planner, sizeof planner), po->page > 1 ? ", page " : "",
+             po->page > 1 ? gm_fmt_bytes(page, sizeof page, po->page) : "");
 }
 
 static void title(figure *f) {

@@ -180,7 +180,18 @@ static int parse_error(const cli_command *cmd, const getopt_tables *t, int c, ch
     return cli_usage_error(cmd->name, "unknown option '%s'", typed);
 }
 
-int cli_parse(const cli_command *cmd, int argc, char **argv, cli_apply_fn apply, void *ctx, int *first_operand) {
+/* The operand count: want operands, named as in cmd->operands. */
+static int check_operands(const cli_command *cmd, int argc, int first_operand, int want) {
+    int got = argc - first_operand;
+    if (got == want) return EXIT_OK;
+    if (got == 0) return cli_usage_error(cmd->name, "no %s given", cmd->operands);
+    return cli_usage_error(cmd->name, "expected %s, got %d operand%s", cmd->operands, got, got == 1 ? "" : "s");
+}
+
+int cli_parse_status(const cli_command *cmd, int rc) { return rc == CLI_HELPED ? cli_finish_stdout(cmd->name, EXIT_OK) : rc; }
+
+int cli_parse(const cli_command *cmd, int argc, char **argv, cli_apply_fn apply, void *ctx, int n_operands,
+              int *first_operand) {
     size_t sizes[2] = {0, 0};
     each_option(cmd, count_spellings, sizes);
     getopt_tables t = {0};
@@ -211,14 +222,7 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, cli_apply_fn apply,
     *first_operand = optind;
     free(t.longopts);
     free(t.names);
-    return rc;
-}
-
-int cli_operands(const cli_command *cmd, int argc, int first_operand, int want) {
-    int got = argc - first_operand;
-    if (got == want) return EXIT_OK;
-    if (got == 0) return cli_usage_error(cmd->name, "no %s given", cmd->operands);
-    return cli_usage_error(cmd->name, "expected %s, got %d operand%s", cmd->operands, got, got == 1 ? "" : "s");
+    return rc == EXIT_OK ? check_operands(cmd, argc, optind, n_operands) : rc;
 }
 
 /* ------------------------------------------------------------------------ */

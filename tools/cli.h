@@ -88,14 +88,17 @@ bool cli_progress_on(const cli_common *c);
 typedef int (*cli_apply_fn)(void *ctx, int code, const char *value);
 
 /* Parses argv (argv[0] is the command's name) by cmd's table, giving every
- * option to apply.  --help prints the command's help.  Returns EXIT_OK with
+ * option to apply, and checks that n_operands operands follow (named as in
+ * cmd->operands).  --help prints the command's help.  Returns EXIT_OK with
  * *first_operand set to the index of the first operand, CLI_HELPED after
  * --help, or EXIT_USAGE after saying what is wrong. */
 enum { CLI_HELPED = -1 };
-int cli_parse(const cli_command *cmd, int argc, char **argv, cli_apply_fn apply, void *ctx, int *first_operand);
+int cli_parse(const cli_command *cmd, int argc, char **argv, cli_apply_fn apply, void *ctx, int n_operands,
+              int *first_operand);
 
-/* Checks the operand count (want operands, named as in cmd->operands). */
-int cli_operands(const cli_command *cmd, int argc, int first_operand, int want);
+/* The exit status for what cli_parse returned when it was not EXIT_OK:
+ * 0 after --help (or 2 when the help could not be written), else it. */
+int cli_parse_status(const cli_command *cmd, int rc);
 
 /* "ggufmap CMD: MESSAGE" and a hint to --help on stderr; returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -90,9 +90,8 @@ static void print_json(const hash_args *a, const char *path, const ggufmap_model
 
 static int run(const cli_command *cmd, int argc, char **argv) {
     hash_args a = {.common = {.progress = -1}};
-    int first, rc = cli_parse(cmd, argc, argv, apply, &a, &first);
-    if (rc == EXIT_OK) rc = cli_operands(cmd, argc, first, 1);
-    if (rc != EXIT_OK) return rc == CLI_HELPED ? cli_finish_stdout(cmd->name, EXIT_OK) : rc;
+    int first, rc = cli_parse(cmd, argc, argv, apply, &a, 1, &first);
+    if (rc != EXIT_OK) return cli_parse_status(cmd, rc);
     const char *path = argv[first];
     ggufmap_model *m = NULL;
     ggufmap_model_hash *h = NULL;

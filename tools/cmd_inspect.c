@@ -47,9 +47,8 @@ static int apply(void *ctx, int code, const char *value) {
 
 static int run(const cli_command *cmd, int argc, char **argv) {
     inspect_args a = {.common = {.progress = -1}};
-    int first, rc = cli_parse(cmd, argc, argv, apply, &a, &first);
-    if (rc == EXIT_OK) rc = cli_operands(cmd, argc, first, 1);
-    if (rc != EXIT_OK) return rc == CLI_HELPED ? cli_finish_stdout(cmd->name, EXIT_OK) : rc;
+    int first, rc = cli_parse(cmd, argc, argv, apply, &a, 1, &first);
+    if (rc != EXIT_OK) return cli_parse_status(cmd, rc);
     ggufmap_model *m;
     ggufmap_error err;
     if (ggufmap_model_open(argv[first], a.lenient ? GGUFMAP_OPEN_LENIENT : 0, &m, &err) != GGUFMAP_OK)

@@ -184,11 +184,10 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     a.common.progress = -1;
     a.backend = a.cpu_backend = "host";
     a.shard = -1;
-    int first, rc = cli_parse(cmd, argc, argv, apply, &a, &first);
-    if (rc == EXIT_OK) rc = cli_operands(cmd, argc, first, 1);
+    int first, rc = cli_parse(cmd, argc, argv, apply, &a, 1, &first);
     if (rc != EXIT_OK) {
         placement_args_free(&a.pa);
-        return rc == CLI_HELPED ? cli_finish_stdout(cmd->name, EXIT_OK) : rc;
+        return cli_parse_status(cmd, rc);
     }
     settle_plan(&a);
 

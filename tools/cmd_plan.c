@@ -157,8 +157,7 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     a->common.progress = -1;
     a->color = "auto";
     ggufmap_report_opts_init(&a->report);
-    int first, rc = cli_parse(cmd, argc, argv, apply, a, &first);
-    if (rc == EXIT_OK) rc = cli_operands(cmd, argc, first, 1);
+    int first, rc = cli_parse(cmd, argc, argv, apply, a, 1, &first);
     if (rc == EXIT_OK) rc = settle_output(a);
     ggufmap_model *m = NULL;
     ggufmap_placement *pl = NULL;
@@ -185,7 +184,7 @@ done:
     ggufmap_model_close(m);
     placement_args_free(&a->placement);
     free(a);
-    return rc == CLI_HELPED ? cli_finish_stdout(cmd->name, EXIT_OK) : rc;
+    return cli_parse_status(cmd, rc);
 }
 
 const cli_command plan_command = {

@@ -335,8 +335,7 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     }
     a->common.progress = -1;
     ggufmap_repack_opts_init(&a->ro);
-    int first, rc = cli_parse(cmd, argc, argv, apply, a, &first);
-    if (rc == EXIT_OK) rc = cli_operands(cmd, argc, first, 1);
+    int first, rc = cli_parse(cmd, argc, argv, apply, a, 1, &first);
     if (rc == EXIT_OK && !a->out && !a->ro.dry_run) rc = cli_usage_error(cmd->name, "no output: give -o OUT (or --dry-run)");
     ggufmap_model *in = NULL;
     ggufmap_repack_result *res = NULL;
@@ -370,7 +369,7 @@ done:
     ggufmap_model_close(in);
     placement_args_free(&a->placement);
     free(a);
-    return rc == CLI_HELPED ? cli_finish_stdout(cmd->name, EXIT_OK) : rc;
+    return cli_parse_status(cmd, rc);
 }
 
 const cli_command repack_command = {

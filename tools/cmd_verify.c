@@ -57,9 +57,8 @@ static void print_text(const ggufmap_model *a, bool same, const char *diff) {
 
 static int run(const cli_command *cmd, int argc, char **argv) {
     cli_common common = {.progress = -1};
-    int first, rc = cli_parse(cmd, argc, argv, apply, &common, &first);
-    if (rc == EXIT_OK) rc = cli_operands(cmd, argc, first, 2);
-    if (rc != EXIT_OK) return rc == CLI_HELPED ? cli_finish_stdout(cmd->name, EXIT_OK) : rc;
+    int first, rc = cli_parse(cmd, argc, argv, apply, &common, 2, &first);
+    if (rc != EXIT_OK) return cli_parse_status(cmd, rc);
     ggufmap_model *a = NULL, *b = NULL;
     ggufmap_error err;
     bool same = false;

@@ -110,26 +110,37 @@ static bool advise_repack(const plan_advice_input *in, ggufmap_suggestion *s) {
     return true;
 }
 
-static bool advise_cpu_moe(const plan_advice_input *in, int32_t n_layers, ggufmap_suggestion *s) {
-    static const int skip[] = {OPT_N_CPU_MOE, OPT_CPU_MOE};
-    outcome none, all, mid;
+/* The flag value in [lo, hi] that fits the limit, by bisection over a
+ * working set that only grows with the value (more -ngl layers) or only
+ * shrinks (more --n-cpu-moe layers): the largest that fits when it grows,
+ * the smallest when it shrinks.  Returns it, or -1 when none fits. */
+static int32_t bisect(const plan_advice_input *in, const int *skip, size_t n_skip, int code, int32_t lo, int32_t hi,
+                      bool grows, outcome *best) {
+    int32_t found = -1;
     char value[16];
-    if (evaluate(in, skip, 2, 0, NULL, &none) || evaluate(in, skip, 2, OPT_CPU_MOE, NULL, &all)) return false;
-    if (all.working_set >= none.working_set || all.working_set > in->limit) return false; /* no experts, or no help */
-    int32_t lo = 1, hi = n_layers, found = -1; /* the fewest that fit, or --cpu-moe */
-    outcome best = all;
+    outcome mid;
     while (lo <= hi) {
         int32_t n = lo + (hi - lo) / 2;
         snprintf(value, sizeof value, "%d", n);
-        if (evaluate(in, skip, 2, OPT_N_CPU_MOE, value, &mid)) return false;
-        if (mid.working_set <= in->limit) {
+        if (evaluate(in, skip, n_skip, code, value, &mid)) return -1;
+        bool fits = mid.working_set <= in->limit;
+        if (fits) {
             found = n;
-            best = mid;
-            hi = n - 1;
-        } else {
-            lo = n + 1;
+            *best = mid;
         }
+        if (fits == grows) lo = n + 1;
+        else hi = n - 1;
     }
+    return found;
+}
+
+static bool advise_cpu_moe(const plan_advice_input *in, int32_t n_layers, ggufmap_suggestion *s) {
+    static const int skip[] = {OPT_N_CPU_MOE, OPT_CPU_MOE};
+    outcome none, all;
+    if (evaluate(in, skip, 2, 0, NULL, &none) || evaluate(in, skip, 2, OPT_CPU_MOE, NULL, &all)) return false;
+    if (all.working_set >= none.working_set || all.working_set > in->limit) return false; /* no experts, or no help */
+    outcome best = all;
+    int32_t found = bisect(in, skip, 2, OPT_N_CPU_MOE, 1, n_layers, false, &best);
     char extra[32];
     if (found > 0) {
         snprintf(s->what, sizeof s->what,
@@ -148,21 +159,9 @@ static bool advise_cpu_moe(const plan_advice_input *in, int32_t n_layers, ggufma
 
 static bool advise_ngl(const plan_advice_input *in, int32_t n_layers, ggufmap_suggestion *s) {
     static const int skip[] = {OPT_NGL};
-    outcome mid, best = {0, 0};
-    char value[16];
-    int32_t lo = 1, hi = n_layers, found = -1; /* -ngl n_layers + 1 is all: that is the plan at hand */
-    while (lo <= hi) {
-        int32_t n = lo + (hi - lo) / 2;
-        snprintf(value, sizeof value, "%d", n);
-        if (evaluate(in, skip, 1, OPT_NGL, value, &mid)) return false;
-        if (mid.working_set <= in->limit) {
-            found = n;
-            best = mid;
-            lo = n + 1;
-        } else {
-            hi = n - 1;
-        }
-    }
+    outcome best = {0, 0};
+    /* -ngl n_layers + 1 is all: that is the plan at hand */
+    int32_t found = bisect(in, skip, 1, OPT_NGL, 1, n_layers, true, &best);
     if (found < 0) return false;
     snprintf(s->what, sizeof s->what, "keep the file; run llama.cpp with -ngl %d (%d of %d layers on the GPU)", found,
              found, n_layers + 1);

@@ -1,14 +1,9 @@
 # shellcheck shell=bash
-# Shared by the CLI tests (sourced after ggufmap and work are set): check
-# counters, exit-status checks, and hand-made GGUF files for the cases the
+# Shared by the CLI tests (sourced after ggufmap and work are set):
+# exit-status and output checks, and hand-made GGUF files for the cases the
 # fixture maker does not make (metadata with control bytes, arrays).
-export LC_ALL=C
-rm -rf "$work" && mkdir -p "$work"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
-# "P passed, F failed"; the exit status says whether all passed (and any ran)
-summary() { echo "$passed passed, $failed failed"; (( failed == 0 && passed > 0 )); }
+# The counters (ok, bad, summary) and the fresh $work are the repack tests'.
+. "$(dirname "${BASH_SOURCE[0]}")/../repack/lib.sh"
 
 # expect STATUS DESCRIPTION CMD...: runs CMD (stdout in $work/out, stderr in
 # $work/err) and checks its exit status.

@@ -26,7 +26,7 @@ first=$work/m-00001-of-00003.gguf
 expect 3 "plan --svg over a limit" "$ggufmap" plan "$first" --device metal -ngl 2 --limit 100K --svg "$work/m.svg"
 render "$work/m.svg" "$work/m.png"
 has "$work/m.svg" ">m-00001-of-00003.gguf</text>" "the title names the model"
-has "$work/m.svg" "GPU MTL0: 4 layers, layer 3 and output on the GPU" "the subtitle names the placement"
+has "$work/m.svg" "GPU MTL0: 4 layers, layer 3 and the output layer on the GPU" "the subtitle names the placement"
 for k in 1 2 3; do has "$work/m.svg" "m-0000$k-of-00003.gguf  " "shard $k's file name"; done
 has "$work/m.svg" "shard 3 of 3" "shards numbered from 1"
 # one byte scale: each shard's bar is 700 px times its size over the largest
