@@ -138,7 +138,7 @@ static void add_spellings(const cli_option *o, void *ctx) {
             if (used + 3 < sizeof t->shorts) snprintf(t->shorts + used, 3, "%c%s", name[0], o->arg ? ":" : "");
             continue;
         }
-        if (t->n_long + 1 >= t->cap_long || t->names_used + len + 1 > t->names_cap) continue; /* sized in cli_parse */
+        /* count_spellings sized both tables for every spelling */
         memcpy(t->names + t->names_used, name, len + 1);
         t->longopts[t->n_long++] = (struct option){t->names + t->names_used, o->arg ? required_argument : no_argument,
                                                    NULL, o->code};
@@ -148,8 +148,9 @@ static void add_spellings(const cli_option *o, void *ctx) {
 
 static void count_spellings(const cli_option *o, void *ctx) {
     size_t *n = ctx;
-    n[0] += 4;                      /* at most 4 spellings an option */
-    n[1] += strlen(o->names) + 4;   /* their bytes */
+    char name[64];
+    for (int k = 0; spelling(o->names, k, name, sizeof name); k++) n[0]++;
+    n[1] += strlen(o->names) + 1; /* their bytes, each NUL-terminated where a ", " was */
 }
 
 /* "--p": the long names it is a prefix of, when more than one. */
