@@ -174,7 +174,7 @@ static void buffer_rows(figure *f, const ggufmap_buffer *b) {
     const char *rgb = gm_kind_rgb(gm_context_kind(ctx));
     char text[256], x1[32], x2[32], x3[32], planner[64];
     double sx = BAR_X + px(f, b->first), sw = visible(px(f, b->size));
-    snprintf(text, sizeof text, "%s, llama.cpp", b->name);
+    snprintf(text, sizeof text, "%s%s, llama.cpp", b->name, ctx->lazy ? " (lazy)" : "");
     label(f->out, 24, f->y + 10, "font-size=\"11\"", text);
     rect(f->out, sx, f->y, sw, 12, rgb, "fill-opacity=\"0.25\"");
     for (uint32_t k = 0; k < b->n_foreign; k++) {
