@@ -1,7 +1,12 @@
 # ggufmap - a thin wrapper over CMake.  The two commands a new machine needs:
-#   make demo   build everything and run the main job on an embedded example
+#   make demo   build everything and tell the story on an embedded example
 #   make test   build and run the whole suite, then again under ASan+UBSan
-# Both install the Debian packages they miss (scripts/deps.sh) first.
+# Each installs the Debian packages it misses first (scripts/deps.sh): build,
+# demo and install only what building needs; test and bench also what the
+# tests need (nodejs for the oracle, qemu and the arm64 cross compiler,
+# rsvg-convert, groff).
+#   make install [PREFIX=/usr/local]   library, headers, ggufmap, man page,
+#                                      bash completion, pkg-config, CMake package
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -9,14 +14,18 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 ORACLE_DIR ?= $(abspath $(BUILD))/oracle
 ORACLE_ARM64_DIR ?= $(abspath $(BUILD))/oracle-arm64
 CMAKE_ARGS ?=
+PREFIX     ?=
 MAKEFLAGS  += --no-print-directory
 
-.PHONY: all deps build build-asan demo test test-fast test-asan install bench clean
+.PHONY: all deps deps-test build build-asan demo test test-fast test-asan install bench clean
 
 all: build
 
 deps:
-	@bash scripts/deps.sh
+	@bash scripts/deps.sh build
+
+deps-test:
+	@bash scripts/deps.sh test
 
 build: deps
 	@cmake -S . -B $(BUILD) -DGGUFMAP_WERROR=ON -DGGUFMAP_ORACLE_DIR=$(ORACLE_DIR) -DGGUFMAP_ORACLE_ARM64_DIR=$(ORACLE_ARM64_DIR) $(CMAKE_ARGS) >/dev/null
@@ -33,18 +42,18 @@ demo: build
 # The whole suite, then the whole suite again with the sanitizers.
 test: test-fast test-asan
 
-test-fast: build
+test-fast: deps-test build
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
-test-asan: build-asan
+test-asan: deps-test build-asan
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
 
-bench: build
+bench: deps-test build
 	@bash bench/run.sh $(BUILD)
 
 install: build
-	@cmake --install $(BUILD)
+	@cmake --install $(BUILD)$(if $(PREFIX), --prefix $(PREFIX))
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -2,7 +2,9 @@
 # Benchmark: `ggufmap plan` beside `ggufmap inspect --json` in one run, on
 # the 4-shard Qwen3.8-Flash-Next replica (103.7 GiB, 1,223 tensors) and on the
 # 4-shard bench replica (51 MB, 3,244 tensors, 262,144-token vocabulary):
-# wall time (best of REPS) and peak resident memory.  Memory must follow the
+# wall time (best of REPS) and peak resident memory, with the next steps
+# (whose repack dry run writes the headers again) and without them
+# (--no-advice: the prediction alone).  Memory must follow the
 # tensor count, not the tensor bytes: the 103.7 GiB model must not need more
 # than the 51 MB one.
 #   bench/plan_vs_inspect.sh [BUILD_DIR] [REPS]
@@ -36,6 +38,8 @@ for m in qwen bench; do
   printf '%-10s %-44s %10s %12s\n' "$m" "inspect --json" "$tw" "$tm"
   read -r pw pm < <(best "$ggufmap" plan --json --device metal -ngl all "$first")
   printf '%-10s %-44s %10s %12s\n' "$m" "plan --json --device metal -ngl all" "$pw" "$pm"
+  read -r aw am < <(best "$ggufmap" plan --json --device metal -ngl all --no-advice "$first")
+  printf '%-10s %-44s %10s %12s\n' "$m" "plan --json --device metal -ngl all --no-advice" "$aw" "$am"
   read -r cw cm < <(best "$ggufmap" plan --color never --device cpu -ngl 0 --lazy-mode on "$first")
   printf '%-10s %-44s %10s %12s\n' "$m" "plan (text) --device cpu --lazy-mode on" "$cw" "$cm"
   awk -v p="$pw" -v i="$tw" -v pm="$pm" -v im="$tm" -v m="$m" \

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# make demo: the main job on an embedded example.  Builds the layout replica
-# of Qwen3.8-Flash-Next (4 shards, ~103.7 GiB apparent size, sparse: almost no
-# disk) in a temporary folder, reads it the way llama.cpp does with
-# `ggufmap inspect`, then diagnoses it with `ggufmap plan` for a 128 GB Mac
-# (Metal, full offload, 96 GiB working-set limit): what llama.cpp maps, the
-# 26.8 GiB CPU table inside the GPU span, and what a tight loader maps; then
-# repacks it (losslessly, sparse) so that today's llama.cpp maps nothing
-# foreign, shows the plan again, and measures the loader's saving with mlock
-# on a replica scaled to this machine.
-# The folders are removed at the end.
+# make demo: the story in a screen or two, on a layout replica of
+# Qwen3.8-Flash-Next (4 shards, 103.7 GiB apparent, sparse: almost no disk):
+#   1. what the model holds (inspect's summary);
+#   2. what llama.cpp maps on a 128 GB Mac (plan --device metal --limit 96G):
+#      the 26.8 GiB CPU table inside a GPU span, the verdict, the next step;
+#   3. the fix (repack: lossless, the replica's holes stay holes);
+#   4. plan again: it fits;
+#   5. the loader's saving, measured by the kernel on a replica scaled to
+#      this machine (bench/load_scaled.sh).
+# Each step shows the lines that carry the story; the command line is printed
+# so the whole output is one command away.  The folders are removed at the end.
 set -euo pipefail
 build=${1:-build}
 fixture="$build/tools/fixture/ggufmap-fixture"
@@ -18,27 +19,39 @@ for b in "$fixture" "$ggufmap"; do
 done
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ggufmap-demo.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
+model=$dir/Qwen3.8-Flash-Next-UD-Q4_K_XL-00001-of-00004.gguf
+repacked=$dir/repacked/Qwen3.8-Flash-Next-UD-Q4_K_XL-00001-of-00004.gguf
+bold=; plain=
+if [[ -t 1 && -z ${NO_COLOR:-} && ${TERM:-dumb} != dumb ]]; then bold=$'\e[1m' plain=$'\e[0m'; fi
+step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
+show() { printf '$ %s\n' "$*" | sed "s|$dir/||g"; }
 
-echo "== making the Qwen3.8-Flash-Next layout replica (sparse) in $dir"
 "$fixture" --replica qwen3.8-flash-next -o "$dir/Qwen3.8-Flash-Next-UD-Q4_K_XL" >/dev/null
 mkdir "$dir/repacked"
-ls -ls "$dir" | sed 's/^/   /'
-echo "   (first column: KiB on disk; sizes: apparent bytes)"
-echo
-echo "== ggufmap inspect $dir/Qwen3.8-Flash-Next-UD-Q4_K_XL-00002-of-00004.gguf"
-echo "   (any shard leads to the whole model)"
-"$ggufmap" inspect "$dir/Qwen3.8-Flash-Next-UD-Q4_K_XL-00002-of-00004.gguf"
-echo
-echo "== ggufmap plan --device metal -ngl all --limit 96G (a 128 GB Mac)"
-"$ggufmap" plan "$dir/Qwen3.8-Flash-Next-UD-Q4_K_XL-00001-of-00004.gguf" --device metal -ngl all --limit 96G
-echo
-echo "== the fix: ggufmap repack (lossless; the replica's holes stay holes), then plan again"
-"$ggufmap" repack "$dir/Qwen3.8-Flash-Next-UD-Q4_K_XL-00001-of-00004.gguf" --device metal -ngl all \
-  -o "$dir/repacked/Qwen3.8-Flash-Next-UD-Q4_K_XL.gguf"
-echo
-"$ggufmap" plan "$dir/repacked/Qwen3.8-Flash-Next-UD-Q4_K_XL-00001-of-00004.gguf" --device metal -ngl all \
-  --limit 96G --no-picture
-echo
-echo "== the loader's saving, measured by the kernel (bench/load_scaled.sh: a 2 GiB CPU table"
-echo "   between GPU tensors, wired as a Metal residency set wires them; llama.cpp's span vs tight)"
-bash "$(dirname "$0")/../bench/load_scaled.sh" "$build" 2G
+
+step "1. the model: $(du -sh --apparent-size "$dir" | cut -f1) in 4 shards ($(du -sh "$dir" | cut -f1) on disk: a sparse replica)"
+show ggufmap inspect "$model" --no-tensors
+"$ggufmap" inspect "$model" --no-tensors | sed -n '/^architecture/,/^tensors/p; /^shards/,/^$/p' | sed "s|$dir/||g"
+
+# plan_story MODEL PATTERN: plan for a 128 GB Mac, the lines matching PATTERN, the verdict
+plan_story() {
+  show ggufmap plan "$1" --device metal -ngl all --limit 96G
+  local status=0
+  "$ggufmap" plan "$1" --device metal -ngl all --limit 96G --no-picture >"$dir/plan.txt" || status=$?
+  grep -E "$2" "$dir/plan.txt" | sed -n '1,/^     then/p' | sed "s|$dir/||g"
+  echo "(exit status $status: $([[ $status == 0 ]] && echo it fits || echo llama.cpp does not fit))"
+}
+
+step "2. llama.cpp on a 128 GB Mac (Metal, every layer on the GPU, 96 GiB for the GPU)"
+plan_story "$model" 'load_tensors|foreign: [0-9]|^working set|^CPU side|llama.cpp today|loader, |^next steps|^  1\. |^       ggufmap repack|^     then'
+
+step "3. the fix: repack (lossless, verified; the replica's zeros stay holes)"
+show ggufmap repack "$model" --device metal -ngl all -o "$repacked"
+"$ggufmap" repack "$model" --device metal -ngl all -o "$repacked" --no-progress |
+  grep -E '^placement|^given|^output|^written' | sed "s|$dir/||g"
+
+step "4. plan again"
+plan_story "$repacked" 'load_tensors|^working set|^CPU side|llama.cpp today'
+
+step "5. ggufmap's own loader on a replica scaled to this machine: wired (mlocked) bytes, measured by the kernel"
+bash "$(dirname "$0")/../bench/load_scaled.sh" "$build" 2G | grep -vE '^command:|^$'

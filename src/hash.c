@@ -449,8 +449,10 @@ static int kv_missing_from(const ggufmap_source *a, const ggufmap_source *b, con
             snprintf(diff, cap, "key '%s': only in the %s model", key_text(key, sizeof key, kv), which);
             return 1;
         }
-        if (!gm_kv_equal(kv, o)) {
-            snprintf(diff, cap, "key '%s': values differ", key_text(key, sizeof key, kv));
+        if (!gm_kv_equal(kv, o)) { /* kv is the first model's here: a key in both is compared in the first pass */
+            char values[768];
+            snprintf(diff, cap, "key '%s': values differ: %s", key_text(key, sizeof key, kv),
+                     gm_fmt_kv_difference(values, sizeof values, kv, o));
             return 1;
         }
     }
@@ -470,8 +472,27 @@ static int compare_kv(const ggufmap_model *a, const ggufmap_model *b, char *diff
     return 0;
 }
 
+/* Progress over both models: a's bytes, then b's after them. */
+typedef struct both_progress {
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *ctx;
+    uint64_t before, total;
+} both_progress;
+
+static void report_both(void *ctx, uint64_t done, uint64_t total) {
+    both_progress *p = ctx;
+    (void)total;
+    p->progress(p->ctx, p->before + done, p->total);
+}
+
 int ggufmap_models_compare(const ggufmap_model *a, const ggufmap_model *b, unsigned n_threads, bool *same,
                            char *diff, size_t diff_cap, ggufmap_error *err) {
+    return ggufmap_models_compare_progress(a, b, n_threads, NULL, NULL, same, diff, diff_cap, err);
+}
+
+int ggufmap_models_compare_progress(const ggufmap_model *a, const ggufmap_model *b, unsigned n_threads,
+                                    void (*progress)(void *ctx, uint64_t done, uint64_t total), void *progress_ctx,
+                                    bool *same, char *diff, size_t diff_cap, ggufmap_error *err) {
     ggufmap_error_clear(err);
     *same = false;
     if (diff_cap) diff[0] = '\0';
@@ -515,8 +536,11 @@ int ggufmap_models_compare(const ggufmap_model *a, const ggufmap_model *b, unsig
         rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
         goto done;
     }
-    if ((rc = hash_parallel(a, GGUFMAP_HASH_SPARSE, n_threads, ha, NULL, NULL, err))) goto done;
-    if ((rc = hash_parallel(b, GGUFMAP_HASH_SPARSE, n_threads, hb, NULL, NULL, err))) goto done;
+    uint64_t bytes_a = ggufmap_model_tensor_bytes(a);
+    both_progress pa = {progress, progress_ctx, 0, bytes_a + ggufmap_model_tensor_bytes(b)}, pb = pa;
+    pb.before = bytes_a;
+    if ((rc = hash_parallel(a, GGUFMAP_HASH_SPARSE, n_threads, ha, progress ? report_both : NULL, &pa, err))) goto done;
+    if ((rc = hash_parallel(b, GGUFMAP_HASH_SPARSE, n_threads, hb, progress ? report_both : NULL, &pb, err))) goto done;
     for (int64_t i = 0; i < n; i++) {
         const ggufmap_tensor *t = ggufmap_model_tensor(a, i);
         char name[GGUFMAP_MAX_NAME + 1];

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -139,6 +140,15 @@ static inline bool gm_kv_equal(const ggufmap_kv *a, const ggufmap_kv *b) {
 const char *gm_fmt_bytes(char *buf, size_t cap, uint64_t bytes);
 /* "47674.92 MiB", as llama.cpp prints buffer sizes; returns buf. */
 const char *gm_fmt_mib(char *buf, size_t cap, uint64_t bytes);
+
+/* A metadata value as text, strings escaped for a terminal (format.c):
+ * "\"Qwen3\"", 7, [str x 262144] ["<pad>", ...]; arrays shortened to their
+ * first elements unless full. */
+struct ggufmap_kv;
+void gm_print_kv_value(FILE *out, const struct ggufmap_kv *kv, bool full);
+/* How two values of one key differ, into buf: both values, or for arrays the
+ * counts and the first element that differs ("element 3: 7 vs 8"). */
+const char *gm_fmt_kv_difference(char *buf, size_t cap, const struct ggufmap_kv *a, const struct ggufmap_kv *b);
 
 /* Little-endian loads from possibly unaligned bytes of a mapping. */
 static inline uint16_t gm_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }

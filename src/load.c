@@ -454,12 +454,20 @@ int ggufmap_map(const ggufmap_plan *plan, const ggufmap_map_opts *opts_in, ggufm
     m->stats.map_ns = gm_now_ns() - t0;
     if (rc) goto done;
     /* 2. One backend buffer per planned range of every mapped buffer. */
+    uint64_t range_bytes = 0;
+    for (uint32_t i = 0; i < nb; i++) {
+        const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
+        if (b->mapped && m->shards[b->shard].base) range_bytes += b->ranges_bytes;
+    }
+    if (m->opts.progress) m->opts.progress(m->opts.progress_ctx, 0, range_bytes);
     for (uint32_t i = 0; i < nb && rc == GGUFMAP_OK; i++) {
         const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
         if (!b->mapped || !m->shards[b->shard].base) continue;
         bool gpu = ggufmap_buft_is_gpu(ggufmap_placement_context(pl, b->context)->buft);
-        for (uint32_t k = 0; k < b->n_ranges && rc == GGUFMAP_OK; k++)
+        for (uint32_t k = 0; k < b->n_ranges && rc == GGUFMAP_OK; k++) {
             rc = add_range(m, i, b, b->ranges[k].first, b->ranges[k].last, gpu, err);
+            if (m->opts.progress) m->opts.progress(m->opts.progress_ctx, m->stats.planned_bytes, range_bytes);
+        }
     }
     if (rc) goto done;
     /* 3. A catch-all per mapped file for each allocated context. */

@@ -118,8 +118,28 @@ const char *ggufmap_planner_format(const ggufmap_planner *p, char *buf, size_t c
 
 void ggufmap_plan_opts_init(ggufmap_plan_opts *o) {
     memset(o, 0, sizeof *o);
-    o->planner.kind = GGUFMAP_PLANNER_SPAN;
+    ggufmap_planner_parse("tight", &o->planner);
     o->page = 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Defaults per device                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* Apple Silicon's page: what ggml_metal_buffer_map aligns every buffer to. */
+#define APPLE_SILICON_PAGE 16384
+
+void ggufmap_preset(ggufmap_device device, ggufmap_placement_opts *placement, ggufmap_plan_opts *plan) {
+    if (placement) {
+        ggufmap_placement_opts_init(placement);
+        placement->device = device;
+        /* Metal means a Mac with Apple Silicon: its CPU repacks by the arm64 rules. */
+        if (device == GGUFMAP_DEVICE_METAL) placement->cpu = GGUFMAP_CPU_ARM64;
+    }
+    if (plan) {
+        ggufmap_plan_opts_init(plan);
+        if (device == GGUFMAP_DEVICE_METAL) plan->page = APPLE_SILICON_PAGE;
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -443,6 +463,18 @@ void ggufmap_plan_working_set(const ggufmap_plan *p, uint64_t *llama_bytes, uint
         *llama_bytes += b->mapped ? b->span_resident : b->size;
         *planned_bytes += b->mapped ? b->ranges_resident : b->size;
     }
+}
+
+void ggufmap_plan_cpu_side(const ggufmap_plan *p, uint64_t *llama_bytes, uint64_t *planned_bytes) {
+    uint64_t all_llama = 0, all_planned = 0, gpu_llama, gpu_planned;
+    for (uint32_t i = 0; i < p->n_buffers; i++) {
+        const ggufmap_buffer *b = &p->buffers[i];
+        all_llama += b->mapped ? b->span_resident : b->size;
+        all_planned += b->mapped ? b->ranges_resident : b->size;
+    }
+    ggufmap_plan_working_set(p, &gpu_llama, &gpu_planned);
+    *llama_bytes = all_llama - gpu_llama;
+    *planned_bytes = all_planned - gpu_planned;
 }
 
 uint32_t ggufmap_plan_n_buffers(const ggufmap_plan *p) { return p->n_buffers; }

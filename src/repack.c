@@ -91,23 +91,26 @@ void ggufmap_repack_result_free(ggufmap_repack_result *res) {
 /* Output names                                                              */
 /* ------------------------------------------------------------------------ */
 
+int ggufmap_repack_output_path(char *buf, size_t cap, const char *out, uint32_t index, uint32_t count) {
+    size_t len = strlen(out), plen;
+    uint32_t idx, cnt;
+    bool gguf = len > 5 && strcmp(out + len - 5, ".gguf") == 0;
+    if (count <= 1) return snprintf(buf, cap, "%s%s", out, gguf ? "" : ".gguf");
+    if (ggufmap_split_parse(out, &plen, &idx, &cnt)) len = plen;
+    else if (gguf) len -= 5;
+    char *prefix = strndup(out, len);
+    int need = prefix ? ggufmap_split_path(buf, cap, prefix, index, count) : -1;
+    free(prefix);
+    return need;
+}
+
 char **rp_output_paths(const char *out, uint32_t n) {
     char **paths = calloc(n, sizeof *paths);
     if (!paths) return NULL;
-    size_t len = strlen(out), plen;
-    uint32_t idx, cnt;
-    if (n > 1 && ggufmap_split_parse(out, &plen, &idx, &cnt)) len = plen;
-    else if (n > 1 && len > 5 && strcmp(out + len - 5, ".gguf") == 0) len -= 5;
     for (uint32_t i = 0; i < n; i++) {
-        if (n == 1) {
-            paths[i] = strdup(out);
-        } else {
-            char *prefix = strndup(out, len);
-            int need = prefix ? ggufmap_split_path(NULL, 0, prefix, i, n) : -1;
-            paths[i] = need > 0 ? malloc((size_t)need + 1) : NULL;
-            if (paths[i]) ggufmap_split_path(paths[i], (size_t)need + 1, prefix, i, n);
-            free(prefix);
-        }
+        int need = ggufmap_repack_output_path(NULL, 0, out, i, n);
+        paths[i] = need > 0 ? malloc((size_t)need + 1) : NULL;
+        if (paths[i]) ggufmap_repack_output_path(paths[i], (size_t)need + 1, out, i, n);
         if (!paths[i]) {
             for (uint32_t k = 0; k < i; k++) free(paths[k]);
             free(paths);
@@ -169,15 +172,21 @@ static int fill_result(repack *r, const char *out_path, ggufmap_error *err) {
     for (uint32_t k = 0; k < ch->n_cases; k++) {
         ggufmap_repack_case *c = &res->cases[k];
         memcpy(c->label, ch->label[k], sizeof c->label);
-        c->mapped_before = ch->before.case_mapped[k];
-        c->foreign_before = ch->before.case_foreign[k];
-        c->mapped_after = ch->after.case_mapped[k];
-        c->foreign_after = ch->after.case_foreign[k];
+        const rp_figure *b = &ch->before.cases[k], *a = &ch->after.cases[k];
+        c->mapped_before = b->mapped;
+        c->foreign_before = b->foreign;
+        c->mapped_after = a->mapped;
+        c->foreign_after = a->foreign;
+        c->gpu_before = b->gpu;
+        c->gpu_after = a->gpu;
+        c->cpu_before = b->cpu;
+        c->cpu_after = a->cpu;
     }
     res->mapped_before = ch->before.mapped;
     res->foreign_before = ch->before.foreign;
     res->mapped_after = ch->after.mapped;
     res->foreign_after = ch->after.foreign;
+    res->no_gain = res->mapped_after >= res->mapped_before;
     for (uint32_t s = 0; s < res->n_shards; s++) res->file_bytes += ggufmap_writer_file_size(ch->layout.w[s]);
     return GGUFMAP_OK;
 }
@@ -231,14 +240,18 @@ static char *parent_of(const char *path) {
 }
 
 /* Bytes the outputs need: the data, the headers, and room for metadata. */
-static uint64_t space_needed(const repack *r) {
+/* Free space: the data and headers, and a margin for the file system's own
+ * blocks (extent trees, indirect blocks, a journal's share).  Once the
+ * tasks have counted the data bytes. */
+static void count_space(repack *r) {
     const rp_layout *l = &r->ch.layout;
-    uint64_t need = r->res->data_bytes + (uint64_t)l->n * 8192 + (uint64_t)l->n_shards * (16u << 20);
+    ggufmap_repack_result *res = r->res;
+    res->space_margin = (uint64_t)l->n * 8192 + (uint64_t)l->n_shards * (16u << 20);
     for (uint32_t s = 0; s < l->n_shards; s++) {
         uint64_t data_at = ggufmap_writer_tensor_offset(l->w[s], 0);
-        need += data_at == UINT64_MAX ? ggufmap_writer_file_size(l->w[s]) : data_at;
+        res->space_headers += data_at == UINT64_MAX ? ggufmap_writer_file_size(l->w[s]) : data_at;
     }
-    return need;
+    res->space_needed = res->data_bytes + res->space_headers + res->space_margin;
 }
 
 static bool space_check_wanted(void) {
@@ -262,11 +275,15 @@ static int check_space(const repack *r, ggufmap_error *err) {
     if (statvfs(dir, &vfs) != 0) {
         rc = gm_fail_errno(err, errno, "%s: cannot check the free space", dir);
     } else {
-        uint64_t avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize, need = space_needed(r);
-        char a[32], b[32];
+        uint64_t avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize, need = res->space_needed;
+        char a[32], b[32], c[32], d[32], e[32];
         if (avail < need && space_check_wanted())
-            rc = gm_fail_errno(err, ENOSPC, "%s: needs %s, %s free (nothing written)", dir,
-                               gm_fmt_bytes(a, sizeof a, need), gm_fmt_bytes(b, sizeof b, avail));
+            rc = gm_fail_errno(err, ENOSPC,
+                               "%s: needs %s free (%s of data, %s of headers, a margin of %s for the file "
+                               "system's own blocks), has %s (nothing written)",
+                               dir, gm_fmt_bytes(a, sizeof a, need), gm_fmt_bytes(b, sizeof b, res->data_bytes),
+                               gm_fmt_bytes(c, sizeof c, res->space_headers),
+                               gm_fmt_bytes(d, sizeof d, res->space_margin), gm_fmt_bytes(e, sizeof e, avail));
     }
     free(dir);
     return rc;
@@ -401,9 +418,10 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
     if (!rc) rc = rp_choose(r.m, o, &r.ch, err);
     if (!rc) rc = fill_result(&r, out_path, err);
     if (!rc) rc = make_tasks(&r, err);
+    if (!rc) count_space(&r);
     if (!rc) rc = interrupted(&r, "while choosing the order: nothing written", err);
     if (!rc && o->report) o->report(o->report_ctx, r.res);
-    if (!rc && !o->dry_run) rc = write_output(&r, err);
+    if (!rc && !o->dry_run && !(o->only_if_gain && r.res->no_gain)) rc = write_output(&r, err);
     if (!rc && res_out) {
         *res_out = r.res;
         r.res = NULL;

@@ -29,10 +29,16 @@ typedef struct rp_layout {
     ggufmap_writer **w;    /* per shard */
 } rp_layout;
 
-/* Mapped and foreign bytes per case, and their sums. */
+/* What one placement costs on one layout. */
+typedef struct rp_figure {
+    uint64_t mapped, foreign; /* llama.cpp's mapped spans, and the foreign bytes in them */
+    uint64_t gpu, cpu;        /* its GPU working set and CPU side (ggufmap_plan_working_set, _cpu_side) */
+} rp_figure;
+
+/* The figures per case, and the sums of mapped and foreign bytes. */
 typedef struct rp_eval {
     uint64_t mapped, foreign;
-    uint64_t *case_mapped, *case_foreign;
+    rp_figure *cases;
 } rp_eval;
 
 /* The chosen order, its layout, and the figures before and after. */

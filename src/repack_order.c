@@ -459,20 +459,23 @@ static int header_model(const rp_layout *l, const char *dir, int tag, ggufmap_mo
     return rc;
 }
 
-/* Mapped and foreign bytes of model under one placement. */
+/* The figures of model under one placement. */
 static int figures(const ggufmap_model *m, const ggufmap_placement_opts *po, const ggufmap_plan_opts *plo,
-                   uint64_t *mapped, uint64_t *foreign, ggufmap_error *err) {
+                   rp_figure *f, ggufmap_error *err) {
     ggufmap_placement *pl = NULL;
     ggufmap_plan *plan = NULL;
+    uint64_t planned;
     int rc = ggufmap_place(m, po, &pl, err);
     if (!rc) rc = ggufmap_plan_build(pl, plo, &plan, err);
-    *mapped = *foreign = 0;
+    memset(f, 0, sizeof *f);
     for (uint32_t b = 0; !rc && b < ggufmap_plan_n_buffers(plan); b++) {
         const ggufmap_buffer *buf = ggufmap_plan_buffer(plan, b);
         if (!buf->mapped) continue;
-        *mapped += buf->size;
-        *foreign += buf->foreign_bytes;
+        f->mapped += buf->size;
+        f->foreign += buf->foreign_bytes;
     }
+    if (!rc) ggufmap_plan_working_set(plan, &f->gpu, &planned);
+    if (!rc) ggufmap_plan_cpu_side(plan, &f->cpu, &planned);
     ggufmap_plan_free(plan);
     ggufmap_placement_free(pl);
     return rc;
@@ -486,19 +489,18 @@ static int interrupted(ggufmap_error *err) {
     return gm_fail(err, GGUFMAP_EIO, "interrupted by a signal while choosing the order: nothing written");
 }
 
-/* Mapped and foreign bytes of model in every case, and their sums. */
+/* The figures of model in every case, and the sums of mapped and foreign bytes. */
 static int evaluate(const ggufmap_model *model, const cases *cs, const ggufmap_repack_opts *o, rp_eval *ev,
                     ggufmap_error *err) {
     ev->mapped = ev->foreign = 0;
-    ev->case_mapped = calloc(cs->n, sizeof(uint64_t));
-    ev->case_foreign = calloc(cs->n, sizeof(uint64_t));
-    if (!ev->case_mapped || !ev->case_foreign) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    ev->cases = calloc(cs->n ? cs->n : 1, sizeof *ev->cases);
+    if (!ev->cases) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     for (uint32_t k = 0; k < cs->n; k++) {
         if (o->cancel && *o->cancel) return interrupted(err);
-        int rc = figures(model, &cs->opts[k], &o->plan, &ev->case_mapped[k], &ev->case_foreign[k], err);
+        int rc = figures(model, &cs->opts[k], &o->plan, &ev->cases[k], err);
         if (rc) return rc;
-        ev->mapped += ev->case_mapped[k];
-        ev->foreign += ev->case_foreign[k];
+        ev->mapped += ev->cases[k].mapped;
+        ev->foreign += ev->cases[k].foreign;
     }
     return GGUFMAP_OK;
 }
@@ -528,8 +530,7 @@ typedef struct work {
 } work;
 
 static void eval_free(rp_eval *e) {
-    free(e->case_mapped);
-    free(e->case_foreign);
+    free(e->cases);
     memset(e, 0, sizeof *e);
 }
 

@@ -1,14 +1,23 @@
 /*
  * report.c - a plan for people (text and a picture per shard), for scripts
- * (JSON "ggufmap.plan/1"), for diffing with the oracle (buffer lines), and as
- * SVG.
+ * (JSON "ggufmap.plan/1"), and for diffing with the oracle (buffer lines).
+ * The SVG figure is in report_svg.c.
+ *
+ * The text, top down: the placement in words, the lines llama.cpp would
+ * print, every buffer (span, own bytes, foreign tensors, the planner's
+ * ranges), the totals, the GPU working set with its verdict under a limit
+ * and the CPU side, the next steps the caller worked out, and the picture.
+ * Sizes adapt their unit ("3.06 KiB", "46.44 GiB"); only llama.cpp's own
+ * lines keep its "%8.2f MiB".  Shards are numbered from 1, as their file
+ * names number them.  Everything that comes from a file (paths, tensor
+ * names) is escaped for the terminal.
  *
  * The picture.  Each shard is drawn as a strip of cells; a cell stands for
  * file_size / width bytes and shows the context that owns most bytes in it
- * (a letter per context, '.' for bytes no tensor owns: header, padding).
+ * (a letter per buffer kind, '.' for bytes no tensor owns: header, padding).
  * Under it, one row per mapped buffer of that shard: '=' where llama.cpp
- * maps (its span), and a second row with '#' where the planner maps.  On a
- * terminal the span row is green over the buffer's own tensors and red over
+ * maps (its span), and a second row with '#' where the planner maps.  In
+ * colour the span row is green over the buffer's own tensors and red over
  * foreign ones.
  */
 #include <stdlib.h>
@@ -17,13 +26,11 @@
 #include "ggufmap/report.h"
 #include "internal.h"
 #include "json.h"
+#include "report_internal.h"
 
 #define ANSI_RESET "\033[0m"
 #define ANSI_RED "\033[31m"
 #define ANSI_GREEN "\033[32m"
-#define ANSI_DIM "\033[2m"
-
-static const char *context_colors[] = {"\033[36m", "\033[33m", "\033[35m", "\033[34m", "\033[32m", "\033[31m"};
 
 void ggufmap_report_opts_init(ggufmap_report_opts *o) {
     memset(o, 0, sizeof *o);
@@ -31,27 +38,117 @@ void ggufmap_report_opts_init(ggufmap_report_opts *o) {
     o->top_foreign = 5;
 }
 
-static const char *base_name(const char *path) {
+/* ------------------------------------------------------------------------ */
+/* Shared with report_svg.c                                                  */
+/* ------------------------------------------------------------------------ */
+
+const char *gm_base_name(const char *path) {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
 }
 
-/* A letter per context: G for the GPU type, C CPU, R CPU_REPACK, H CUDA_Host,
- * L the lazy CPU context. */
-static char context_letter(const ggufmap_context *c) {
-    if (c->lazy) return 'L';
-    if (strcmp(c->buft, "CPU") == 0) return 'C';
-    if (strcmp(c->buft, "CPU_REPACK") == 0) return 'R';
-    if (strcmp(c->buft, "CUDA_Host") == 0) return 'H';
-    return 'G';
-}
-
-static const char *context_label(const ggufmap_context *c, char *buf, size_t cap) {
+const char *gm_context_label(const ggufmap_context *c, char *buf, size_t cap) {
     snprintf(buf, cap, "%s%s", c->buft, c->lazy ? " (lazy)" : "");
     return buf;
 }
 
+gm_buffer_kind gm_context_kind(const ggufmap_context *c) {
+    if (c->lazy) return GM_KIND_LAZY;
+    if (strcmp(c->buft, "CPU") == 0) return GM_KIND_CPU;
+    if (strcmp(c->buft, "CPU_REPACK") == 0) return GM_KIND_CPU_REPACK;
+    if (strcmp(c->buft, "CUDA_Host") == 0) return GM_KIND_CUDA_HOST;
+    return GM_KIND_GPU;
+}
+
+/* One row per kind: colour, letter, legend.  Colours from a palette that
+ * stays apart for the common colour-vision deficiencies. */
+static const struct {
+    const char *rgb;
+    char letter;
+    const char *name;
+} kinds[GM_KIND_COUNT] = {
+    [GM_KIND_GPU] = {"#009e73", 'G', "GPU (MTL0, CUDA0)"},
+    [GM_KIND_CPU] = {"#0072b2", 'C', "CPU"},
+    [GM_KIND_CPU_REPACK] = {"#cc79a7", 'R', "CPU_REPACK"},
+    [GM_KIND_CUDA_HOST] = {"#e69f00", 'H', "CUDA_Host"},
+    [GM_KIND_LAZY] = {"#56b4e9", 'L', "CPU, lazily read"},
+};
+
+const char *gm_kind_rgb(gm_buffer_kind k) { return kinds[k].rgb; }
+char gm_kind_letter(gm_buffer_kind k) { return kinds[k].letter; }
+const char *gm_kind_name(gm_buffer_kind k) { return kinds[k].name; }
+
+static const char *kind_ansi(gm_buffer_kind k) {
+    static const char *ansi[GM_KIND_COUNT] = {"\033[32m", "\033[34m", "\033[35m", "\033[33m", "\033[36m"};
+    return ansi[k];
+}
+
+gm_totals gm_plan_totals(const ggufmap_plan *plan) {
+    gm_totals t = {0};
+    for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
+        const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
+        if (!b->mapped) {
+            t.allocated += b->size;
+            continue;
+        }
+        t.n_mapped++;
+        t.span += b->size;
+        t.own += b->own_bytes;
+        t.foreign += b->foreign_bytes;
+        t.planned += b->ranges_bytes;
+        t.n_ranges += b->n_ranges;
+        t.span_resident += b->span_resident;
+        t.planned_resident += b->ranges_resident;
+    }
+    return t;
+}
+
+const char *gm_plan_gpu_name(const ggufmap_plan *plan) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++)
+        if (gm_context_kind(ggufmap_placement_context(pl, c)) == GM_KIND_GPU) return ggufmap_placement_context(pl, c)->buft;
+    return NULL;
+}
+
+bool gm_plan_has_gpu(const ggufmap_plan *plan) { return gm_plan_gpu_name(plan) != NULL; }
+
+void gm_shard_cells(const ggufmap_plan *plan, uint32_t s, uint32_t width, int *cell_owner) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    const ggufmap_model *m = ggufmap_placement_model(pl);
+    uint32_t nc = ggufmap_placement_n_contexts(pl);
+    uint64_t size = ggufmap_source_file_size(ggufmap_model_shard(m, s));
+    uint64_t *bytes = calloc((size_t)width * (nc + 1), sizeof *bytes);
+    for (uint32_t c = 0; c < width; c++) cell_owner[c] = -1;
+    if (!bytes || size == 0) {
+        free(bytes);
+        return;
+    }
+    for (int64_t i = 0; i < ggufmap_model_n_tensors(m); i++) {
+        const ggufmap_tensor *t = ggufmap_model_tensor(m, i);
+        if (t->shard != s || t->size == 0) continue;
+        int32_t own = ggufmap_plan_tensor_owner(plan, i);
+        uint32_t slot = own < 0 ? nc : (uint32_t)own;
+        uint64_t a = t->offset, e = t->offset + t->size;
+        for (uint64_t c = a * width / size; c < width && c * size / width < e; c++) {
+            uint64_t c0 = c * size / width, c1 = (c + 1) * size / width;
+            uint64_t lo = a > c0 ? a : c0, hi = e < c1 ? e : c1;
+            if (hi > lo) bytes[c * (nc + 1) + slot] += hi - lo;
+        }
+    }
+    for (uint32_t c = 0; c < width; c++) {
+        uint64_t most = 0;
+        for (uint32_t k = 0; k <= nc; k++)
+            if (bytes[(size_t)c * (nc + 1) + k] > most) {
+                most = bytes[(size_t)c * (nc + 1) + k];
+                cell_owner[c] = k == nc ? -2 : (int)k;
+            }
+    }
+    free(bytes);
+}
+
 static double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0.0; }
+
+static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
 
 /* ------------------------------------------------------------------------ */
 /* Buffer lines (the oracle's format)                                        */
@@ -71,66 +168,67 @@ static void buffer_lines(FILE *out, const ggufmap_plan *plan) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* The picture                                                               */
+/* The terminal picture                                                      */
 /* ------------------------------------------------------------------------ */
-
-/* For shard s: per cell, the context owning most bytes (-1: none, -2: a
- * tensor llama.cpp does not create). */
-static void shard_cells(const ggufmap_plan *plan, uint32_t s, uint32_t width, int *cell_owner) {
-    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
-    const ggufmap_model *m = ggufmap_placement_model(pl);
-    uint32_t nc = ggufmap_placement_n_contexts(pl);
-    uint64_t size = ggufmap_source_file_size(ggufmap_model_shard(m, s));
-    uint64_t *bytes = calloc((size_t)width * (nc + 1), sizeof *bytes);
-    if (!bytes || size == 0) {
-        for (uint32_t c = 0; c < width; c++) cell_owner[c] = -1;
-        free(bytes);
-        return;
-    }
-    for (int64_t i = 0; i < ggufmap_model_n_tensors(m); i++) {
-        const ggufmap_tensor *t = ggufmap_model_tensor(m, i);
-        if (t->shard != s || t->size == 0) continue;
-        int32_t own = ggufmap_plan_tensor_owner(plan, i);
-        uint32_t slot = own < 0 ? nc : (uint32_t)own;
-        uint64_t a = t->offset, e = t->offset + t->size;
-        for (uint64_t c = a * width / size; c < width && c * size / width < e; c++) {
-            uint64_t c0 = c * size / width, c1 = (c + 1) * size / width;
-            uint64_t lo = a > c0 ? a : c0, hi = e < c1 ? e : c1;
-            if (hi > lo) bytes[c * (nc + 1) + slot] += hi - lo;
-        }
-    }
-    for (uint32_t c = 0; c < width; c++) {
-        int best = -1;
-        uint64_t most = 0;
-        for (uint32_t k = 0; k <= nc; k++)
-            if (bytes[(size_t)c * (nc + 1) + k] > most) {
-                most = bytes[(size_t)c * (nc + 1) + k];
-                best = k == nc ? -2 : (int)k;
-            }
-        cell_owner[c] = best;
-    }
-    free(bytes);
-}
 
 static bool cell_in(uint64_t first, uint64_t last, uint32_t c, uint32_t width, uint64_t size) {
     uint64_t c0 = c * size / width, c1 = (c + 1) * size / width;
     return first < c1 && last > c0 && last > first;
 }
 
+static void picture_legend(FILE *out, const ggufmap_placement *pl) {
+    char label[64];
+    fprintf(out, "\npicture (one strip per shard; ");
+    for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++) {
+        const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
+        fprintf(out, "%c = %s, ", gm_kind_letter(gm_context_kind(ctx)), gm_context_label(ctx, label, sizeof label));
+    }
+    fprintf(out, ". = no tensor; '=' llama.cpp maps, '#' the planner maps)\n");
+}
+
+static void picture_tensors(FILE *out, const ggufmap_placement *pl, const int *cells, uint32_t width, bool color) {
+    fprintf(out, "  %-14s |", "tensors");
+    for (uint32_t c = 0; c < width; c++) {
+        if (cells[c] < 0) {
+            fputc(cells[c] == -1 ? '.' : '?', out);
+            continue;
+        }
+        gm_buffer_kind k = gm_context_kind(ggufmap_placement_context(pl, (uint32_t)cells[c]));
+        if (color) fprintf(out, "%s%c" ANSI_RESET, kind_ansi(k), gm_kind_letter(k));
+        else fputc(gm_kind_letter(k), out);
+    }
+    fprintf(out, "|\n");
+}
+
+static void picture_buffer(FILE *out, const ggufmap_buffer *b, const int *cells, uint32_t width, uint64_t size,
+                           bool color) {
+    char buf[64];
+    fprintf(out, "  %-14s |", b->name);
+    for (uint32_t c = 0; c < width; c++) {
+        if (!cell_in(b->first, b->last, c, width, size)) fputc(' ', out);
+        else if (color) fprintf(out, "%s=" ANSI_RESET, cells[c] == (int)b->context ? ANSI_GREEN : ANSI_RED);
+        else fputc('=', out);
+    }
+    fprintf(out, "| llama.cpp %s\n", gm_fmt_bytes(buf, sizeof buf, b->size));
+    fprintf(out, "  %-14s |", "");
+    for (uint32_t c = 0; c < width; c++) {
+        bool in = false;
+        for (uint32_t k = 0; k < b->n_ranges && !in; k++) in = cell_in(b->ranges[k].first, b->ranges[k].last, c, width, size);
+        fputc(in ? '#' : ' ', out);
+    }
+    fprintf(out, "| planned %s in %u range%s\n", gm_fmt_bytes(buf, sizeof buf, b->ranges_bytes), b->n_ranges,
+            plural(b->n_ranges));
+}
+
 static void picture(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
     const ggufmap_placement *pl = ggufmap_plan_placement(plan);
     const ggufmap_model *m = ggufmap_placement_model(pl);
-    bool color = (o->flags & GGUFMAP_REPORT_COLOR) != 0;
-    uint32_t width = o->width ? o->width : 96;
+    uint32_t width = o->width ? o->width : 96, n = ggufmap_model_n_shards(m);
     int *cells = malloc(width * sizeof *cells);
-    char buf[64], label[64];
+    char size_text[64], cell_text[64];
     if (!cells) return;
-    fprintf(out, "\npicture (one strip per shard; ");
-    for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++)
-        fprintf(out, "%c = %s, ", context_letter(ggufmap_placement_context(pl, c)),
-                context_label(ggufmap_placement_context(pl, c), label, sizeof label));
-    fprintf(out, ". = no tensor; '=' llama.cpp maps, '#' the planner maps)\n");
-    for (uint32_t s = 0; s < ggufmap_model_n_shards(m); s++) {
+    picture_legend(out, pl);
+    for (uint32_t s = 0; s < n; s++) {
         const ggufmap_source *src = ggufmap_model_shard(m, s);
         uint64_t size = ggufmap_source_file_size(src);
         bool any = false;
@@ -139,42 +237,16 @@ static void picture(FILE *out, const ggufmap_plan *plan, const ggufmap_report_op
             any |= b->mapped && b->shard == s;
         }
         if (!any || size == 0) continue;
-        fprintf(out, "\n  shard %u  %s  %s, a cell = %s\n", s, base_name(ggufmap_source_path(src)),
-                gm_fmt_bytes(buf, sizeof buf, size), gm_fmt_bytes(label, sizeof label, size / width));
-        shard_cells(plan, s, width, cells);
-        fprintf(out, "  %-14s |", "tensors");
-        for (uint32_t c = 0; c < width; c++) {
-            char ch = cells[c] == -1 ? '.' : cells[c] == -2 ? '?' : context_letter(ggufmap_placement_context(pl, (uint32_t)cells[c]));
-            if (color && cells[c] >= 0)
-                fprintf(out, "%s%c" ANSI_RESET, context_colors[cells[c] % 6], ch);
-            else
-                fputc(ch, out);
-        }
-        fprintf(out, "|\n");
+        const char *file = gm_base_name(ggufmap_source_path(src));
+        fprintf(out, "\n  shard %u of %u  ", s + 1, n);
+        ggufmap_fputs_escaped(out, file, strlen(file));
+        fprintf(out, "  %s, a cell = %s\n", gm_fmt_bytes(size_text, sizeof size_text, size),
+                gm_fmt_bytes(cell_text, sizeof cell_text, size / width));
+        gm_shard_cells(plan, s, width, cells);
+        picture_tensors(out, pl, cells, width, (o->flags & GGUFMAP_REPORT_COLOR) != 0);
         for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
             const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
-            if (!b->mapped || b->shard != s) continue;
-            fprintf(out, "  %-14s |", b->name);
-            for (uint32_t c = 0; c < width; c++) {
-                if (!cell_in(b->first, b->last, c, width, size)) {
-                    fputc(' ', out);
-                } else if (color) {
-                    bool own = cells[c] == (int)b->context;
-                    fprintf(out, "%s=" ANSI_RESET, own ? ANSI_GREEN : ANSI_RED);
-                } else {
-                    fputc('=', out);
-                }
-            }
-            fprintf(out, "| llama.cpp %s\n", gm_fmt_mib(buf, sizeof buf, b->size));
-            fprintf(out, "  %-14s |", "");
-            for (uint32_t c = 0; c < width; c++) {
-                bool in = false;
-                for (uint32_t k = 0; k < b->n_ranges && !in; k++)
-                    in = cell_in(b->ranges[k].first, b->ranges[k].last, c, width, size);
-                fputc(in ? '#' : ' ', out);
-            }
-            fprintf(out, "| planned %s in %u range%s\n", gm_fmt_mib(buf, sizeof buf, b->ranges_bytes), b->n_ranges,
-                    b->n_ranges == 1 ? "" : "s");
+            if (b->mapped && b->shard == s) picture_buffer(out, b, cells, width, size, (o->flags & GGUFMAP_REPORT_COLOR) != 0);
         }
     }
     free(cells);
@@ -184,32 +256,7 @@ static void picture(FILE *out, const ggufmap_plan *plan, const ggufmap_report_op
 /* Text                                                                      */
 /* ------------------------------------------------------------------------ */
 
-typedef struct totals {
-    uint64_t span, own, foreign, planned, allocated, span_resident, planned_resident;
-    uint32_t n_mapped, n_ranges;
-} totals;
-
-static totals sum_up(const ggufmap_plan *plan) {
-    totals t = {0};
-    for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
-        const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
-        if (!b->mapped) {
-            t.allocated += b->size;
-            continue;
-        }
-        t.n_mapped++;
-        t.span += b->size;
-        t.own += b->own_bytes;
-        t.foreign += b->foreign_bytes;
-        t.planned += b->ranges_bytes;
-        t.n_ranges += b->n_ranges;
-        t.span_resident += b->span_resident;
-        t.planned_resident += b->ranges_resident;
-    }
-    return t;
-}
-
-static void describe_placement(FILE *out, const ggufmap_plan *plan) {
+const char *gm_gpu_layers(const ggufmap_plan *plan, char *buf, size_t cap) {
     const ggufmap_placement *pl = ggufmap_plan_placement(plan);
     int32_t n = ggufmap_placement_n_layers(pl), first = -1, count = 0;
     for (int32_t il = 0; il < n; il++)
@@ -217,113 +264,172 @@ static void describe_placement(FILE *out, const ggufmap_plan *plan) {
             if (first < 0) first = il;
             count++;
         }
-    bool output = ggufmap_placement_layer_on_gpu(pl, n);
+    const char *output = ggufmap_placement_layer_on_gpu(pl, n) ? "the output layer" : "";
+    if (!gm_plan_has_gpu(plan) && count == 0 && !output[0]) snprintf(buf, cap, "no GPU");
+    else if (count == 0) snprintf(buf, cap, "%s on the GPU", output[0] ? output : "no layer");
+    else if (count == 1) snprintf(buf, cap, "layer %d%s%s on the GPU", first, output[0] ? " and " : "", output);
+    else snprintf(buf, cap, "layers %d..%d%s%s on the GPU", first, first + count - 1, output[0] ? " and " : "", output);
+    return buf;
+}
+
+static void describe_placement(FILE *out, const ggufmap_plan *plan) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    char layers[96];
     int32_t nextn = ggufmap_placement_n_layers_nextn(pl);
-    fprintf(out, "architecture: %s; layers: %d + output", ggufmap_placement_arch(pl), n);
+    fprintf(out, "architecture: %s; layers: %d + output", ggufmap_placement_arch(pl), ggufmap_placement_n_layers(pl));
     if (nextn)
         fprintf(out, " (the last %d MTP/NextN, %s)", nextn,
                 ggufmap_placement_load_mtp(pl) ? "created: load_mtp" : "skipped without load_mtp");
-    fprintf(out, "; on the GPU: ");
-    if (count == 0 && !output) fprintf(out, "none");
-    if (count > 0) fprintf(out, "layers %d..%d", first, first + count - 1);
-    if (output) fprintf(out, "%sthe output layer", count > 0 ? " and " : "");
-    fprintf(out, "; CPU_REPACK rules: %s\n", ggufmap_cpu_name(ggufmap_placement_cpu(pl)));
+    fprintf(out, "; %s; CPU_REPACK rules: %s\n", gm_gpu_layers(plan, layers, sizeof layers),
+            ggufmap_cpu_name(ggufmap_placement_cpu(pl)));
 }
 
-/* One line of the verdict: "  LABEL: BYTES  FITS under / EXCEEDS the limit of L by D". */
-static void verdict_line(FILE *out, const char *label, uint64_t bytes, uint64_t limit) {
-    char a[64], b[64], c[64];
-    fprintf(out, "  %-22s: %s", label, gm_fmt_mib(a, sizeof a, bytes));
-    if (limit)
-        fprintf(out, "  %s the limit of %s by %s", bytes <= limit ? "FITS under" : "EXCEEDS",
-                gm_fmt_mib(b, sizeof b, limit), gm_fmt_mib(c, sizeof c, bytes <= limit ? limit - bytes : bytes - limit));
-    fputc('\n', out);
-}
-
-/* A heading, then llama.cpp's working set and the planner's. */
-static void verdict_lines(FILE *out, const char *heading, const ggufmap_plan *plan, uint64_t llama, uint64_t planned,
-                          uint64_t limit) {
-    fprintf(out, "\n%s\n", heading);
-    verdict_line(out, "llama.cpp today", llama, limit);
-    char label[64], pn[48];
-    snprintf(label, sizeof label, "loader, %s", ggufmap_planner_format(&ggufmap_plan_options(plan)->planner, pn, sizeof pn));
-    verdict_line(out, label, planned, limit);
-}
-
-static void verdict(FILE *out, const ggufmap_plan *plan, uint64_t limit) {
-    uint64_t llama, planned;
-    ggufmap_plan_working_set(plan, &llama, &planned);
-    verdict_lines(out, "working set (GPU buffers, page-aligned; KV cache and compute buffers not included)", plan, llama,
-                  planned, limit);
-}
-
-static void text(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
+static void print_header(FILE *out, const ggufmap_plan *plan) {
     const ggufmap_placement *pl = ggufmap_plan_placement(plan);
     const ggufmap_model *m = ggufmap_placement_model(pl);
-    const ggufmap_plan_opts *po = ggufmap_plan_options(plan);
-    char a[64], b[64], c[64], pn[64], label[64];
-    fprintf(out, "model: %s (%u shard%s)\n", ggufmap_source_path(ggufmap_model_shard(m, 0)), ggufmap_model_n_shards(m),
-            ggufmap_model_n_shards(m) == 1 ? "" : "s");
+    const char *path = ggufmap_source_path(ggufmap_model_shard(m, 0));
+    fprintf(out, "model: ");
+    ggufmap_fputs_escaped(out, path, strlen(path));
+    fprintf(out, " (%u shard%s)\n", ggufmap_model_n_shards(m), plural(ggufmap_model_n_shards(m)));
     describe_placement(out, plan);
-    if (ggufmap_placement_warning(pl)[0]) fprintf(out, "warning: %s\n", ggufmap_placement_warning(pl));
-
+    const char *warning = ggufmap_placement_warning(pl);
+    if (warning[0]) {
+        fprintf(out, "warning: ");
+        ggufmap_fputs_escaped(out, warning, strlen(warning));
+        fputc('\n', out);
+    }
     fprintf(out, "\nllama.cpp v0.5.0 would print:\n");
     for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
         const ggufmap_buffer *bf = ggufmap_plan_buffer(plan, i);
-        fprintf(out, "  load_tensors: %12s model buffer size = %8.2f MiB\n", bf->name,
-                (double)bf->size / 1024.0 / 1024.0);
+        fprintf(out, "  load_tensors: %12s model buffer size = %8.2f MiB\n", bf->name, (double)bf->size / 1024.0 / 1024.0);
     }
+}
 
-    ggufmap_planner_format(&po->planner, pn, sizeof pn);
-    fprintf(out, "\nbuffers (planner %s%s%s)\n", pn, po->page > 1 ? ", page " : "",
-            po->page > 1 ? gm_fmt_bytes(a, sizeof a, po->page) : "");
-    for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
-        const ggufmap_buffer *bf = ggufmap_plan_buffer(plan, i);
-        const ggufmap_context *ctx = ggufmap_placement_context(pl, bf->context);
-        if (!bf->mapped) {
-            fprintf(out, "  #%u %-12s allocated %s for %lld tensors (copied from the file, not mapped)\n", i, bf->name,
-                    gm_fmt_mib(a, sizeof a, bf->size), (long long)bf->n_tensors);
-            continue;
-        }
-        fprintf(out, "  #%u %-12s shard %u [%llu, %llu)%s\n", i, bf->name, bf->shard, (unsigned long long)bf->first,
-                (unsigned long long)bf->last, ctx->lazy ? " lazy" : "");
-        fprintf(out, "      span %s, own %s in %lld tensor%s, inflation %.2fx\n", gm_fmt_mib(a, sizeof a, bf->size),
-                gm_fmt_mib(b, sizeof b, bf->own_bytes), (long long)bf->n_tensors, bf->n_tensors == 1 ? "" : "s",
-                ratio(bf->size, bf->own_bytes));
-        if (bf->n_foreign) {
-            fprintf(out, "      foreign: %s in %u tensor%s", gm_fmt_mib(a, sizeof a, bf->foreign_bytes), bf->n_foreign,
-                    bf->n_foreign == 1 ? "" : "s");
-            uint32_t shown = bf->n_foreign < o->top_foreign ? bf->n_foreign : o->top_foreign;
-            for (uint32_t k = 0; k < shown; k++) {
-                const ggufmap_foreign *f = &bf->foreign[k];
-                const ggufmap_tensor *t = ggufmap_model_tensor(m, f->tensor);
-                fprintf(out, "%s%.*s %s (%s)", k ? ", " : ": ", (int)t->name_len, t->name,
-                        gm_fmt_mib(a, sizeof a, f->bytes),
-                        f->owner >= 0 ? context_label(ggufmap_placement_context(pl, (uint32_t)f->owner), label,
-                                                      sizeof label)
-                                      : "unused");
-            }
-            fprintf(out, "%s\n", shown < bf->n_foreign ? ", ..." : "");
-        } else {
-            fprintf(out, "      foreign: none\n");
-        }
-        fprintf(out, "      %s: %u range%s, %s", pn, bf->n_ranges, bf->n_ranges == 1 ? "" : "s",
-                gm_fmt_mib(a, sizeof a, bf->ranges_bytes));
-        if (bf->size > bf->ranges_bytes) fprintf(out, " (saves %s)", gm_fmt_mib(b, sizeof b, bf->size - bf->ranges_bytes));
-        fputc('\n', out);
-        if (po->page > 1 || po->max_buffer)
-            fprintf(out, "      page-aligned: span %s in %u view%s, planned %s in %u view%s\n",
-                    gm_fmt_mib(a, sizeof a, bf->span_resident), bf->span_views, bf->span_views == 1 ? "" : "s",
-                    gm_fmt_mib(c, sizeof c, bf->ranges_resident), bf->ranges_views, bf->ranges_views == 1 ? "" : "s");
+static void print_foreign(FILE *out, const ggufmap_plan *plan, const ggufmap_buffer *bf, uint32_t top) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    const ggufmap_model *m = ggufmap_placement_model(pl);
+    char a[64], label[64];
+    if (!bf->n_foreign) {
+        fprintf(out, "      foreign: none\n");
+        return;
     }
-    totals t = sum_up(plan);
+    fprintf(out, "      foreign: %s in %u tensor%s", gm_fmt_bytes(a, sizeof a, bf->foreign_bytes), bf->n_foreign,
+            plural(bf->n_foreign));
+    uint32_t shown = bf->n_foreign < top ? bf->n_foreign : top;
+    for (uint32_t k = 0; k < shown; k++) {
+        const ggufmap_foreign *f = &bf->foreign[k];
+        const ggufmap_tensor *t = ggufmap_model_tensor(m, f->tensor);
+        fprintf(out, "%s", k ? ", " : ": ");
+        ggufmap_fputs_escaped(out, t->name, t->name_len);
+        fprintf(out, " %s (%s)", gm_fmt_bytes(a, sizeof a, f->bytes),
+                f->owner >= 0 ? gm_context_label(ggufmap_placement_context(pl, (uint32_t)f->owner), label, sizeof label)
+                              : "unused");
+    }
+    fprintf(out, "%s\n", shown < bf->n_foreign ? ", ..." : "");
+}
+
+static void print_buffer(FILE *out, const ggufmap_plan *plan, uint32_t i, const char *planner, uint32_t top) {
+    const ggufmap_plan_opts *po = ggufmap_plan_options(plan);
+    const ggufmap_buffer *bf = ggufmap_plan_buffer(plan, i);
+    const ggufmap_context *ctx = ggufmap_placement_context(ggufmap_plan_placement(plan), bf->context);
+    char a[64], b[64];
+    if (!bf->mapped) {
+        fprintf(out, "  #%u %-12s allocated %s for %lld tensor%s (copied from the file, not mapped)\n", i, bf->name,
+                gm_fmt_bytes(a, sizeof a, bf->size), (long long)bf->n_tensors, plural((uint64_t)bf->n_tensors));
+        return;
+    }
+    fprintf(out, "  #%u %-12s shard %u [%llu, %llu)%s\n", i, bf->name, bf->shard + 1, (unsigned long long)bf->first,
+            (unsigned long long)bf->last, ctx->lazy ? " lazy" : "");
+    fprintf(out, "      span %s, own %s in %lld tensor%s, inflation %.2fx\n", gm_fmt_bytes(a, sizeof a, bf->size),
+            gm_fmt_bytes(b, sizeof b, bf->own_bytes), (long long)bf->n_tensors, plural((uint64_t)bf->n_tensors),
+            ratio(bf->size, bf->own_bytes));
+    print_foreign(out, plan, bf, top);
+    fprintf(out, "      %s: %u range%s, %s", planner, bf->n_ranges, plural(bf->n_ranges),
+            gm_fmt_bytes(a, sizeof a, bf->ranges_bytes));
+    if (bf->size > bf->ranges_bytes) fprintf(out, " (saves %s)", gm_fmt_bytes(b, sizeof b, bf->size - bf->ranges_bytes));
+    fputc('\n', out);
+    if (po->page > 1 || po->max_buffer)
+        fprintf(out, "      page-aligned: span %s in %u view%s, planned %s in %u view%s\n",
+                gm_fmt_bytes(a, sizeof a, bf->span_resident), bf->span_views, plural(bf->span_views),
+                gm_fmt_bytes(b, sizeof b, bf->ranges_resident), bf->ranges_views, plural(bf->ranges_views));
+}
+
+static void print_totals(FILE *out, const ggufmap_plan *plan, const char *planner) {
+    gm_totals t = gm_plan_totals(plan);
+    char a[64], b[64], c[64], label[96];
+    snprintf(label, sizeof label, "mapped by %s", planner);
     fprintf(out, "\ntotals\n");
-    fprintf(out, "  mapped by llama.cpp : %s in %u buffer%s (own %s, foreign %s)\n", gm_fmt_mib(a, sizeof a, t.span),
-            t.n_mapped, t.n_mapped == 1 ? "" : "s", gm_fmt_mib(b, sizeof b, t.own), gm_fmt_mib(c, sizeof c, t.foreign));
-    fprintf(out, "  mapped by %-10s: %s in %u range%s\n", pn, gm_fmt_mib(a, sizeof a, t.planned), t.n_ranges,
-            t.n_ranges == 1 ? "" : "s");
-    fprintf(out, "  allocated           : %s\n", gm_fmt_mib(a, sizeof a, t.allocated));
-    verdict(out, plan, o->limit);
+    fprintf(out, "  %-22s: %s in %u buffer%s (own %s, foreign %s)\n", "mapped by llama.cpp", gm_fmt_bytes(a, sizeof a, t.span),
+            t.n_mapped, plural(t.n_mapped), gm_fmt_bytes(b, sizeof b, t.own), gm_fmt_bytes(c, sizeof c, t.foreign));
+    fprintf(out, "  %-22s: %s in %u range%s\n", label, gm_fmt_bytes(a, sizeof a, t.planned), t.n_ranges, plural(t.n_ranges));
+    fprintf(out, "  %-22s: %s\n", "allocated", gm_fmt_bytes(a, sizeof a, t.allocated));
+}
+
+const char *gm_fmt_against_limit(char *buf, size_t cap, uint64_t bytes, uint64_t limit) {
+    char l[32], d[32];
+    if (!limit) snprintf(buf, cap, "%s", "");
+    else
+        snprintf(buf, cap, "%s the limit of %s by %s", bytes <= limit ? "FITS under" : "EXCEEDS", gm_fmt_bytes(l, sizeof l, limit),
+                 gm_fmt_bytes(d, sizeof d, bytes <= limit ? limit - bytes : bytes - limit));
+    return buf;
+}
+
+/* "  LABEL: BYTES  FITS under / EXCEEDS the limit of L by D". */
+static void verdict_line(FILE *out, const char *label, uint64_t bytes, uint64_t limit) {
+    char a[64], v[128];
+    fprintf(out, "  %-22s: %11s%s%s\n", label, gm_fmt_bytes(a, sizeof a, bytes), limit ? "  " : "",
+            gm_fmt_against_limit(v, sizeof v, bytes, limit));
+}
+
+/* The GPU working set and its verdict, then the CPU side; without a GPU,
+ * everything is the CPU's and counts once. */
+static void print_verdict(FILE *out, const ggufmap_plan *plan, uint64_t limit, const char *planner) {
+    uint64_t llama, planned, cpu_llama, cpu_planned;
+    char label[96];
+    ggufmap_plan_working_set(plan, &llama, &planned);
+    ggufmap_plan_cpu_side(plan, &cpu_llama, &cpu_planned);
+    const char *gpu_name = gm_plan_gpu_name(plan);
+    bool gpu = gpu_name != NULL, metal = gpu && strncmp(gpu_name, "MTL", 3) == 0;
+    snprintf(label, sizeof label, "loader, %s", planner);
+    if (gpu)
+        fprintf(out, "\nworking set (GPU buffers, page-aligned; KV cache and compute buffers not included)\n");
+    else
+        fprintf(out, "\nmemory (no GPU: every buffer, page-aligned; KV cache and compute buffers not included)\n");
+    verdict_line(out, "llama.cpp today", llama, limit);
+    verdict_line(out, label, planned, limit);
+    if (!gpu) return;
+    fprintf(out, "CPU side (CPU_Mapped and CPU buffers%s)\n",
+            metal ? "; with unified memory they share the Mac's RAM with the working set" : "");
+    verdict_line(out, "llama.cpp today", cpu_llama, 0);
+    verdict_line(out, label, cpu_planned, 0);
+}
+
+static void print_suggestions(FILE *out, const ggufmap_report_opts *o) {
+    char a[32], b[32], v[128];
+    if (!o->n_suggestions) return;
+    fprintf(out, "\nnext steps\n");
+    for (uint32_t i = 0; i < o->n_suggestions; i++) {
+        const ggufmap_suggestion *s = &o->suggestions[i];
+        fprintf(out, "  %u. %s\n       ", i + 1, s->what);
+        ggufmap_fputs_escaped(out, s->command, strlen(s->command));
+        fprintf(out, "\n     then llama.cpp's working set is %s%s%s", gm_fmt_bytes(a, sizeof a, s->working_set),
+                o->limit ? ", " : "", gm_fmt_against_limit(v, sizeof v, s->working_set, o->limit));
+        if (s->cpu_side) fprintf(out, "; CPU side %s", gm_fmt_bytes(b, sizeof b, s->cpu_side));
+        fputc('\n', out);
+    }
+}
+
+static void text(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
+    const ggufmap_plan_opts *po = ggufmap_plan_options(plan);
+    char a[64], planner[64];
+    print_header(out, plan);
+    ggufmap_planner_format(&po->planner, planner, sizeof planner);
+    fprintf(out, "\nbuffers (planner %s%s%s)\n", planner, po->page > 1 ? ", page " : "",
+            po->page > 1 ? gm_fmt_bytes(a, sizeof a, po->page) : "");
+    for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) print_buffer(out, plan, i, planner, o->top_foreign);
+    print_totals(out, plan, planner);
+    print_verdict(out, plan, o->limit, planner);
+    print_suggestions(out, o);
     if (!(o->flags & GGUFMAP_REPORT_NO_PICTURE)) picture(out, plan, o);
 }
 
@@ -331,25 +437,48 @@ static void text(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts 
 /* JSON                                                                      */
 /* ------------------------------------------------------------------------ */
 
-/* One buffer of buffers[]. */
-static void json_buffer(json *j, const ggufmap_placement *pl, const ggufmap_buffer *b) {
+static void json_header(json *j, const ggufmap_plan *plan) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
     const ggufmap_model *m = ggufmap_placement_model(pl);
-    const ggufmap_context *ctx = ggufmap_placement_context(pl, b->context);
-    json_begin_object(j);
-    json_key(j, "name"), json_string(j, b->name);
-    json_key(j, "context"), json_uint(j, b->context);
-    json_key(j, "lazy"), json_bool(j, ctx->lazy);
-    json_key(j, "mapped"), json_bool(j, b->mapped);
-    if (b->mapped) {
-        json_key(j, "shard"), json_uint(j, b->shard);
-        json_key(j, "first"), json_uint(j, b->first);
-        json_key(j, "last"), json_uint(j, b->last);
+    const ggufmap_plan_opts *po = ggufmap_plan_options(plan);
+    char buf[160];
+    json_key(j, "model"), json_string(j, ggufmap_source_path(ggufmap_model_shard(m, 0)));
+    json_key(j, "n_shards"), json_uint(j, ggufmap_model_n_shards(m));
+    json_key(j, "arch"), json_string(j, ggufmap_placement_arch(pl));
+    json_key(j, "n_layers"), json_int(j, ggufmap_placement_n_layers(pl));
+    json_key(j, "n_layers_nextn"), json_int(j, ggufmap_placement_n_layers_nextn(pl));
+    json_key(j, "load_mtp"), json_bool(j, ggufmap_placement_load_mtp(pl));
+    json_key(j, "gpu_layers");
+    json_begin_array(j);
+    for (int32_t il = 0; il <= ggufmap_placement_n_layers(pl); il++)
+        if (ggufmap_placement_layer_on_gpu(pl, il)) json_int(j, il);
+    json_end_array(j);
+    json_key(j, "cpu"), json_string(j, ggufmap_cpu_name(ggufmap_placement_cpu(pl)));
+    json_key(j, "warning");
+    ggufmap_placement_warning(pl)[0] ? json_string(j, ggufmap_placement_warning(pl)) : json_null(j);
+    json_key(j, "planner"), json_string(j, ggufmap_planner_format(&po->planner, buf, sizeof buf));
+    json_key(j, "page"), json_uint(j, po->page);
+    json_key(j, "max_buffer"), json_uint(j, po->max_buffer);
+}
+
+static void json_contexts(json *j, const ggufmap_placement *pl) {
+    json_key(j, "contexts");
+    json_begin_array(j);
+    for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++) {
+        const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
+        json_begin_object(j);
+        json_key(j, "buft"), json_string(j, ctx->buft);
+        json_key(j, "lazy"), json_bool(j, ctx->lazy);
+        json_key(j, "mapped"), json_bool(j, ctx->mapped);
+        json_key(j, "n_tensors"), json_int(j, ctx->n_instances);
+        json_key(j, "max_tensor"), json_uint(j, ctx->max_tensor);
+        json_end_object(j);
     }
-    json_key(j, "size"), json_uint(j, b->size);
-    json_key(j, "max_tensor"), json_uint(j, b->max_tensor);
-    json_key(j, "n_tensors"), json_int(j, b->n_tensors);
-    json_key(j, "own_bytes"), json_uint(j, b->own_bytes);
-    json_key(j, "foreign_bytes"), json_uint(j, b->foreign_bytes);
+    json_end_array(j);
+}
+
+static void json_foreign(json *j, const ggufmap_placement *pl, const ggufmap_buffer *b) {
+    const ggufmap_model *m = ggufmap_placement_model(pl);
     json_key(j, "foreign");
     json_begin_array(j);
     for (uint32_t k = 0; k < b->n_foreign; k++) {
@@ -368,6 +497,25 @@ static void json_buffer(json *j, const ggufmap_placement *pl, const ggufmap_buff
         json_end_object(j);
     }
     json_end_array(j);
+}
+
+static void json_buffer(json *j, const ggufmap_placement *pl, const ggufmap_buffer *b) {
+    json_begin_object(j);
+    json_key(j, "name"), json_string(j, b->name);
+    json_key(j, "context"), json_uint(j, b->context);
+    json_key(j, "lazy"), json_bool(j, ggufmap_placement_context(pl, b->context)->lazy);
+    json_key(j, "mapped"), json_bool(j, b->mapped);
+    if (b->mapped) {
+        json_key(j, "shard"), json_uint(j, b->shard);
+        json_key(j, "first"), json_uint(j, b->first);
+        json_key(j, "last"), json_uint(j, b->last);
+    }
+    json_key(j, "size"), json_uint(j, b->size);
+    json_key(j, "max_tensor"), json_uint(j, b->max_tensor);
+    json_key(j, "n_tensors"), json_int(j, b->n_tensors);
+    json_key(j, "own_bytes"), json_uint(j, b->own_bytes);
+    json_key(j, "foreign_bytes"), json_uint(j, b->foreign_bytes);
+    json_foreign(j, pl, b);
     json_key(j, "ranges");
     json_begin_array(j);
     for (uint32_t k = 0; k < b->n_ranges; k++) {
@@ -388,7 +536,58 @@ static void json_buffer(json *j, const ggufmap_placement *pl, const ggufmap_buff
     json_end_object(j);
 }
 
-/* tensors[]: every file tensor and the contexts holding it. */
+static void json_totals(json *j, const ggufmap_plan *plan, uint64_t limit) {
+    gm_totals t = gm_plan_totals(plan);
+    json_key(j, "totals");
+    json_begin_object(j);
+    json_key(j, "mapped_span"), json_uint(j, t.span);
+    json_key(j, "mapped_own"), json_uint(j, t.own);
+    json_key(j, "mapped_foreign"), json_uint(j, t.foreign);
+    json_key(j, "mapped_planned"), json_uint(j, t.planned);
+    json_key(j, "allocated"), json_uint(j, t.allocated);
+    json_key(j, "resident_span"), json_uint(j, t.span_resident);
+    json_key(j, "resident_planned"), json_uint(j, t.planned_resident);
+    json_end_object(j);
+
+    uint64_t llama, planned;
+    ggufmap_plan_working_set(plan, &llama, &planned);
+    json_key(j, "working_set");
+    json_begin_object(j);
+    json_key(j, "llama"), json_uint(j, llama);
+    json_key(j, "planned"), json_uint(j, planned);
+    json_key(j, "limit");
+    limit ? json_uint(j, limit) : json_null(j);
+    json_key(j, "llama_fits");
+    limit ? json_bool(j, llama <= limit) : json_null(j);
+    json_key(j, "planned_fits");
+    limit ? json_bool(j, planned <= limit) : json_null(j);
+    json_end_object(j);
+
+    ggufmap_plan_cpu_side(plan, &llama, &planned);
+    json_key(j, "cpu_side");
+    json_begin_object(j);
+    json_key(j, "llama"), json_uint(j, llama);
+    json_key(j, "planned"), json_uint(j, planned);
+    json_end_object(j);
+}
+
+static void json_suggestions(json *j, const ggufmap_report_opts *o) {
+    json_key(j, "suggestions");
+    json_begin_array(j);
+    for (uint32_t i = 0; i < o->n_suggestions; i++) {
+        const ggufmap_suggestion *s = &o->suggestions[i];
+        json_begin_object(j);
+        json_key(j, "what"), json_string(j, s->what);
+        json_key(j, "command"), json_string(j, s->command);
+        json_key(j, "working_set"), json_uint(j, s->working_set);
+        json_key(j, "cpu_side"), json_uint(j, s->cpu_side);
+        json_key(j, "fits");
+        o->limit ? json_bool(j, s->working_set <= o->limit) : json_null(j);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
 static void json_tensors(json *j, const ggufmap_plan *plan) {
     const ggufmap_placement *pl = ggufmap_plan_placement(plan);
     const ggufmap_model *m = ggufmap_placement_model(pl);
@@ -415,93 +614,35 @@ static void json_tensors(json *j, const ggufmap_plan *plan) {
 /* The members of one load's plan, into the object j has open. */
 static void json_plan_fields(json *j, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
     const ggufmap_placement *pl = ggufmap_plan_placement(plan);
-    const ggufmap_model *m = ggufmap_placement_model(pl);
-    const ggufmap_plan_opts *po = ggufmap_plan_options(plan);
-    char buf[160];
-    json_key(j, "model"), json_string(j, ggufmap_source_path(ggufmap_model_shard(m, 0)));
-    json_key(j, "n_shards"), json_uint(j, ggufmap_model_n_shards(m));
-    json_key(j, "arch"), json_string(j, ggufmap_placement_arch(pl));
-    json_key(j, "n_layers"), json_int(j, ggufmap_placement_n_layers(pl));
-    json_key(j, "n_layers_nextn"), json_int(j, ggufmap_placement_n_layers_nextn(pl));
-    json_key(j, "load_mtp"), json_bool(j, ggufmap_placement_load_mtp(pl));
-    json_key(j, "gpu_layers");
-    json_begin_array(j);
-    for (int32_t il = 0; il <= ggufmap_placement_n_layers(pl); il++)
-        if (ggufmap_placement_layer_on_gpu(pl, il)) json_int(j, il);
-    json_end_array(j);
-    json_key(j, "cpu"), json_string(j, ggufmap_cpu_name(ggufmap_placement_cpu(pl)));
-    json_key(j, "warning");
-    ggufmap_placement_warning(pl)[0] ? json_string(j, ggufmap_placement_warning(pl)) : json_null(j);
-    json_key(j, "planner"), json_string(j, ggufmap_planner_format(&po->planner, buf, sizeof buf));
-    json_key(j, "page"), json_uint(j, po->page);
-    json_key(j, "max_buffer"), json_uint(j, po->max_buffer);
-
-    json_key(j, "contexts");
-    json_begin_array(j);
-    for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++) {
-        const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
-        json_begin_object(j);
-        json_key(j, "buft"), json_string(j, ctx->buft);
-        json_key(j, "lazy"), json_bool(j, ctx->lazy);
-        json_key(j, "mapped"), json_bool(j, ctx->mapped);
-        json_key(j, "n_tensors"), json_int(j, ctx->n_instances);
-        json_key(j, "max_tensor"), json_uint(j, ctx->max_tensor);
-        json_end_object(j);
-    }
-    json_end_array(j);
-
+    json_header(j, plan);
+    json_contexts(j, pl);
     json_key(j, "buffers");
     json_begin_array(j);
-    for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
-        json_buffer(j, pl, ggufmap_plan_buffer(plan, i));
-    }
+    for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) json_buffer(j, pl, ggufmap_plan_buffer(plan, i));
     json_end_array(j);
-
-    totals t = sum_up(plan);
-    json_key(j, "totals");
-    json_begin_object(j);
-    json_key(j, "mapped_span"), json_uint(j, t.span);
-    json_key(j, "mapped_own"), json_uint(j, t.own);
-    json_key(j, "mapped_foreign"), json_uint(j, t.foreign);
-    json_key(j, "mapped_planned"), json_uint(j, t.planned);
-    json_key(j, "allocated"), json_uint(j, t.allocated);
-    json_key(j, "resident_span"), json_uint(j, t.span_resident);
-    json_key(j, "resident_planned"), json_uint(j, t.planned_resident);
-    json_end_object(j);
-
-    uint64_t ws_llama, ws_planned;
-    ggufmap_plan_working_set(plan, &ws_llama, &ws_planned);
-    json_key(j, "working_set");
-    json_begin_object(j);
-    json_key(j, "llama"), json_uint(j, ws_llama);
-    json_key(j, "planned"), json_uint(j, ws_planned);
-    json_key(j, "limit");
-    o->limit ? json_uint(j, o->limit) : json_null(j);
-    json_key(j, "llama_fits");
-    o->limit ? json_bool(j, ws_llama <= o->limit) : json_null(j);
-    json_key(j, "planned_fits");
-    o->limit ? json_bool(j, ws_planned <= o->limit) : json_null(j);
-    json_end_object(j);
-
+    json_totals(j, plan, o->limit);
+    json_suggestions(j, o);
     json_tensors(j, plan);
 }
 
 /* The ggufmap.plan/1 document: the first load's members at the top, the
- * MTP load's (if any) under "mtp". */
+ * MTP load's (if any) under "mtp"; for a model read over HTTP, what reading
+ * it cost. */
 static void json_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *mtp, const ggufmap_report_opts *o) {
     json j;
+    uint64_t fetched, requests;
     json_init(&j, out);
     json_begin_object(&j);
     json_key(&j, "schema"), json_string(&j, "ggufmap.plan/1");
-    uint64_t fetched, requests;
     if (ggufmap_model_fetch_stats(ggufmap_placement_model(ggufmap_plan_placement(plan)), &fetched, &requests))
-        /* read over HTTP: what it cost */
         json_key(&j, "fetched_bytes"), json_uint(&j, fetched), json_key(&j, "requests"), json_uint(&j, requests);
     json_plan_fields(&j, plan, o);
     json_key(&j, "mtp");
     if (mtp) {
+        ggufmap_report_opts second = *o;
+        second.n_suggestions = 0; /* the next steps are the first load's */
         json_begin_object(&j);
-        json_plan_fields(&j, mtp, o);
+        json_plan_fields(&j, mtp, &second);
         json_end_object(&j);
     } else {
         json_null(&j);
@@ -510,13 +651,21 @@ static void json_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *m
     json_finish(&j);
 }
 
-/* The two loads side by side: what they map together. */
+/* ------------------------------------------------------------------------ */
+/* Entry points                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* The two loads side by side: what their GPU buffers map together. */
 static void both_loads(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *mtp, uint64_t limit) {
     uint64_t a_llama, a_planned, b_llama, b_planned;
+    char label[96], planner[64];
     ggufmap_plan_working_set(plan, &a_llama, &a_planned);
     ggufmap_plan_working_set(mtp, &b_llama, &b_planned);
-    verdict_lines(out, "both loads together (the MTP head's load beside the model's)", plan, a_llama + b_llama,
-                  a_planned + b_planned, limit);
+    ggufmap_planner_format(&ggufmap_plan_options(plan)->planner, planner, sizeof planner);
+    snprintf(label, sizeof label, "loader, %s", planner);
+    fprintf(out, "\nboth loads together (the MTP head's load beside the model's)\n");
+    verdict_line(out, "llama.cpp today", a_llama + b_llama, limit);
+    verdict_line(out, label, a_planned + b_planned, limit);
 }
 
 void ggufmap_report_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
@@ -530,91 +679,15 @@ void ggufmap_report_plan_mtp(FILE *out, const ggufmap_plan *plan, const ggufmap_
     } else if (o->flags & GGUFMAP_REPORT_BUFFER_LINES) {
         buffer_lines(out, plan);
         if (mtp) fprintf(out, "LOAD mtp\n"), buffer_lines(out, mtp);
-    } else {
-        if (mtp) fprintf(out, "== load 1 of 2: the model (load_mtp off)\n");
+    } else if (!mtp) {
         text(out, plan, o);
-        if (!mtp) return;
+    } else {
+        ggufmap_report_opts second = *o;
+        second.n_suggestions = 0;
+        fprintf(out, "== load 1 of 2: the model (load_mtp off)\n");
+        text(out, plan, o);
         fprintf(out, "\n== load 2 of 2: the MTP draft head's load of the same file (load_mtp on)\n");
-        text(out, mtp, o);
+        text(out, mtp, &second);
         both_loads(out, plan, mtp, o->limit);
     }
-}
-
-/* ------------------------------------------------------------------------ */
-/* SVG                                                                       */
-/* ------------------------------------------------------------------------ */
-
-static const char *svg_colors[] = {"#2a9d8f", "#e9c46a", "#9b5de5", "#457b9d", "#8ab17d", "#f4a261"};
-
-void ggufmap_report_svg(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
-    (void)o;
-    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
-    const ggufmap_model *m = ggufmap_placement_model(pl);
-    const double W = 1000.0, left = 150.0, row = 18.0;
-    uint32_t rows = 2;
-    for (uint32_t s = 0; s < ggufmap_model_n_shards(m); s++) {
-        rows += 2;
-        for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
-            const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
-            rows += b->mapped && b->shard == s ? 2 : 0;
-        }
-    }
-    char a[64], lb[64];
-    fprintf(out,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"monospace\" "
-            "font-size=\"11\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-            left + W + 20, row * (rows + 3));
-    double y = row;
-    fprintf(out, "<text x=\"4\" y=\"%.1f\">legend:</text>\n", y);
-    double x = left;
-    for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++) {
-        const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
-        fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
-                x, y - 10, svg_colors[c % 6], x + 16, y, context_label(ctx, lb, sizeof lb));
-        x += 140;
-    }
-    fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"#d62828\"/><text x=\"%.1f\" y=\"%.1f\">foreign in span</text>\n",
-            x, y - 10, x + 16, y);
-    y += row * 1.5;
-    for (uint32_t s = 0; s < ggufmap_model_n_shards(m); s++) {
-        const ggufmap_source *src = ggufmap_model_shard(m, s);
-        double size = (double)ggufmap_source_file_size(src);
-        if (size <= 0) continue;
-        fprintf(out, "<text x=\"4\" y=\"%.1f\">shard %u (%s)</text>\n", y + 12, s,
-                gm_fmt_bytes(a, sizeof a, ggufmap_source_file_size(src)));
-        fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"14\" fill=\"#eeeeee\"/>\n", left, y, W);
-        for (int64_t i = 0; i < ggufmap_model_n_tensors(m); i++) {
-            const ggufmap_tensor *t = ggufmap_model_tensor(m, i);
-            if (t->shard != s) continue;
-            int32_t own = ggufmap_plan_tensor_owner(plan, i);
-            double tx = left + W * (double)t->offset / size, tw = W * (double)t->size / size;
-            fprintf(out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"14\" fill=\"%s\"><title>%.*s</title></rect>\n",
-                    tx, y, tw < 0.3 ? 0.3 : tw, own >= 0 ? svg_colors[own % 6] : "#999999", (int)t->name_len, t->name);
-        }
-        y += row * 1.2;
-        for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
-            const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
-            if (!b->mapped || b->shard != s) continue;
-            double sx = left + W * (double)b->first / size, sw = W * (double)b->size / size;
-            fprintf(out, "<text x=\"12\" y=\"%.1f\">%s span</text>\n", y + 11, b->name);
-            fprintf(out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"12\" fill=\"none\" stroke=\"black\"/>\n", sx, y,
-                    sw < 0.5 ? 0.5 : sw);
-            for (uint32_t k = 0; k < b->n_foreign; k++) {
-                const ggufmap_tensor *t = ggufmap_model_tensor(m, b->foreign[k].tensor);
-                fprintf(out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"12\" fill=\"#d62828\" opacity=\"0.8\"/>\n",
-                        left + W * (double)t->offset / size, y, W * (double)t->size / size);
-            }
-            y += row;
-            fprintf(out, "<text x=\"12\" y=\"%.1f\">planned</text>\n", y + 11);
-            for (uint32_t k = 0; k < b->n_ranges; k++) {
-                double rx = left + W * (double)b->ranges[k].first / size;
-                double rw = W * (double)(b->ranges[k].last - b->ranges[k].first) / size;
-                fprintf(out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"12\" fill=\"%s\"/>\n", rx, y,
-                        rw < 0.5 ? 0.5 : rw, svg_colors[b->context % 6]);
-            }
-            y += row;
-        }
-        y += row * 0.8;
-    }
-    fprintf(out, "</svg>\n");
 }

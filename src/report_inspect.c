@@ -10,7 +10,7 @@
 #include "internal.h"
 #include "json.h"
 
-#define SUMMARY_ELEMENTS 8 /* array elements shown without GGUFMAP_REPORT_FULL */
+#define SUMMARY_ELEMENTS 8 /* array elements in JSON without GGUFMAP_REPORT_FULL */
 
 static const char *type_name(const ggufmap_tensor *t, char *buf, size_t cap) {
     const ggufmap_type_info *ti = ggufmap_type(t->type);
@@ -75,75 +75,55 @@ static void print_shape(FILE *out, const ggufmap_tensor *t, int width) {
     fprintf(out, "%-*s", width, buf);
 }
 
-static void print_value_text(FILE *out, const ggufmap_kv *kv, bool full) {
-    const char *s;
-    uint64_t n;
-    int64_t iv;
-    double fv;
-    if (kv->type == GGUFMAP_VALUE_STRING && ggufmap_kv_string(kv, &s, &n) == 0) {
-        fprintf(out, "\"%.*s\"", (int)(n > 120 && !full ? 120 : n), s);
-        if (n > 120 && !full) fprintf(out, "...");
-    } else if (kv->type == GGUFMAP_VALUE_FLOAT32 || kv->type == GGUFMAP_VALUE_FLOAT64) {
-        ggufmap_kv_float(kv, &fv);
-        fprintf(out, "%g", fv);
-    } else if (kv->type == GGUFMAP_VALUE_UINT64) {
-        ggufmap_kv_float(kv, &fv);
-        fprintf(out, "%.0f", fv);
-    } else if (kv->type != GGUFMAP_VALUE_ARRAY && ggufmap_kv_int(kv, &iv) == 0) {
-        if (kv->type == GGUFMAP_VALUE_BOOL)
-            fprintf(out, "%s", iv ? "true" : "false");
-        else
-            fprintf(out, "%lld", (long long)iv);
-    } else {
-        uint64_t shown = full || kv->count <= SUMMARY_ELEMENTS ? kv->count : SUMMARY_ELEMENTS;
-        fprintf(out, "[%s x %llu] [", ggufmap_value_type_name(kv->elem_type), (unsigned long long)kv->count);
-        uint64_t cursor = 0;
-        for (uint64_t i = 0; i < shown; i++) {
-            if (i) fprintf(out, ", ");
-            if (kv->elem_type == GGUFMAP_VALUE_STRING) {
-                if (ggufmap_kv_array_next_string(kv, &cursor, &s, &n) == 0)
-                    fprintf(out, "\"%.*s\"", (int)(n > 40 ? 40 : n), s);
-            } else if (kv->elem_type == GGUFMAP_VALUE_FLOAT32 || kv->elem_type == GGUFMAP_VALUE_FLOAT64) {
-                ggufmap_kv_array_float(kv, i, &fv);
-                fprintf(out, "%g", fv);
-            } else if (ggufmap_kv_array_int(kv, i, &iv) == 0) {
-                fprintf(out, "%lld", (long long)iv);
-            } else {
-                ggufmap_kv_array_float(kv, i, &fv);
-                fprintf(out, "%.0f", fv);
-            }
-        }
-        fprintf(out, "%s]", shown < kv->count ? ", ..." : "");
-    }
+/* A string from a file, escaped for a terminal, cut to width bytes of
+ * escaped text and padded to it ("%-*s" with escapes counted). */
+static void print_field(FILE *out, const char *s, size_t n, int width) {
+    char buf[256];
+    ggufmap_escape(buf, sizeof buf, s, n);
+    fprintf(out, "%-*s", width, buf);
 }
 
-static void inspect_text(FILE *out, const ggufmap_model *m, unsigned flags) {
+static void print_summary(FILE *out, const ggufmap_model *m) {
     char b1[64], b2[64];
     int len = 0;
-    const char *arch = kv_text(m, "general.architecture", &len);
-    int arch_len = len;
-    const char *name = kv_text(m, "general.name", &len);
     const ggufmap_source *first = ggufmap_model_shard(m, 0);
-    fprintf(out, "model         %s\n", ggufmap_source_path(first));
-    fprintf(out, "architecture  %.*s\n", arch ? arch_len : 7, arch ? arch : "(none)");
-    fprintf(out, "name          %.*s\n", name ? len : 6, name ? name : "(none)");
-    fprintf(out, "file bytes    %llu (%s) in %u shard%s\n", (unsigned long long)ggufmap_model_file_bytes(m),
+    const char *path = ggufmap_source_path(first);
+    fprintf(out, "model         ");
+    ggufmap_fputs_escaped(out, path, strlen(path));
+    const char *arch = kv_text(m, "general.architecture", &len);
+    fprintf(out, "\narchitecture  ");
+    if (arch) ggufmap_fputs_escaped(out, arch, (size_t)len);
+    else fprintf(out, "(none)");
+    const char *name = kv_text(m, "general.name", &len);
+    fprintf(out, "\nname          ");
+    if (name) ggufmap_fputs_escaped(out, name, (size_t)len);
+    else fprintf(out, "(none)");
+    fprintf(out, "\nfile bytes    %llu (%s) in %u shard%s\n", (unsigned long long)ggufmap_model_file_bytes(m),
             gm_fmt_bytes(b1, sizeof b1, ggufmap_model_file_bytes(m)), ggufmap_model_n_shards(m),
             ggufmap_model_n_shards(m) == 1 ? "" : "s");
     fprintf(out, "tensors       %lld, %llu bytes (%s)\n", (long long)ggufmap_model_n_tensors(m),
             (unsigned long long)ggufmap_model_tensor_bytes(m), gm_fmt_bytes(b2, sizeof b2, ggufmap_model_tensor_bytes(m)));
+}
 
+/* Shards are numbered from 1 in text, as their file names number them. */
+static void print_shards(FILE *out, const ggufmap_model *m) {
+    char b1[64];
     fprintf(out, "\nshards\n  %5s  %-48s %7s %6s %12s %8s %6s %16s\n", "shard", "file", "version", "align",
             "data offset", "tensors", "keys", "bytes");
     for (uint32_t s = 0; s < ggufmap_model_n_shards(m); s++) {
         const ggufmap_source *src = ggufmap_model_shard(m, s);
-        fprintf(out, "  %5u  %-48s %7u %6u %12llu %8lld %6lld %16llu  %s\n", s, base_name(ggufmap_source_path(src)),
-                ggufmap_source_version(src), ggufmap_source_alignment(src),
+        const char *file = base_name(ggufmap_source_path(src));
+        fprintf(out, "  %5u  ", s + 1);
+        print_field(out, file, strlen(file), 48);
+        fprintf(out, " %7u %6u %12llu %8lld %6lld %16llu  %s\n", ggufmap_source_version(src), ggufmap_source_alignment(src),
                 (unsigned long long)ggufmap_source_data_offset(src), (long long)ggufmap_source_n_tensors(src),
                 (long long)ggufmap_source_n_kv(src), (unsigned long long)ggufmap_source_file_size(src),
                 gm_fmt_bytes(b1, sizeof b1, ggufmap_source_file_size(src)));
     }
+}
 
+static void print_types(FILE *out, const ggufmap_model *m) {
+    char b1[64], b2[64];
     size_t n_types = 0;
     type_total *types = type_totals(m, &n_types);
     fprintf(out, "\ntypes\n  %-10s %8s %16s\n", "type", "tensors", "bytes");
@@ -153,28 +133,42 @@ static void inspect_text(FILE *out, const ggufmap_model *m, unsigned flags) {
                 (unsigned long long)types[k].bytes, gm_fmt_bytes(b1, sizeof b1, types[k].bytes));
     }
     free(types);
+}
 
-    if ((flags & GGUFMAP_REPORT_METADATA)) {
-        fprintf(out, "\nmetadata (first shard, %lld keys)\n", (long long)ggufmap_source_n_kv(first));
-        for (int64_t i = 0; i < ggufmap_source_n_kv(first); i++) {
-            const ggufmap_kv *kv = ggufmap_source_kv(first, i);
-            fprintf(out, "  %-48.*s %-4s ", (int)kv->key_len, kv->key, ggufmap_value_type_name(kv->type));
-            print_value_text(out, kv, (flags & GGUFMAP_REPORT_FULL));
-            fputc('\n', out);
-        }
+static void print_metadata(FILE *out, const ggufmap_model *m, bool full) {
+    const ggufmap_source *first = ggufmap_model_shard(m, 0);
+    fprintf(out, "\nmetadata (first shard, %lld keys)\n", (long long)ggufmap_source_n_kv(first));
+    for (int64_t i = 0; i < ggufmap_source_n_kv(first); i++) {
+        const ggufmap_kv *kv = ggufmap_source_kv(first, i);
+        fprintf(out, "  ");
+        print_field(out, kv->key, (size_t)kv->key_len, 48);
+        fprintf(out, " %-4s ", ggufmap_value_type_name(kv->type));
+        gm_print_kv_value(out, kv, full);
+        fputc('\n', out);
     }
+}
 
-    if ((flags & GGUFMAP_REPORT_NO_TENSORS)) return;
+static void print_tensors(FILE *out, const ggufmap_model *m) {
+    char b1[64];
     fprintf(out, "\n%6s %5s  %-44s %-8s %-28s %14s %14s\n", "index", "shard", "name", "type", "shape", "offset",
             "bytes");
     for (int64_t i = 0; i < ggufmap_model_n_tensors(m); i++) {
         const ggufmap_tensor *t = ggufmap_model_tensor(m, i);
-        fprintf(out, "%6lld %5u  %-44.*s %-8s ", (long long)i, t->shard, (int)t->name_len, t->name,
-                type_name(t, b1, sizeof b1));
+        fprintf(out, "%6lld %5u  ", (long long)i, t->shard + 1);
+        print_field(out, t->name, t->name_len, 44);
+        fprintf(out, " %-8s ", type_name(t, b1, sizeof b1));
         print_shape(out, t, 28);
         fprintf(out, " %14llu %14llu%s\n", (unsigned long long)t->offset, (unsigned long long)t->size,
                 t->size_estimated ? " (estimated)" : "");
     }
+}
+
+static void inspect_text(FILE *out, const ggufmap_model *m, unsigned flags) {
+    print_summary(out, m);
+    print_shards(out, m);
+    print_types(out, m);
+    if (flags & GGUFMAP_REPORT_METADATA) print_metadata(out, m, (flags & GGUFMAP_REPORT_FULL) != 0);
+    if (!(flags & GGUFMAP_REPORT_NO_TENSORS)) print_tensors(out, m);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -5,10 +5,9 @@
  * VmPin, VmRSS from /proc/self/status, wall time) beside the plan's
  * prediction.
  *
- * The placement flags spell llama.cpp's own options, as in `ggufmap plan`;
- * they are parsed here by a small parser of this file's own.
+ * The placement flags spell llama.cpp's own options, as in `ggufmap plan`
+ * (tools/placement_args.c).
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,43 +21,29 @@
 #include "placement_args.h"
 #include "util.h"
 
-#define MIB (1024.0 * 1024.0)
+enum { OPT_BACKEND = 0x100, OPT_CPU_BACKEND, OPT_SHARD, OPT_TOUCH, OPT_KEEP };
 
-static void help(FILE *out) {
-    fprintf(out,
-            "usage: ggufmap load MODEL [placement flags] [--backend host|wired|cuda]\n"
-            "                    [--cpu-backend host|wired|cuda] [--planner P] [--page SIZE]\n"
-            "                    [--shard N] [--touch] [--keep] [--json]\n"
-            "\n"
-            "Maps MODEL (any shard of a split model) as the ggufmap loader does: every\n"
-            "file read-only and whole, one backend buffer per planned range, the pages\n"
-            "outside every range released; resolves every tensor to its buffer and\n"
-            "address; and prints the kernel's own figures (VmLck, VmPin, VmRSS from\n"
-            "/proc/self/status, wall time) beside the plan's prediction.\n"
-            "\n");
-    placement_args_help(out);
-    fprintf(out,
-            "\n"
-            "loading:\n"
-            "  --backend B       backend of the GPU's mapped buffers; with --device cpu,\n"
-            "                    of every mapped buffer (default host).  host wraps the\n"
-            "                    pointer; wired mlock()s each range (what a Metal residency\n"
-            "                    set does); cuda cudaHostRegister()s it (libcudart loaded at\n"
-            "                    run time)\n"
-            "  --cpu-backend B   backend of the CPU's mapped buffers when there is a GPU\n"
-            "                    (default host)\n"
-            "  --planner P       span | coalesce[:GAP] | runs[:GAP[:MAX]] | tight[:COST[:MAX]]\n"
-            "                    (default tight)\n"
-            "  --page SIZE       page size the planner counts with (default: this system's)\n"
-            "  --shard N         map only shard N (0-based); tensors of others stay unresolved\n"
-            "  --touch           read every page of every range once (resident bytes show)\n"
-            "  --keep            do not release the pages outside the ranges\n"
-            "  --json            the ggufmap.load/1 document (docs/loader.md)\n"
-            "  -h, --help        this text\n"
-            "\n"
-            "exit status: 0 done, 1 usage error, 2 the model cannot be read or mapped, a\n"
-            "backend refused a range, or a tensor did not resolve\n");
-}
+static const cli_option load_options[] = {
+    {OPT_BACKEND, "--backend", "B", "host wired cuda",
+     "backend of the GPU's mapped buffers; with --device cpu, of every mapped buffer (default host).  host wraps the "
+     "pointer; wired mlock()s each range (what a Metal residency set does); cuda cudaHostRegister()s it (libcudart "
+     "loaded at run time)"},
+    {OPT_CPU_BACKEND, "--cpu-backend", "B", "host wired cuda",
+     "backend of the CPU's mapped buffers when there is a GPU (default host)"},
+    PLANNER_OPTION,
+    PAGE_OPTION("this system's page size"),
+    {OPT_SHARD, "--shard", "N", NULL,
+     "map only shard N (from 1, as the file names number them); tensors of other shards stay unresolved"},
+    {OPT_TOUCH, "--touch", NULL, NULL, "read every page of every range once (resident bytes show)"},
+    {OPT_KEEP, "--keep", NULL, NULL, "do not release the pages outside the ranges"},
+    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.load/1 document (docs/loader.md)"},
+    {OPT_PROGRESS, "--progress", NULL, NULL, "a progress line on stderr while ranges are given to the backends, even "
+                                           "when it is not a terminal"},
+    {OPT_NO_PROGRESS, "--no-progress", NULL, NULL, "no progress line, even on a terminal"},
+    {OPT_QUIET, "-q, --quiet", NULL, NULL, "print nothing; the exit status says whether every tensor resolved"},
+};
+static const cli_group load_group = CLI_GROUP("loading", load_options);
+static const cli_group *const load_groups[] = {&placement_group, &load_group};
 
 /* ------------------------------------------------------------------------ */
 /* Options                                                                   */
@@ -66,70 +51,47 @@ static void help(FILE *out) {
 
 typedef struct load_args {
     placement_args pa; /* the placement flags (tools/placement_args.h) */
+    planning_args planning;
     ggufmap_plan_opts plan;
+    cli_common common;
     const char *backend, *cpu_backend;
-    int32_t shard;
-    bool touch, keep, json;
+    int32_t shard;     /* 0-based; -1: every shard */
+    bool touch, keep;
 } load_args;
 
-static int parse_count(const char *opt, const char *arg, long max, long *out) {
-    char *end;
-    long n = strtol(arg, &end, 10);
-    if (end == arg || *end || n < 0 || n > max) return usage_error("load", "%s %s: expected a count", opt, arg);
-    *out = n;
-    return 0;
+static int parse_backend(const char *opt, const char *value, const char **out) {
+    if (strcmp(value, "host") && strcmp(value, "wired") && strcmp(value, "cuda"))
+        return cli_usage_error("load", "%s %s: expected host, wired or cuda", opt, value);
+    *out = value;
+    return EXIT_OK;
 }
 
-static int parse_args(load_args *a, int argc, char **argv) {
-    static const struct option own[] = {
-        {"planner", required_argument, NULL, 'p'}, {"page", required_argument, NULL, 'P'},
-        {"backend", required_argument, NULL, 'b'}, {"cpu-backend", required_argument, NULL, 'B'},
-        {"shard", required_argument, NULL, 'S'}, {"touch", no_argument, NULL, 't'},
-        {"keep", no_argument, NULL, 'k'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-    };
-    struct option longopts[64];
-    if (placement_args_longopts(longopts, 64, own, sizeof own / sizeof own[0])) return EXIT_USAGE; /* table too small */
-    int c, rc = 0;
-    long n = 0;
-    uint64_t v;
-    optind = 1;
-    opterr = 0;
-    while (rc == 0 && (c = getopt_long_only(argc, argv, "h", longopts, NULL)) != -1) {
-        bool handled;
-        rc = placement_args_apply(&a->pa, c, optarg, "load", &handled);
-        if (handled) continue;
-        switch (c) {
-        case 'p':
-            if (ggufmap_planner_parse(optarg, &a->plan.planner) != GGUFMAP_OK)
-                rc = usage_error("load", "--planner %s: expected span, coalesce[:GAP], runs[:GAP[:MAX]] or tight[:COST[:MAX]]",
-                                 optarg);
-            break;
-        case 'P':
-            if (ggufmap_parse_size(optarg, &v) || v == 0) rc = usage_error("load", "--page %s: expected a size", optarg);
-            else a->plan.page = v;
-            break;
-        case 'b': a->backend = optarg; break;
-        case 'B': a->cpu_backend = optarg; break;
-        case 'S':
-            if ((rc = parse_count("--shard", optarg, 99999, &n)) == 0) a->shard = (int32_t)n;
-            break;
-        case 't': a->touch = true; break;
-        case 'k': a->keep = true; break;
-        case 'j': a->json = true; break;
-        case 'h': help(stdout); return -1;
-        default: rc = usage_error("load", "unknown option '%s'", argv[optind - 1]);
-        }
+static int apply(void *ctx, int code, const char *value) {
+    load_args *a = ctx;
+    bool handled;
+    long n;
+    int rc = placement_args_apply(&a->pa, code, value, "load", &handled);
+    if (!handled) rc = planning_args_apply(&a->planning, code, value, "load", &handled);
+    if (handled) return rc;
+    cli_common_apply(&a->common, code, &handled);
+    switch (code) {
+    case OPT_BACKEND: return parse_backend("--backend", value, &a->backend);
+    case OPT_CPU_BACKEND: return parse_backend("--cpu-backend", value, &a->cpu_backend);
+    case OPT_SHARD:
+        if (parse_count(value, 99999, &n) || n < 1) return cli_usage_error("load", "--shard %s: expected 1, 2, ...", value);
+        a->shard = (int32_t)n - 1;
+        return EXIT_OK;
+    case OPT_TOUCH: a->touch = true; return EXIT_OK;
+    case OPT_KEEP: a->keep = true; return EXIT_OK;
+    default: return EXIT_OK;
     }
-    if (rc == 0 && optind != argc - 1)
-        rc = usage_error("load", optind == argc ? "no MODEL given" : "one MODEL expected, got %d", argc - optind);
-    for (int i = 0; rc == 0 && i < 2; i++) {
-        const char *b = i ? a->cpu_backend : a->backend;
-        if (strcmp(b, "host") && strcmp(b, "wired") && strcmp(b, "cuda"))
-            rc = usage_error("load", "--%s %s: expected host, wired or cuda", i ? "cpu-backend" : "backend", b);
-    }
+}
+
+/* The system's page unless --page; the planner as given (tight by default). */
+static void settle_plan(load_args *a) {
     placement_args_finish(&a->pa);
-    return rc;
+    planning_args_finish(&a->planning, a->pa.opts.device, &a->plan);
+    if (!a->planning.page_given) a->plan.page = (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -180,6 +142,7 @@ static double ms(uint64_t ns) { return (double)ns / 1e6; }
 /* Everything the report shows, gathered once by cmd_load. */
 typedef struct load_report {
     const char *path;
+    const ggufmap_model *m;
     const load_args *a;
     const char *planner;
     bool has_gpu;
@@ -276,23 +239,91 @@ static void print_json(const load_report *r) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* The text                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The ranges as given to the backends, in aligned columns. */
+static void print_ranges(const ggufmap_mapped *mapped, const ggufmap_plan *plan) {
+    uint32_t n = ggufmap_mapped_n_ranges(mapped), shown = n < 40 ? n : 40;
+    int name_w = 6, off_w = 5, be_w = 7; /* the headers' widths */
+    char b[32];
+    for (uint32_t i = 0; i < shown; i++) {
+        const ggufmap_mapped_range *r = ggufmap_mapped_range_at(mapped, i);
+        int w = (int)strlen(ggufmap_plan_buffer(plan, r->plan_buffer)->name);
+        name_w = w > name_w ? w : name_w;
+        w = snprintf(b, sizeof b, "%llu", (unsigned long long)r->last);
+        off_w = w > off_w ? w : off_w;
+        w = (int)strlen(r->backend->name);
+        be_w = w > be_w ? w : be_w;
+    }
+    printf("  %-*s %5s  %*s  %*s %12s  %-*s %12s\n", name_w, "buffer", "shard", off_w, "first", off_w, "last", "bytes",
+           be_w, "backend", "time");
+    for (uint32_t i = 0; i < shown; i++) {
+        const ggufmap_mapped_range *r = ggufmap_mapped_range_at(mapped, i);
+        printf("  %-*s %5u  %*llu  %*llu %12s  %-*s %9.3f ms\n", name_w, ggufmap_plan_buffer(plan, r->plan_buffer)->name,
+               r->shard + 1, off_w, (unsigned long long)r->first, off_w, (unsigned long long)r->last,
+               ggufmap_format_bytes(b, sizeof b, r->last - r->first), be_w, r->backend->name, ms(r->ns));
+    }
+    if (n > shown) printf("  ... %u more\n", n - shown);
+}
+
+/* One row of the plan-versus-kernel table; a missing figure is UINT64_MAX. */
+static void figure_row(const char *what, uint64_t plan, uint64_t kernel) {
+    char a[32], b[32];
+    printf("%-34s %12s", what, plan == UINT64_MAX ? "" : ggufmap_format_bytes(a, sizeof a, plan));
+    if (kernel != UINT64_MAX) printf(" %12s", ggufmap_format_bytes(b, sizeof b, kernel));
+    putchar('\n');
+}
+
+/* The report for people: what was mapped where, the figures beside the
+ * kernel's, and the times. */
+static void print_text(const load_report *r) {
+    printf("model: ");
+    ggufmap_fputs_escaped(stdout, r->path, strlen(r->path));
+    printf(" (%u shard%s", ggufmap_model_n_shards(r->m), ggufmap_model_n_shards(r->m) == 1 ? "" : "s");
+    if (r->a->shard >= 0) printf(", shard %d r->mapped", r->a->shard + 1);
+    printf("), device %s, planner %s, r->ms.page %llu\n", ggufmap_device_name(r->a->pa.opts.device), r->planner,
+           (unsigned long long)r->ms.page);
+    if (r->has_gpu) printf("backends: GPU buffers -> %s, CPU buffers -> %s\n", r->a->backend, r->a->cpu_backend);
+    else printf("backend: every buffer -> %s\n", r->a->backend);
+    printf("ranges: %u (%u to the GPU backend)\n", r->ms.n_ranges, r->ms.n_gpu_ranges);
+    print_ranges(r->mapped, r->plan);
+    printf("tensors: %lld resolved (%lld in ranges, %lld in allocated contexts), %lld failed\n",
+           (long long)r->n_resolved, (long long)r->n_in_ranges, (long long)(r->n_resolved - r->n_in_ranges), (long long)r->n_failed);
+    printf("\n%-34s %12s %12s\n", "", "r->plan", "kernel");
+    figure_row("pinned (VmLck; wired)", r->predicted, r->vmlck);
+    figure_row("pinned (VmPin)", UINT64_MAX, r->vmpin);
+    figure_row("pinned (backend's own count)", r->predicted, r->pinned);
+    figure_row("llama.cpp's spans would pin", r->span_pred, UINT64_MAX);
+    figure_row("mapped after release (VmSize +)",
+               (r->a->keep ? r->ms.file_bytes : r->ms.planned_pages) + r->ms.alloc_bytes,
+               sub0(r->after.vm_size, r->before.vm_size));
+    figure_row("resident (VmRSS +)", (r->a->touch ? r->ms.planned_pages : r->predicted) + r->ms.alloc_bytes, sub0(r->after.vm_rss, r->before.vm_rss));
+    figure_row("released (pages outside ranges)", r->ms.released_bytes, UINT64_MAX);
+    printf("\ntime: load %.1f ms (mmap %.1f, GPU backend %.1f, CPU backend %.1f, release %.1f), resolve %.1f ms",
+           ms(r->t_map), ms(r->ms.map_ns), ms(r->ms.gpu_ns), ms(r->ms.cpu_ns), ms(r->ms.release_ns), ms(r->t_resolve));
+    char touched_text[32];
+    if (r->a->touch) printf(", touch %.1f ms (%s)", ms(r->t_touch), ggufmap_format_bytes(touched_text, sizeof touched_text, r->touched));
+    printf("\n");
+}
+
+/* ------------------------------------------------------------------------ */
 /* The command                                                               */
 /* ------------------------------------------------------------------------ */
 
-int cmd_load(int argc, char **argv) {
+static int run(const cli_command *cmd, int argc, char **argv) {
     static load_args a;
     memset(&a, 0, sizeof a);
-    if (placement_args_init(&a.pa)) return usage_error("load", "out of memory");
-    ggufmap_plan_opts_init(&a.plan);
-    ggufmap_planner_parse("tight", &a.plan.planner);
-    a.plan.page = (uint64_t)sysconf(_SC_PAGESIZE);
+    if (placement_args_init(&a.pa)) return cli_usage_error(cmd->name, "out of memory");
+    a.common.progress = -1;
     a.backend = a.cpu_backend = "host";
     a.shard = -1;
-    int rc = parse_args(&a, argc, argv);
-    if (rc) {
+    int first, rc = cli_parse(cmd, argc, argv, apply, &a, 1, &first);
+    if (rc != EXIT_OK) {
         placement_args_free(&a.pa);
-        return rc < 0 ? EXIT_OK : rc;
+        return cli_parse_status(cmd, rc);
     }
+    settle_plan(&a);
 
     ggufmap_model *m = NULL;
     ggufmap_placement *pl = NULL;
@@ -301,7 +332,7 @@ int cmd_load(int argc, char **argv) {
     ggufmap_backend *gpu_be = NULL, *cpu_be = NULL;
     ggufmap_error err;
     proc_status before, after_map, after;
-    const char *path = argv[optind];
+    const char *path = argv[first];
     uint64_t t_start = 0, t_map = 0, t_resolve = 0, t_touch = 0, touched = 0;
     int64_t n_resolved = 0, n_failed = 0, n_in_ranges = 0;
     int st;
@@ -309,7 +340,8 @@ int cmd_load(int argc, char **argv) {
 
     if ((st = ggufmap_model_open(path, 0, &m, &err)) != GGUFMAP_OK) goto fail;
     if (a.shard >= 0 && (uint32_t)a.shard >= ggufmap_model_n_shards(m)) {
-        rc = usage_error("load", "--shard %d: the model has %u shard(s)", a.shard, ggufmap_model_n_shards(m));
+        rc = cli_usage_error("load", "--shard %d: the model has %u shard%s", a.shard + 1, ggufmap_model_n_shards(m),
+                             ggufmap_model_n_shards(m) == 1 ? "" : "s");
         goto done;
     }
     if ((st = ggufmap_place(m, &a.pa.opts, &pl, &err)) != GGUFMAP_OK) goto fail;
@@ -324,6 +356,11 @@ int cmd_load(int argc, char **argv) {
     mo.cpu = has_gpu ? cpu_be : gpu_be;
     mo.shard = a.shard;
     mo.flags = a.keep ? GGUFMAP_MAP_KEEP_UNPLANNED : 0;
+    progress_line line = progress_start("load");
+    if (cli_progress_on(&a.common)) {
+        mo.progress = progress_show;
+        mo.progress_ctx = &line;
+    }
     in_map = true;
     read_status(&before);
     t_start = gm_now_ns();
@@ -338,7 +375,7 @@ int cmd_load(int argc, char **argv) {
         ggufmap_resolved r;
         ggufmap_error rerr;
         if (ggufmap_mapped_resolve(mapped, i, &r, &rerr) != GGUFMAP_OK) {
-            if (n_failed++ < 10) fprintf(stderr, "ggufmap load: %s\n", rerr.message);
+            if (n_failed++ < 10) cli_fail("load", 0, rerr.message);
             continue;
         }
         n_resolved++;
@@ -370,62 +407,21 @@ int cmd_load(int argc, char **argv) {
     char pbuf[64];
     ggufmap_planner_format(&a.plan.planner, pbuf, sizeof pbuf);
 
-    if (a.json) {
-        load_report rep = {.path = path, .a = &a, .planner = pbuf, .has_gpu = has_gpu, .plan = plan, .mapped = mapped,
-                           .ms = ms_, .n_resolved = n_resolved, .n_in_ranges = n_in_ranges, .n_failed = n_failed,
-                           .predicted = predicted, .span_pred = span_pred, .vmlck = vmlck, .vmpin = vmpin,
-                           .pinned = pinned, .touched = touched, .pin_ns = gs.pin_ns + cs.pin_ns, .before = before,
-                           .after = after, .t_map = t_map, .t_resolve = t_resolve, .t_touch = t_touch};
-        print_json(&rep);
-    } else {
-        printf("model: %s (%u shard%s%s), device %s, planner %s, page %llu\n", path, ggufmap_model_n_shards(m),
-               ggufmap_model_n_shards(m) == 1 ? "" : "s", a.shard >= 0 ? ", one mapped" : "",
-               ggufmap_device_name(a.pa.opts.device), pbuf, (unsigned long long)page);
-        if (has_gpu) printf("backends: GPU buffers -> %s, CPU buffers -> %s\n", a.backend, a.cpu_backend);
-        else printf("backend: every buffer -> %s\n", a.backend);
-        printf("ranges: %u (%u to the GPU backend)\n", ms_.n_ranges, ms_.n_gpu_ranges);
-        for (uint32_t i = 0; i < ggufmap_mapped_n_ranges(mapped) && i < 40; i++) {
-            const ggufmap_mapped_range *r = ggufmap_mapped_range_at(mapped, i);
-            printf("  %-12s shard %u [%llu, %llu) %10.2f MiB  %-5s %9.3f ms\n",
-                   ggufmap_plan_buffer(plan, r->plan_buffer)->name, r->shard, (unsigned long long)r->first,
-                   (unsigned long long)r->last, (double)(r->last - r->first) / MIB, r->backend->name, ms(r->ns));
-        }
-        if (ggufmap_mapped_n_ranges(mapped) > 40) printf("  ... %u more\n", ggufmap_mapped_n_ranges(mapped) - 40);
-        printf("tensors: %lld resolved (%lld in ranges, %lld in allocated contexts), %lld failed\n",
-               (long long)n_resolved, (long long)n_in_ranges, (long long)(n_resolved - n_in_ranges), (long long)n_failed);
-        printf("allocated: %u buffer%s, %.2f MiB, %u tensors (%.2f MiB) read in before the release, %.1f ms\n",
-               ms_.n_alloc_buffers, ms_.n_alloc_buffers == 1 ? "" : "s", (double)ms_.alloc_bytes / MIB, ms_.n_copied,
-               (double)ms_.copied_bytes / MIB, ms(ms_.copy_ns));
-        printf("\n%-34s %14s %14s\n", "", "plan", "kernel");
-        printf("%-34s %10.2f MiB %10.2f MiB\n", "pinned (VmLck; wired)", (double)predicted / MIB, (double)vmlck / MIB);
-        printf("%-34s %14s %10.2f MiB\n", "pinned (VmPin)", "", (double)vmpin / MIB);
-        printf("%-34s %10.2f MiB %10.2f MiB\n", "pinned (backend's own count)", (double)predicted / MIB,
-               (double)pinned / MIB);
-        printf("%-34s %10.2f MiB\n", "llama.cpp's spans would pin", (double)span_pred / MIB);
-        printf("%-34s %10.2f MiB %10.2f MiB\n", "mapped after release (VmSize +)",
-               (double)((a.keep ? ms_.file_bytes : ms_.planned_pages) + ms_.alloc_bytes) / MIB,
-               (double)sub0(after.vm_size, before.vm_size) / MIB);
-        printf("%-34s %10.2f MiB %10.2f MiB\n", "resident (VmRSS +)",
-               (double)((a.touch ? ms_.planned_pages : predicted) + ms_.alloc_bytes) / MIB,
-               (double)sub0(after.vm_rss, before.vm_rss) / MIB);
-        printf("%-34s %10.2f MiB\n", "released (pages outside ranges)", (double)ms_.released_bytes / MIB);
-        printf("\ntime: load %.1f ms (mmap %.1f, GPU backend %.1f, CPU backend %.1f, release %.1f), resolve %.1f ms",
-               ms(t_map), ms(ms_.map_ns), ms(ms_.gpu_ns), ms(ms_.cpu_ns), ms(ms_.release_ns), ms(t_resolve));
-        if (a.touch) printf(", touch %.1f ms (%.2f MiB)", ms(t_touch), (double)touched / MIB);
-        printf("\n");
-    }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        perror("ggufmap load: stdout");
-        rc = EXIT_BAD_INPUT;
-    }
+    load_report rep = {.path = path, .m = m, .a = &a, .planner = pbuf, .has_gpu = has_gpu, .plan = plan,
+                       .mapped = mapped, .ms = ms_, .n_resolved = n_resolved, .n_in_ranges = n_in_ranges,
+                       .n_failed = n_failed, .predicted = predicted, .span_pred = span_pred, .vmlck = vmlck,
+                       .vmpin = vmpin, .pinned = pinned, .touched = touched, .pin_ns = gs.pin_ns + cs.pin_ns,
+                       .before = before, .after = after, .t_map = t_map, .t_resolve = t_resolve, .t_touch = t_touch};
+    if (!a.common.quiet && a.common.json) print_json(&rep);
+    else if (!a.common.quiet) print_text(&rep);
+    rc = cli_finish_stdout("load", rc);
     if (n_failed) {
         fprintf(stderr, "ggufmap load: %lld tensor(s) did not resolve\n", (long long)n_failed);
         rc = EXIT_BAD_INPUT;
     }
     goto done;
 fail:
-    fprintf(stderr, "ggufmap load: %s\n", err.message);
-    rc = st == GGUFMAP_EINVAL && !in_map ? EXIT_USAGE : EXIT_BAD_INPUT;
+    rc = cli_fail("load", st == GGUFMAP_EINVAL && !in_map ? EXIT_USAGE : EXIT_BAD_INPUT, err.message);
 done:
     (void)after_map;
     ggufmap_unmap(mapped);
@@ -437,3 +433,20 @@ done:
     placement_args_free(&a.pa);
     return rc;
 }
+
+const cli_command load_command = {
+    .name = "load",
+    .operands = "MODEL",
+    .summary = "map a model as planned and measure its residency",
+    .description =
+        "Maps MODEL (any shard of a split model) as the ggufmap loader does: every file read-only and whole, one "
+        "backend buffer per planned range, the pages outside every range released; resolves every tensor to its "
+        "buffer and address; and prints the kernel's own figures (VmLck, VmPin, VmRSS from /proc/self/status, wall "
+        "time) beside the plan's prediction.",
+    .groups = load_groups,
+    .n_groups = 2,
+    .status_ok = "done, every tensor resolved",
+    .status_bad = "the model cannot be read or mapped, a backend refused a range, a tensor did not resolve, or the "
+                  "output cannot be written",
+    .run = run,
+};

@@ -1,9 +1,9 @@
 /*
  * cmd_plan.c - `ggufmap plan MODEL [placement flags]`: what llama.cpp will
- * map for a placement, what is foreign inside each span, and the planner's
- * tighter ranges.  The placement flags spell llama.cpp's own options.
+ * map for a placement, what is foreign inside each span, the planner's
+ * tighter ranges, a verdict under a limit and the next steps.  The
+ * placement flags spell llama.cpp's own options.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,49 +13,106 @@
 #include "commands.h"
 #include "model_arg.h"
 #include "placement_args.h"
+#include "plan_advice.h"
 #include "util.h"
 
-static void help(FILE *out) {
-    fprintf(out,
-            "usage: ggufmap plan MODEL [placement flags] [--planner P] [--limit SIZE]\n"
-            "                    [--json | --format text|json|buffers] [--svg FILE] [remote options]\n"
-            "\n"
-            "Predicts, from the headers alone, every weight buffer llama.cpp v0.5.0\n"
-            "creates for MODEL (any shard of a split model) under the placement flags,\n"
-            "to the byte: first the lines llama.cpp would print, then for each buffer\n"
-            "its own bytes, its span, the foreign tensors inside it and the planner's\n"
-            "ranges, the totals, and a picture of every shard.\n"
-            "\n");
-    placement_args_help(out);
-    fprintf(out,
-            "\n"
-            "planning and output:\n"
-            "  --planner P     span | coalesce[:GAP] | runs[:GAP[:MAX]] | tight[:COST[:MAX]]\n"
-            "                  (default tight: fewest bytes, one range per run, <= 64)\n"
-            "  --page SIZE     count ranges page-aligned (default 16K with metal, else 1)\n"
-            "  --max-buffer SIZE  Metal's maxBufferLength: longer ranges become views\n"
-            "  --limit SIZE    a GPU working-set limit (e.g. 96G): a verdict for llama.cpp\n"
-            "                  and for the tight loader\n"
-            "  --json          the ggufmap.plan/1 document (README)\n"
-            "  --format buffers  one line per buffer, as tests/oracle's driver prints them\n"
-            "  --svg FILE      the picture as SVG (FILE must not exist)\n"
-            "  --color auto|always|never  colours in the picture (default auto: on a TTY)\n"
-            "  --width N       picture width in cells (default 96)\n"
-            "  --no-picture    leave the picture out of the text\n"
-            "  -h, --help      this text\n"
-            "\n");
-    model_arg_help(out);
-    fprintf(out,
-            "\n"
-            "With --mtp, two loads: the model's (load_mtp off), then the one llama.cpp\n"
-            "makes for an MTP draft head (load_mtp on), each with its buffers and plan,\n"
-            "and what both map together.\n"
-            "\n"
-            "exit status: 0 done, 1 usage error, 2 the model cannot be read or llama.cpp\n"
-            "refuses it (an architecture it does not load, a tensor missing or unused),\n"
-            "llama.cpp would abort loading it this way (the report is still printed), or\n"
-            "the SVG cannot be written\n");
+enum { OPT_LIMIT = 0x100, OPT_FORMAT, OPT_SVG, OPT_COLOR, OPT_WIDTH, OPT_NO_PICTURE, OPT_NO_ADVICE };
+
+static const cli_option planning_options[] = {
+    PLANNER_OPTION,
+    PAGE_OPTION("16K with metal, Apple Silicon's page; else 1B, exact bytes"),
+    MAX_BUFFER_OPTION,
+};
+
+static const cli_option output_options[] = {
+    {OPT_LIMIT, "--limit", "SIZE", NULL,
+     "a GPU working-set limit (96G: what a 128 GB Mac gives the GPU by default): a verdict for llama.cpp and for "
+     "the tight loader; exit status 3 when llama.cpp exceeds it"},
+    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.plan/1 document (README)"},
+    {OPT_FORMAT, "--format", "text|json|buffers", "text json buffers",
+     "json is --json; buffers prints one line per buffer, as tests/oracle's driver prints them"},
+    {OPT_SVG, "--svg", "FILE", "@file", "also draw the plan as an SVG figure into FILE (which must not exist); - is "
+                                      "standard output, instead of the text"},
+    {OPT_COLOR, "--color, --colour", "auto|always|never", "auto always never",
+     "colours in the picture (default auto: on a terminal, unless NO_COLOR is set)"},
+    {OPT_WIDTH, "--width", "N", NULL, "picture width in cells (default 96)"},
+    {OPT_NO_PICTURE, "--no-picture", NULL, NULL, "leave the picture out of the text"},
+    {OPT_NO_ADVICE, "--no-advice", NULL, NULL,
+     "leave out the next steps (working them out runs a repack dry run: it reads the headers again and writes "
+     "scratch copies of them under TMPDIR)"},
+    {OPT_QUIET, "-q, --quiet", NULL, NULL, "print nothing; the exit status says whether llama.cpp fits the --limit"},
+};
+
+static const cli_group planning_group = CLI_GROUP("planning", planning_options);
+static const cli_group output_group = CLI_GROUP("output", output_options);
+static const cli_group *const plan_groups[] = {&placement_group, &planning_group, &output_group, &model_arg_group};
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct plan_args {
+    placement_args placement;
+    model_arg model;
+    planning_args planning;
+    cli_common common;
+    ggufmap_report_opts report;
+    const char *svg_path, *color, *limit_text, *format;
+    bool no_advice;
+} plan_args;
+
+static int apply(void *ctx, int code, const char *value) {
+    plan_args *a = ctx;
+    bool handled;
+    int rc = placement_args_apply(&a->placement, code, value, "plan", &handled);
+    if (!handled) rc = planning_args_apply(&a->planning, code, value, "plan", &handled);
+    if (!handled) rc = model_arg_apply(&a->model, code, value, &handled);
+    if (handled) return rc;
+    cli_common_apply(&a->common, code, &handled);
+    long n;
+    switch (code) {
+    case OPT_LIMIT:
+        a->limit_text = value;
+        return parse_size_option("plan", "--limit", value, 0, &a->report.limit);
+    case OPT_FORMAT:
+        if (strcmp(value, "text") && strcmp(value, "json") && strcmp(value, "buffers"))
+            return cli_usage_error("plan", "--format %s: expected text, json or buffers", value);
+        a->format = value;
+        return EXIT_OK;
+    case OPT_SVG: a->svg_path = value; return EXIT_OK;
+    case OPT_COLOR:
+        if (strcmp(value, "always") && strcmp(value, "never") && strcmp(value, "auto"))
+            return cli_usage_error("plan", "--color %s: expected auto, always or never", value);
+        a->color = value;
+        return EXIT_OK;
+    case OPT_WIDTH:
+        if (parse_count(value, 1000, &n) || n < 8) return cli_usage_error("plan", "--width %s: expected 8..1000", value);
+        a->report.width = (uint32_t)n;
+        return EXIT_OK;
+    case OPT_NO_PICTURE: a->report.flags |= GGUFMAP_REPORT_NO_PICTURE; return EXIT_OK;
+    case OPT_NO_ADVICE: a->no_advice = true; return EXIT_OK;
+    default: return EXIT_OK;
+    }
 }
+
+/* Output choices that contradict each other are refused, not silently ranked. */
+static int settle_output(plan_args *a) {
+    bool json = a->common.json || (a->format && strcmp(a->format, "json") == 0);
+    if (a->common.json && a->format && strcmp(a->format, "json") != 0)
+        return cli_usage_error("plan", "--json and --format %s contradict each other", a->format);
+    bool svg_stdout = a->svg_path && strcmp(a->svg_path, "-") == 0;
+    if (svg_stdout && (json || a->format))
+        return cli_usage_error("plan", "--svg - writes the figure to standard output; it cannot share it with %s",
+                               json ? "--json" : "--format");
+    if (json) a->report.flags |= GGUFMAP_REPORT_JSON;
+    if (a->format && strcmp(a->format, "buffers") == 0) a->report.flags |= GGUFMAP_REPORT_BUFFER_LINES;
+    if (cli_color(a->color, STDOUT_FILENO)) a->report.flags |= GGUFMAP_REPORT_COLOR;
+    return EXIT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The command                                                               */
+/* ------------------------------------------------------------------------ */
 
 typedef struct svg_job {
     const ggufmap_plan *plan;
@@ -67,145 +124,111 @@ static void emit_svg(FILE *f, void *ctx) {
     ggufmap_report_svg(f, job->plan, job->opts);
 }
 
-/* One load: its placement and plan.  Returns EXIT_OK, EXIT_USAGE (a bad
- * -ot) or EXIT_BAD_INPUT, after printing the error. */
-static int place_and_plan(const ggufmap_model *m, const ggufmap_placement_opts *o, const ggufmap_plan_opts *po,
-                          ggufmap_placement **pl, ggufmap_plan **plan) {
-    ggufmap_error err;
-    int st = ggufmap_place(m, o, pl, &err);
-    if (st != GGUFMAP_OK) {
-        fprintf(stderr, "ggufmap plan: %s\n", err.message);
-        return st == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT;
+/* The report, the figure and the verdict of a built plan (and of the MTP
+ * head's load, mtp, with --mtp). */
+static int report(plan_args *a, const char *model_path, const ggufmap_model *m, const ggufmap_plan *plan,
+                  const ggufmap_plan *mtp, const ggufmap_plan_opts *popts) {
+    bool svg_stdout = a->svg_path && strcmp(a->svg_path, "-") == 0;
+    bool lines = (a->report.flags & GGUFMAP_REPORT_BUFFER_LINES) != 0;
+    const char *warning = ggufmap_placement_warning(ggufmap_plan_placement(plan));
+    if (warning[0] && !lines && !a->common.json && !a->common.quiet) cli_fail("plan", 0, warning);
+    ggufmap_suggestion advice[PLAN_ADVICE_MAX];
+    if (!lines && !a->common.quiet && !svg_stdout && !a->no_advice) {
+        plan_advice_input in = {model_path, m, plan, &a->placement, &a->planning, popts, a->report.limit, a->limit_text};
+        a->report.n_suggestions = plan_advice(&in, advice);
+        a->report.suggestions = advice;
     }
-    if (ggufmap_plan_build(*pl, po, plan, &err) != GGUFMAP_OK) {
-        fprintf(stderr, "ggufmap plan: %s\n", err.message);
-        return EXIT_BAD_INPUT;
+    if (!a->common.quiet && !svg_stdout) ggufmap_report_plan_mtp(stdout, plan, mtp, &a->report);
+    int rc = EXIT_OK;
+    if (a->svg_path) {
+        svg_job job = {plan, &a->report};
+        char msg[1024];
+        if (write_output(a->svg_path, emit_svg, &job, msg, sizeof msg) != 0) rc = cli_fail("plan", EXIT_BAD_INPUT, msg);
     }
-    return EXIT_OK;
+    rc = cli_finish_stdout("plan", rc);
+    if (ggufmap_plan_failure(plan)) return cli_fail("plan", EXIT_BAD_INPUT, ggufmap_plan_failure(plan));
+    uint64_t llama, planned;
+    ggufmap_plan_working_set(plan, &llama, &planned);
+    if (mtp) { /* both loads are held at once */
+        uint64_t mtp_llama, mtp_planned;
+        ggufmap_plan_working_set(mtp, &mtp_llama, &mtp_planned);
+        llama += mtp_llama;
+    }
+    return rc == EXIT_OK && a->report.limit && llama > a->report.limit ? EXIT_NO : rc;
 }
 
-int cmd_plan(int argc, char **argv) {
-    static const struct option own[] = {
-        {"planner", required_argument, NULL, 'p'}, {"page", required_argument, NULL, 'P'},
-        {"max-buffer", required_argument, NULL, 'B'}, {"limit", required_argument, NULL, 'L'},
-        {"json", no_argument, NULL, 'j'}, {"format", required_argument, NULL, 'f'},
-        {"svg", required_argument, NULL, 's'}, {"color", required_argument, NULL, 'C'},
-        {"colour", required_argument, NULL, 'C'}, {"width", required_argument, NULL, 'w'},
-        {"no-picture", no_argument, NULL, 'x'}, {"help", no_argument, NULL, 'h'},
-    };
-    struct option with_model[48], longopts[80];
-    int n_with_model = model_arg_longopts(with_model, 48, own, sizeof own / sizeof own[0]);
-    if (n_with_model < 0 || placement_args_longopts(longopts, 80, with_model, (size_t)n_with_model))
-        return EXIT_USAGE; /* table too small */
-    static placement_args a;
-    model_arg ma;
-    model_arg_init(&ma, "plan");
-    bool page_given = false;
-    ggufmap_plan_opts popts;
-    ggufmap_plan_opts_init(&popts);
-    ggufmap_planner_parse("tight", &popts.planner);
-    ggufmap_report_opts ropts;
-    ggufmap_report_opts_init(&ropts);
-    const char *svg_path = NULL, *color = "auto";
-    int c, rc = EXIT_OK;
-    uint64_t v;
-    optind = 1;
-    opterr = 0;
-    if (placement_args_init(&a)) return usage_error("plan", "out of memory");
-    while (rc == EXIT_OK && (c = getopt_long_only(argc, argv, "h", longopts, NULL)) != -1) {
-        bool handled;
-        rc = placement_args_apply(&a, c, optarg, "plan", &handled);
-        if (!handled && rc == EXIT_OK) rc = model_arg_apply(&ma, c, optarg, &handled);
-        if (handled) continue;
-        switch (c) {
-        case 'p':
-            if (ggufmap_planner_parse(optarg, &popts.planner) != GGUFMAP_OK)
-                rc = usage_error("plan", "--planner %s: expected span, coalesce[:GAP], runs[:GAP[:MAX]] or tight[:COST[:MAX]]", optarg);
-            break;
-        case 'P':
-            page_given = true;
-            if (ggufmap_parse_size(optarg, &v) || v == 0) rc = usage_error("plan", "--page %s: expected a size", optarg);
-            else popts.page = v;
-            break;
-        case 'B':
-            if (ggufmap_parse_size(optarg, &v)) rc = usage_error("plan", "--max-buffer %s: expected a size", optarg);
-            else popts.max_buffer = v;
-            break;
-        case 'L':
-            if (ggufmap_parse_size(optarg, &v) || v == 0) rc = usage_error("plan", "--limit %s: expected a size such as 96G", optarg);
-            else ropts.limit = v;
-            break;
-        case 'j': ropts.flags |= GGUFMAP_REPORT_JSON; break;
-        case 'f':
-            if (strcmp(optarg, "json") == 0) ropts.flags |= GGUFMAP_REPORT_JSON;
-            else if (strcmp(optarg, "buffers") == 0) ropts.flags |= GGUFMAP_REPORT_BUFFER_LINES;
-            else if (strcmp(optarg, "text") != 0) rc = usage_error("plan", "--format %s: expected text, json or buffers", optarg);
-            break;
-        case 's': svg_path = optarg; break;
-        case 'x': ropts.flags |= GGUFMAP_REPORT_NO_PICTURE; break;
-        case 'C': color = optarg; break;
-        case 'w': {
-            char *end;
-            long n = strtol(optarg, &end, 10);
-            if (end == optarg || *end || n < 8 || n > 1000) rc = usage_error("plan", "--width %s: expected 8..1000", optarg);
-            else ropts.width = (uint32_t)n;
-        } break;
-        case 'h': help(stdout); placement_args_free(&a); return EXIT_OK;
-        default: rc = usage_error("plan", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (rc == EXIT_OK) rc = model_arg_take(&ma, argc, argv, optind);
-    if (rc == EXIT_OK && strcmp(color, "always") != 0 && strcmp(color, "never") != 0 && strcmp(color, "auto") != 0)
-        rc = usage_error("plan", "--color %s: expected auto, always or never", color);
-    if (rc != EXIT_OK) {
-        placement_args_free(&a);
-        return rc;
-    }
-    if (strcmp(color, "always") == 0 || (strcmp(color, "auto") == 0 && isatty(STDOUT_FILENO)))
-        ropts.flags |= GGUFMAP_REPORT_COLOR;
-    /* Metal means Apple Silicon: its repack rules and its 16 KiB pages. */
-    placement_args_finish(&a);
-    if (a.opts.device == GGUFMAP_DEVICE_METAL && !page_given) popts.page = 16384;
+/* Places and plans m under o; the message names what fails. */
+static int place_and_plan(const cli_command *cmd, const ggufmap_model *m, const ggufmap_placement_opts *o,
+                          const ggufmap_plan_opts *popts, ggufmap_placement **pl, ggufmap_plan **plan) {
+    ggufmap_error err;
+    int st = ggufmap_place(m, o, pl, &err);
+    if (st == GGUFMAP_OK) st = ggufmap_plan_build(*pl, popts, plan, &err);
+    if (st == GGUFMAP_OK) return EXIT_OK;
+    return cli_fail(cmd->name, st == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT, err.message);
+}
 
+static int run(const cli_command *cmd, int argc, char **argv) {
+    plan_args *a = calloc(1, sizeof *a);
+    if (!a || placement_args_init(&a->placement)) {
+        free(a);
+        return cli_usage_error(cmd->name, "out of memory");
+    }
+    a->common.progress = -1;
+    a->color = "auto";
+    ggufmap_report_opts_init(&a->report);
+    model_arg_init(&a->model, cmd->name);
+    int first, rc = cli_parse(cmd, argc, argv, apply, a, CLI_ANY_OPERANDS, &first);
+    if (rc == EXIT_OK) rc = model_arg_take(&a->model, argc, argv, first);
+    if (rc == EXIT_OK) rc = settle_output(a);
     ggufmap_model *m = NULL;
     ggufmap_placement *pl = NULL, *pl_mtp = NULL;
     ggufmap_plan *plan = NULL, *plan_mtp = NULL;
-    if ((rc = model_arg_open(&ma, 0, &m)) != EXIT_OK) goto done;
+    ggufmap_plan_opts popts;
+    if (rc != EXIT_OK) goto done;
+    placement_args_finish(&a->placement);
+    planning_args_finish(&a->planning, a->placement.opts.device, &popts);
+    if ((rc = model_arg_open(&a->model, 0, &m)) != EXIT_OK) goto done;
     /* --mtp: the model's own load, then the MTP head's (load_mtp) beside it. */
-    bool mtp = a.opts.load_mtp;
-    a.opts.load_mtp = false;
-    if ((rc = place_and_plan(m, &a.opts, &popts, &pl, &plan)) != EXIT_OK) goto done;
-    a.opts.load_mtp = true;
-    if (mtp && (rc = place_and_plan(m, &a.opts, &popts, &pl_mtp, &plan_mtp)) != EXIT_OK) goto done;
-    if (ggufmap_placement_warning(pl)[0] && !(ropts.flags & (GGUFMAP_REPORT_JSON | GGUFMAP_REPORT_BUFFER_LINES)))
-        fprintf(stderr, "ggufmap plan: warning: %s\n", ggufmap_placement_warning(pl));
-    ggufmap_report_plan_mtp(stdout, plan, plan_mtp, &ropts);
-    if (svg_path) {
-        svg_job job = {plan, &ropts};
-        char msg[1024];
-        if (write_output(svg_path, emit_svg, &job, msg, sizeof msg) != 0) {
-            fprintf(stderr, "ggufmap plan: %s\n", msg);
-            rc = EXIT_BAD_INPUT;
-        }
-    }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        perror("ggufmap plan: stdout");
-        rc = EXIT_BAD_INPUT;
-    }
-    for (int k = 0; k < 2; k++) {
-        const ggufmap_plan *pk = k ? plan_mtp : plan;
-        if (pk && ggufmap_plan_failure(pk)) {
-            fprintf(stderr, "ggufmap plan: %s%s\n", k ? "the MTP load: " : "", ggufmap_plan_failure(pk));
-            rc = EXIT_BAD_INPUT;
-        }
-    }
+    bool mtp = a->placement.opts.load_mtp;
+    a->placement.opts.load_mtp = false;
+    if ((rc = place_and_plan(cmd, m, &a->placement.opts, &popts, &pl, &plan)) != EXIT_OK) goto done;
+    a->placement.opts.load_mtp = mtp;
+    if (mtp && (rc = place_and_plan(cmd, m, &a->placement.opts, &popts, &pl_mtp, &plan_mtp)) != EXIT_OK) goto done;
+    a->placement.opts.load_mtp = false; /* the next steps are worked out for the model's load */
+    rc = report(a, a->model.model ? a->model.model : a->model.picked, m, plan, plan_mtp, &popts);
 done:
     ggufmap_plan_free(plan_mtp);
     ggufmap_placement_free(pl_mtp);
     ggufmap_plan_free(plan);
     ggufmap_placement_free(pl);
     ggufmap_model_close(m);
-    model_arg_free(&ma);
-    placement_args_free(&a);
-    return rc;
+    model_arg_free(&a->model);
+    placement_args_free(&a->placement);
+    free(a);
+    return cli_parse_status(cmd, rc);
 }
+
+const cli_command plan_command = {
+    .name = "plan",
+    .operands = "MODEL",
+    .summary = "predict llama.cpp's buffers for a placement and plan tight mappings",
+    .description =
+        "Predicts, from the headers alone, every weight buffer llama.cpp v0.5.0 creates for MODEL (any shard of a "
+        "split model) under the placement flags, to the byte: first the lines llama.cpp would print, then for each "
+        "buffer its span, its own bytes, the foreign tensors inside it and the planner's ranges, the totals, the "
+        "GPU working set (and the CPU side, which a Mac's unified memory holds too) with a verdict under --limit, "
+        "the next steps with the numbers they would give (the repack command, the --n-cpu-moe or -ngl that fits), "
+        "and a picture of every shard.\n\n"
+        "With --mtp, two loads: the model's (load_mtp off), then the one llama.cpp makes for an MTP draft head "
+        "(load_mtp on), each with its buffers and plan, then what the two map together; --limit then judges both "
+        "together.  A MODEL on a server costs only the header bytes of each shard.\n\n"
+        "Defaults follow the device (ggufmap_preset in the library): with --device metal the arm64 CPU_REPACK "
+        "rules and 16 KiB pages; -ngl all with a GPU, as llama.cpp's default.",
+    .groups = plan_groups,
+    .n_groups = 4,
+    .status_ok = "done; under --limit, llama.cpp's working set fits",
+    .status_bad = "the model cannot be read, llama.cpp would abort loading it this way (the report is still "
+                  "printed), or an output cannot be written",
+    .status_no = "llama.cpp's working set exceeds --limit (the report says by how much and what would fit)",
+    .run = run,
+};

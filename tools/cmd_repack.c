@@ -1,223 +1,398 @@
 /*
  * cmd_repack.c - `ggufmap repack MODEL -o OUT [placement flags] [--order O]`:
  * rewrites every shard with the tensors reordered so llama.cpp maps nothing
- * foreign, prints the mapped bytes before and after, and writes safely (see
- * ggufmap/repack.h).  The placement flags are plan's (llama.cpp's options).
+ * foreign, prints the GPU working set and the CPU side before and after (a
+ * verdict under --limit), and writes safely (see ggufmap/repack.h).  The
+ * output paths are checked before any analysis, so a mistyped -o costs
+ * nothing; a model that is already tight is not written unless --force.
  */
-#include <getopt.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ggufmap/ggufmap.h"
-#include "ggufmap/repack.h"
 #include "commands.h"
+#include "json.h"
 #include "placement_args.h"
 #include "util.h"
 
-static void help(FILE *out) {
-    fprintf(out,
-            "usage: ggufmap repack MODEL -o OUT [placement flags] [--order ORDER]\n"
-            "                      [--dry-run] [--move-across-shards] [--progress] [--threads N]\n"
-            "                      [--copy auto|kernel|write]\n"
-            "\n"
-            "Rewrites MODEL (any shard of a split model), every shard, with its tensors\n"
-            "reordered so that llama.cpp v0.5.0 maps nothing foreign: each buffer's span\n"
-            "holds its own tensors only.  Lossless: every key-value pair and every tensor\n"
-            "byte is kept, and the alignment.  First prints the mapped bytes before and\n"
-            "after, for the placement given by the flags or, without any, for the family:\n"
-            "every -ngl (and, for MoE models, every --n-cpu-moe and --cpu-moe) on a\n"
-            "Metal GPU.\n"
-            "\n"
-            "  -o, --output OUT   the output: one file at OUT, or for an n-shard model\n"
-            "                     OUT-00001-of-0000n.gguf ... (OUT with or without .gguf);\n"
-            "                     no output path may exist\n"
-            "  --order ORDER      auto (default: the fewest foreign bytes over the cases),\n"
-            "                     canonical (input, blocks by layer, output: every -ngl),\n"
-            "                     moe (input, experts by layer, other block tensors, output:\n"
-            "                     --cpu-moe and every --n-cpu-moe), cpu-last (the given\n"
-            "                     placement's GPU tensors first, CPU ones after)\n"
-            "  --move-across-shards  let tensors change shard (the shard count is kept)\n"
-            "  --dry-run          print the figures, write nothing (-o not needed)\n"
-            "  --progress         a progress line on stderr even when it is not a TTY\n"
-            "  --no-progress      none, even on a TTY\n"
-            "  --threads N        copy and check workers (default: CPUs, at most 4)\n"
-            "  --copy MODE        who writes the bytes read for the hash: auto (default:\n"
-            "                     copy_file_range where the file system shares blocks or\n"
-            "                     copies on the server: Btrfs, XFS, bcachefs, ZFS, NFS,\n"
-            "                     SMB; write() elsewhere), kernel (copy_file_range where\n"
-            "                     the kernel takes it), write (always write())\n"
-            "\n"
-            "placement (as in ggufmap plan): --device cpu|metal|cuda, -ngl N|all,\n"
-            "  -ot REGEX=BUFT, -cmoe/--cpu-moe, -ncmoe/--n-cpu-moe N, -nr/--no-repack,\n"
-            "  --cpu x86|x86-avx2|arm64|generic, -lzm/--lazy-mode on|off|auto, --no-mmap,\n"
-            "  --no-host, --page SIZE (default 16K with metal)\n"
-            "\n"
-            "Safety: writes OUT.tmp-XXXXXX beside each output; reads every piece back once\n"
-            "the disk has it and checks every tensor's SHA-256 against the hash taken\n"
-            "while copying; re-reads the headers, fsyncs, then renames into place\n"
-            "without replacing anything.  On an error or\n"
-            "SIGINT/SIGTERM/SIGHUP the partial output is removed; the input is only read.\n"
-            "\n"
-            "  -h, --help         this text\n"
-            "\n"
-            "exit status: 0 written (or dry run), 1 usage error, 2 the model cannot be\n"
-            "read, an output exists, no space, the check failed, or interrupted\n");
+enum { OPT_OUTPUT = 'o', OPT_ORDER = 0x100, OPT_DRY_RUN, OPT_FORCE, OPT_MOVE, OPT_THREADS, OPT_COPY, OPT_LIMIT };
+
+static const cli_option repack_options[] = {
+    {OPT_OUTPUT, "-o, --output", "OUT", "@file",
+     "the output: one file at OUT (.gguf added when missing), or for an n-shard model OUT-00001-of-0000n.gguf ... "
+     "(OUT with or without .gguf); no output path may exist"},
+    {OPT_ORDER, "--order", "ORDER", "auto canonical moe cpu-last",
+     "auto (default: the fewest foreign bytes over the cases), canonical (input, blocks by layer, output: every "
+     "-ngl), moe (input, experts by layer, other block tensors, output: --cpu-moe and every --n-cpu-moe), cpu-last "
+     "(the given placement's GPU tensors first, CPU ones after)"},
+    {OPT_MOVE, "--move-across-shards", NULL, NULL, "let tensors change shard (the shard count is kept)"},
+    {OPT_DRY_RUN, "--dry-run", NULL, NULL,
+     "print the figures and write nothing (-o not needed; with -o, warns about what the real run would refuse)"},
+    {OPT_FORCE, "--force", NULL, NULL, "write even when repacking gains nothing (the model is already tight)"},
+    {OPT_LIMIT, "--limit", "SIZE", NULL, "a GPU working-set limit (96G): a verdict for every placement, after"},
+    PAGE_OPTION("16K with metal and for the family, else 1B"),
+    {OPT_THREADS, "--threads", "N", NULL, "copy and check workers (default: CPUs, at most 4)"},
+    {OPT_COPY, "--copy", "MODE", "auto kernel write",
+     "who writes the bytes read for the hash: auto (default: copy_file_range where the file system shares blocks "
+     "or copies on the server: Btrfs, XFS, bcachefs, ZFS, NFS, SMB; write() elsewhere), kernel (copy_file_range "
+     "where the kernel takes it), write (always write())"},
+    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.repack/1 document (README) instead of the text"},
+    {OPT_PROGRESS, "--progress", NULL, NULL, "a progress line on stderr even when it is not a terminal"},
+    {OPT_NO_PROGRESS, "--no-progress", NULL, NULL, "no progress line, even on a terminal"},
+    {OPT_QUIET, "-q, --quiet", NULL, NULL, "print nothing but errors"},
+};
+static const cli_group repack_group = CLI_GROUP(NULL, repack_options);
+static const cli_group *const repack_groups[] = {&repack_group, &placement_group};
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct repack_args {
+    placement_args placement;
+    planning_args planning;
+    cli_common common;
+    ggufmap_repack_opts ro;
+    const char *out;
+    bool force;
+    uint64_t limit;
+    const char *model;
+} repack_args;
+
+static int apply(void *ctx, int code, const char *value) {
+    repack_args *a = ctx;
+    bool handled;
+    int rc = placement_args_apply(&a->placement, code, value, "repack", &handled);
+    if (!handled) rc = planning_args_apply(&a->planning, code, value, "repack", &handled);
+    if (handled) return rc;
+    cli_common_apply(&a->common, code, &handled);
+    long n;
+    switch (code) {
+    case OPT_OUTPUT: a->out = value; return EXIT_OK;
+    case OPT_ORDER:
+        if (ggufmap_order_parse(value, &a->ro.order) != GGUFMAP_OK)
+            return cli_usage_error("repack", "--order %s: expected auto, canonical, moe or cpu-last", value);
+        return EXIT_OK;
+    case OPT_COPY:
+        if (ggufmap_copy_mode_parse(value, &a->ro.copy) != GGUFMAP_OK)
+            return cli_usage_error("repack", "--copy %s: expected auto, kernel or write", value);
+        return EXIT_OK;
+    case OPT_THREADS:
+        if (parse_count(value, 16, &n) || n < 1) return cli_usage_error("repack", "--threads %s: expected 1..16", value);
+        a->ro.n_threads = (unsigned)n;
+        return EXIT_OK;
+    case OPT_DRY_RUN: a->ro.dry_run = true; return EXIT_OK;
+    case OPT_FORCE: a->force = true; return EXIT_OK;
+    case OPT_MOVE: a->ro.move_across_shards = true; return EXIT_OK;
+    case OPT_LIMIT: return parse_size_option("repack", "--limit", value, 0, &a->limit);
+    default: return EXIT_OK;
+    }
+}
+
+/* The placement to make tight (NULL: the family, on Metal) and the page. */
+static void settle_placement(repack_args *a) {
+    ggufmap_device device = a->placement.any ? a->placement.opts.device : GGUFMAP_DEVICE_METAL;
+    placement_args_finish(&a->placement);
+    planning_args_finish(&a->planning, device, &a->ro.plan);
+    if (a->placement.any) a->ro.placement = &a->placement.opts;
+    a->ro.only_if_gain = !a->force;
 }
 
 /* ------------------------------------------------------------------------ */
-/* Output: figures and progress                                              */
+/* The output paths, checked before any analysis                             */
 /* ------------------------------------------------------------------------ */
 
-static const char *mib(char *buf, size_t cap, uint64_t bytes) {
-    snprintf(buf, cap, "%.2f MiB", (double)bytes / (1024.0 * 1024.0));
-    return buf;
+/* Why the real run would refuse path (shard i of the output), or "".  The
+ * input's shards are compared by device and inode, whatever their names. */
+static void path_problem(const char *path, const ggufmap_model *in, char *why, size_t cap) {
+    struct stat st, dir_st;
+    char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+    why[0] = '\0';
+    if (!dir) return;
+    if (!slash) snprintf(dir, 2, ".");
+    else if (slash == dir) slash[1] = '\0';
+    else *slash = '\0';
+    if (stat(dir, &dir_st) != 0)
+        snprintf(why, cap, "the output directory %s does not exist", dir);
+    else if (!S_ISDIR(dir_st.st_mode))
+        snprintf(why, cap, "%s is not a directory", dir);
+    else if (access(dir, W_OK | X_OK) != 0)
+        snprintf(why, cap, "the output directory %s is not writable: %s", dir, strerror(errno));
+    else if (lstat(path, &st) == 0) {
+        int shard = -1;
+        for (uint32_t s = 0; s < ggufmap_model_n_shards(in); s++) {
+            struct stat is;
+            if (fstat(ggufmap_source_fd(ggufmap_model_shard(in, s)), &is) == 0 && is.st_dev == st.st_dev &&
+                is.st_ino == st.st_ino)
+                shard = (int)s;
+        }
+        if (shard >= 0) snprintf(why, cap, "%s exists: it is the input model (shard %d); refusing to overwrite it", path, shard + 1);
+        else snprintf(why, cap, "%s exists; refusing to overwrite it (choose another -o)", path);
+    }
+    free(dir);
 }
 
+/* Every output path: a problem is an error, or in a dry run a warning. */
+static int check_outputs(const repack_args *a, const ggufmap_model *in) {
+    uint32_t n = ggufmap_model_n_shards(in);
+    char path[4096], why[4400];
+    int rc = EXIT_OK;
+    for (uint32_t i = 0; i < n && rc == EXIT_OK; i++) {
+        if (ggufmap_repack_output_path(path, sizeof path, a->out, i, n) >= (int)sizeof path)
+            return cli_usage_error("repack", "-o %s: too long", a->out);
+        path_problem(path, in, why, sizeof why);
+        if (!why[0]) continue;
+        if (!a->ro.dry_run) return cli_fail("repack", EXIT_BAD_INPUT, why);
+        fprintf(stderr, "ggufmap repack: warning: the real run would refuse: ");
+        ggufmap_fputs_escaped(stderr, why, strlen(why));
+        fputc('\n', stderr);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Figures                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static const char *size(char *buf, uint64_t bytes) { return ggufmap_format_bytes(buf, 32, bytes); }
+
+static void print_case(const repack_args *a, const char *label, const ggufmap_repack_case *c, bool cpu) {
+    char b[6][32];
+    printf("%-16s %12s %12s", label, size(b[0], c->gpu_before), size(b[1], c->gpu_after));
+    if (cpu) printf(" %12s %12s", size(b[2], c->cpu_before), size(b[3], c->cpu_after));
+    printf(" %14s %14s", size(b[4], c->foreign_before), size(b[5], c->foreign_after));
+    if (a->limit) printf("  %s", c->gpu_after <= a->limit ? "fits" : "EXCEEDS");
+    putchar('\n');
+}
+
+static void print_cases(const repack_args *a, const ggufmap_repack_result *r) {
+    bool gpu = !a->placement.any || a->placement.opts.device != GGUFMAP_DEVICE_CPU;
+    printf("%-16s %12s %12s", "placement", gpu ? "GPU before" : "memory before", gpu ? "GPU after" : "memory after");
+    if (gpu) printf(" %12s %12s", "CPU before", "CPU after");
+    printf(" %14s %14s%s\n", "foreign before", "foreign after", a->limit ? "  limit" : "");
+    for (uint32_t k = 0; k < r->n_cases; k++) print_case(a, r->cases[k].label, &r->cases[k], gpu);
+    if (r->n_cases > 1) {
+        char b[2][32];
+        printf("%-16s %12s %12s", "total", "", "");
+        if (gpu) printf(" %12s %12s", "", "");
+        printf(" %14s %14s\n", size(b[0], r->foreign_before), size(b[1], r->foreign_after));
+    }
+    printf("(GPU: llama.cpp's working set, page-aligned, as plan --limit counts it, every buffer where no tensor is "
+           "on the GPU; CPU: the CPU side; foreign: bytes mapped that other buffers own)\n");
+}
+
+static void print_verdict(const repack_args *a, const ggufmap_repack_result *r) {
+    if (!a->limit || r->n_cases != 1) return;
+    const ggufmap_repack_case *c = &r->cases[0];
+    char b[5][32];
+    uint64_t after = c->gpu_after, before = c->gpu_before, limit = a->limit;
+    printf("verdict under the limit of %s: after repacking %s %s by %s; before %s %s by %s\n", size(b[0], limit),
+           size(b[1], after), after <= limit ? "FITS" : "EXCEEDS", size(b[2], after <= limit ? limit - after : after - limit),
+           size(b[3], before), before <= limit ? "FITS" : "EXCEEDS",
+           size(b[4], before <= limit ? limit - before : before - limit));
+}
+
+/* Called by the library once the figures are known, before writing. */
 static void report(void *ctx, const ggufmap_repack_result *r) {
-    const char *model = ctx;
-    char a[32], b[32], c[32], d[32];
-    printf("repack %s: order %s", model, ggufmap_order_name(r->order));
+    const repack_args *a = ctx;
+    char b[4][32];
+    if (a->common.quiet || a->common.json) return;
+    printf("repack ");
+    ggufmap_fputs_escaped(stdout, a->model, strlen(a->model));
+    printf(": order %s", ggufmap_order_name(r->order));
     if (r->n_candidates > 1) {
         printf(" (auto: foreign bytes over the cases:");
         for (uint32_t k = 0; k < r->n_candidates; k++)
-            printf("%s %s %s", k ? "," : "", ggufmap_order_name(r->candidates[k]), mib(a, sizeof a, r->candidate_foreign[k]));
+            printf("%s %s %s", k ? "," : "", ggufmap_order_name(r->candidates[k]), size(b[0], r->candidate_foreign[k]));
         printf(")");
     }
-    printf("\n%-16s %18s %18s %18s %18s\n", "placement", "mapped before", "mapped after", "foreign before",
-           "foreign after");
-    for (uint32_t k = 0; k < r->n_cases; k++) {
-        const ggufmap_repack_case *cs = &r->cases[k];
-        printf("%-16s %18s %18s %18s %18s\n", cs->label, mib(a, sizeof a, cs->mapped_before), mib(b, sizeof b, cs->mapped_after),
-               mib(c, sizeof c, cs->foreign_before), mib(d, sizeof d, cs->foreign_after));
-    }
-    if (r->n_cases > 1)
-        printf("%-16s %18s %18s %18s %18s\n", "total", mib(a, sizeof a, r->mapped_before), mib(b, sizeof b, r->mapped_after),
-               mib(c, sizeof c, r->foreign_before), mib(d, sizeof d, r->foreign_after));
+    putchar('\n');
+    print_cases(a, r);
+    print_verdict(a, r);
     printf("output: %u file%s, %s (%s of data to write, %s left as holes)\n", r->n_shards, r->n_shards == 1 ? "" : "s",
-           human_bytes(a, sizeof a, r->file_bytes), human_bytes(b, sizeof b, r->data_bytes), human_bytes(c, sizeof c, r->hole_bytes));
-    for (uint32_t s = 0; s < r->n_shards && r->paths; s++) printf("  %s\n", r->paths[s]);
+           size(b[0], r->file_bytes), size(b[1], r->data_bytes), size(b[2], r->hole_bytes));
+    for (uint32_t s = 0; s < r->n_shards && r->paths; s++) {
+        printf("  ");
+        ggufmap_fputs_escaped(stdout, r->paths[s], strlen(r->paths[s]));
+        putchar('\n');
+    }
+    printf("free space needed: %s (%s of data, %s of headers, and a margin of %s for the file system's own blocks: "
+           "8 KiB a tensor, 16 MiB a file)\n",
+           size(b[0], r->space_needed), size(b[1], r->data_bytes), size(b[2], r->space_headers), size(b[3], r->space_margin));
     fflush(stdout);
+}
+
+/* ------------------------------------------------------------------------ */
+/* JSON and the end                                                          */
+/* ------------------------------------------------------------------------ */
+
+static void json_case(json *j, const ggufmap_repack_case *c, uint64_t limit) {
+    json_begin_object(j);
+    json_key(j, "label"), json_string(j, c->label);
+    json_key(j, "gpu_before"), json_uint(j, c->gpu_before);
+    json_key(j, "gpu_after"), json_uint(j, c->gpu_after);
+    json_key(j, "cpu_before"), json_uint(j, c->cpu_before);
+    json_key(j, "cpu_after"), json_uint(j, c->cpu_after);
+    json_key(j, "mapped_before"), json_uint(j, c->mapped_before);
+    json_key(j, "mapped_after"), json_uint(j, c->mapped_after);
+    json_key(j, "foreign_before"), json_uint(j, c->foreign_before);
+    json_key(j, "foreign_after"), json_uint(j, c->foreign_after);
+    json_key(j, "fits_after");
+    limit ? json_bool(j, c->gpu_after <= limit) : json_null(j);
+    json_end_object(j);
+}
+
+static void print_json(const repack_args *a, const ggufmap_repack_result *r) {
+    json j;
+    json_init(&j, stdout);
+    json_begin_object(&j);
+    json_key(&j, "schema"), json_string(&j, "ggufmap.repack/1");
+    json_key(&j, "model"), json_string(&j, a->model);
+    json_key(&j, "order"), json_string(&j, ggufmap_order_name(r->order));
+    json_key(&j, "candidates");
+    json_begin_array(&j);
+    for (uint32_t k = 0; k < r->n_candidates; k++) {
+        json_begin_object(&j);
+        json_key(&j, "order"), json_string(&j, ggufmap_order_name(r->candidates[k]));
+        json_key(&j, "foreign"), json_uint(&j, r->candidate_foreign[k]);
+        json_end_object(&j);
+    }
+    json_end_array(&j);
+    json_key(&j, "limit");
+    a->limit ? json_uint(&j, a->limit) : json_null(&j);
+    json_key(&j, "cases");
+    json_begin_array(&j);
+    for (uint32_t k = 0; k < r->n_cases; k++) json_case(&j, &r->cases[k], a->limit);
+    json_end_array(&j);
+    json_key(&j, "outputs");
+    json_begin_array(&j);
+    for (uint32_t s = 0; s < r->n_shards && r->paths; s++) json_string(&j, r->paths[s]);
+    json_end_array(&j);
+    json_key(&j, "file_bytes"), json_uint(&j, r->file_bytes);
+    json_key(&j, "data_bytes"), json_uint(&j, r->data_bytes);
+    json_key(&j, "hole_bytes"), json_uint(&j, r->hole_bytes);
+    json_key(&j, "space_needed"), json_uint(&j, r->space_needed);
+    json_key(&j, "no_gain"), json_bool(&j, r->no_gain);
+    json_key(&j, "dry_run"), json_bool(&j, a->ro.dry_run);
+    json_key(&j, "written"), json_bool(&j, r->written);
+    json_key(&j, "copy");
+    r->written ? json_string(&j, r->used_copy_file_range ? "copy_file_range" : "pread/pwrite") : json_null(&j);
+    json_key(&j, "seconds_copy"), json_double(&j, r->seconds_copy);
+    json_key(&j, "seconds_sync"), json_double(&j, r->seconds_sync);
+    json_end_object(&j);
+    json_finish(&j);
+}
+
+static void print_outcome(const repack_args *a, const ggufmap_repack_result *r) {
+    char b[2][32];
+    if (a->common.json) {
+        print_json(a, r);
+    } else if (a->common.quiet) {
+        return;
+    } else if (r->written) {
+        double secs = r->seconds_copy > 0 ? r->seconds_copy : 1e-9;
+        printf("written and verified: %u file%s, %s copied and read back in %.2f s (%s/s, %s), headers checked and "
+               "synced in %.2f s\n",
+               r->n_shards, r->n_shards == 1 ? "" : "s", size(b[0], r->data_bytes), r->seconds_copy,
+               size(b[1], (uint64_t)((double)r->data_bytes / secs)),
+               r->used_copy_file_range ? "copy_file_range" : "pread/pwrite", r->seconds_sync);
+    } else if (r->no_gain) {
+        printf("nothing to gain: llama.cpp would map as much after repacking as before (the model is already as "
+               "tight as repacking makes it); nothing written%s\n", a->ro.dry_run ? "" : " (--force writes it anyway)");
+    } else {
+        printf("dry run: nothing written\n");
+    }
 }
 
 static volatile sig_atomic_t cancelled;
 static void on_signal(int sig) { cancelled = sig; }
 
-/* ------------------------------------------------------------------------ */
-/* The command                                                               */
-/* ------------------------------------------------------------------------ */
-
-int cmd_repack(int argc, char **argv) {
-    static const struct option own[] = {
-        {"page", required_argument, NULL, 'P'}, {"output", required_argument, NULL, 'o'},
-        {"order", required_argument, NULL, 'R'}, {"dry-run", no_argument, NULL, 'n'},
-        {"move-across-shards", no_argument, NULL, 'S'}, {"progress", no_argument, NULL, 'p'},
-        {"no-progress", no_argument, NULL, 'q'}, {"threads", required_argument, NULL, 't'},
-        {"copy", required_argument, NULL, 'C'},
-        {"help", no_argument, NULL, 'h'},
-    };
-    struct option longopts[64];
-    if (placement_args_longopts(longopts, 64, own, sizeof own / sizeof own[0])) return EXIT_USAGE; /* table too small */
-    static placement_args a;
-    bool page_given = false;
-    ggufmap_repack_opts ro;
-    ggufmap_repack_opts_init(&ro);
-    const char *out = NULL;
-    int want_progress = -1; /* -1 auto */
-    int c, rc = EXIT_OK;
-    uint64_t v;
-    optind = 1;
-    opterr = 0;
-    if (placement_args_init(&a)) return usage_error("repack", "out of memory");
-    while (rc == EXIT_OK && (c = getopt_long_only(argc, argv, "ho:", longopts, NULL)) != -1) {
-        bool handled;
-        rc = placement_args_apply(&a, c, optarg, "repack", &handled);
-        if (handled) continue;
-        switch (c) {
-        case 'P':
-            page_given = true;
-            if (ggufmap_parse_size(optarg, &v) || v == 0) rc = usage_error("repack", "--page %s: expected a size", optarg);
-            else ro.plan.page = v;
-            break;
-        case 'o': out = optarg; break;
-        case 'R':
-            if (ggufmap_order_parse(optarg, &ro.order) != GGUFMAP_OK)
-                rc = usage_error("repack", "--order %s: expected auto, canonical, moe or cpu-last", optarg);
-            break;
-        case 'C':
-            if (ggufmap_copy_mode_parse(optarg, &ro.copy) != GGUFMAP_OK)
-                rc = usage_error("repack", "--copy %s: expected auto, kernel or write", optarg);
-            break;
-        case 'n': ro.dry_run = true; break;
-        case 'S': ro.move_across_shards = true; break;
-        case 'p': want_progress = 1; break;
-        case 'q': want_progress = 0; break;
-        case 't': {
-            char *end;
-            long n = strtol(optarg, &end, 10);
-            if (end == optarg || *end || n < 1 || n > 16) rc = usage_error("repack", "--threads %s: expected 1..16", optarg);
-            else ro.n_threads = (unsigned)n;
-        } break;
-        case 'h': help(stdout); placement_args_free(&a); return EXIT_OK;
-        default: rc = usage_error("repack", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (rc == EXIT_OK && optind != argc - 1)
-        rc = usage_error("repack", optind == argc ? "no MODEL given" : "one MODEL expected, got %d", argc - optind);
-    if (rc == EXIT_OK && !out && !ro.dry_run) rc = usage_error("repack", "no output: give -o OUT (or --dry-run)");
-    if (rc != EXIT_OK) {
-        placement_args_free(&a);
-        return rc;
-    }
-    /* Metal means Apple Silicon (as in plan); the family is evaluated on Metal. */
-    if (!a.any || a.opts.device == GGUFMAP_DEVICE_METAL) {
-        if (!a.cpu_given) a.opts.cpu = GGUFMAP_CPU_ARM64;
-        if (!page_given) ro.plan.page = 16384;
-    }
-    if (a.any) {
-        if (a.opts.device == GGUFMAP_DEVICE_CPU && !a.cpu_given) a.opts.cpu = GGUFMAP_CPU_HOST;
-        ro.placement = &a.opts;
-    }
-    progress_line ps = {.label = "repack", .tty = isatty(STDERR_FILENO) != 0};
-    if (want_progress == 1 || (want_progress == -1 && ps.tty)) {
-        ro.progress = progress_show;
-        ro.progress_ctx = &ps;
-    }
-    ro.report = report;
-    ro.report_ctx = argv[optind];
-    cancelled = 0;
-    ro.cancel = &cancelled;
+/* The repack itself, with SIGINT, SIGTERM and SIGHUP turned into a clean stop. */
+static int repack(repack_args *a, ggufmap_repack_result **res, ggufmap_error *err) {
     struct sigaction sa, old[3];
+    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    cancelled = 0;
+    a->ro.cancel = &cancelled;
     for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, &old[i]);
+    int st = ggufmap_repack(a->model, a->ro.dry_run ? NULL : a->out, &a->ro, res, err);
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
+    return st;
+}
 
+static int run(const cli_command *cmd, int argc, char **argv) {
+    repack_args *a = calloc(1, sizeof *a);
+    if (!a || placement_args_init(&a->placement)) {
+        free(a);
+        return cli_usage_error(cmd->name, "out of memory");
+    }
+    a->common.progress = -1;
+    ggufmap_repack_opts_init(&a->ro);
+    int first, rc = cli_parse(cmd, argc, argv, apply, a, 1, &first);
+    if (rc == EXIT_OK && !a->out && !a->ro.dry_run) rc = cli_usage_error(cmd->name, "no output: give -o OUT (or --dry-run)");
+    ggufmap_model *in = NULL;
     ggufmap_repack_result *res = NULL;
     ggufmap_error err;
-    int st = ggufmap_repack(argv[optind], out, &ro, &res, &err);
-    for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
-    if (st != GGUFMAP_OK) {
-        fprintf(stderr, "ggufmap repack: %s\n", err.message);
-        if (cancelled) fprintf(stderr, "ggufmap repack: stopped by signal %d\n", (int)cancelled);
-        rc = st == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT;
-    } else if (res->written) {
-        char a1[32], a2[32];
-        double secs = res->seconds_copy > 0 ? res->seconds_copy : 1e-9;
-        printf("written and verified: %u file%s, %s copied and read back in %.2f s (%s/s, %s), headers checked and "
-               "synced in %.2f s\n",
-               res->n_shards, res->n_shards == 1 ? "" : "s", human_bytes(a1, sizeof a1, res->data_bytes), res->seconds_copy,
-               human_bytes(a2, sizeof a2, (uint64_t)((double)res->data_bytes / secs)),
-               res->used_copy_file_range ? "copy_file_range" : "pread/pwrite", res->seconds_sync);
-    } else {
-        printf("dry run: nothing written\n");
+    if (rc != EXIT_OK) goto done;
+    a->model = argv[first];
+    settle_placement(a);
+    if (ggufmap_model_open(a->model, 0, &in, &err) != GGUFMAP_OK) {
+        rc = cli_fail(cmd->name, EXIT_BAD_INPUT, err.message);
+        goto done;
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) rc = EXIT_BAD_INPUT;
+    if (a->out && (rc = check_outputs(a, in)) != EXIT_OK) goto done;
+    ggufmap_model_close(in);
+    in = NULL;
+    progress_line line = progress_start("repack");
+    if (cli_progress_on(&a->common)) {
+        a->ro.progress = progress_show;
+        a->ro.progress_ctx = &line;
+    }
+    a->ro.report = report;
+    a->ro.report_ctx = a;
+    if (repack(a, &res, &err) != GGUFMAP_OK) {
+        rc = cli_fail(cmd->name, err.status == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT, err.message);
+        if (cancelled) fprintf(stderr, "ggufmap repack: stopped by signal %d\n", (int)cancelled);
+    } else {
+        print_outcome(a, res);
+    }
+    rc = cli_finish_stdout(cmd->name, rc);
+done:
     ggufmap_repack_result_free(res);
-    placement_args_free(&a);
-    return rc;
+    ggufmap_model_close(in);
+    placement_args_free(&a->placement);
+    free(a);
+    return cli_parse_status(cmd, rc);
 }
+
+const cli_command repack_command = {
+    .name = "repack",
+    .operands = "MODEL",
+    .summary = "rewrite a model so that llama.cpp maps nothing foreign",
+    .description =
+        "Rewrites MODEL (any shard of a split model), every shard, with its tensors reordered so that llama.cpp "
+        "v0.5.0 maps nothing foreign: each buffer's span holds its own tensors only.  Lossless: every key-value pair "
+        "and every tensor byte is kept, and the alignment.  First prints, for the placement given by the flags or, "
+        "without any, for the family (every -ngl and, for MoE models, every --n-cpu-moe and --cpu-moe, on a Metal "
+        "GPU), llama.cpp's GPU working set and CPU side before and after, and the foreign bytes; a model that "
+        "repacking cannot improve is not written unless --force.\n\n"
+        "The output paths are checked first (the directory exists and is writable, nothing is there, the input is "
+        "not among them).  Safety: each shard is written to OUT.tmp-XXXXXX beside it; every piece is read back once "
+        "the disk has it and every tensor's SHA-256 checked against the hash taken while copying; the headers are "
+        "re-read, the files fsynced, then renamed into place without replacing anything.  On an error or SIGINT, "
+        "SIGTERM, SIGHUP the partial output is removed; the input is only read.  Free space: the data to write, "
+        "the headers, and a margin for the file system's own blocks (8 KiB a tensor, 16 MiB a file).",
+    .groups = repack_groups,
+    .n_groups = 2,
+    .status_ok = "written, nothing to gain, or a dry run",
+    .status_bad = "the model cannot be read, an output path is refused (it exists, its directory is missing or not "
+                  "writable), no space, the read-back check failed, interrupted, or the output cannot be written",
+    .run = run,
+};

@@ -1,15 +1,18 @@
 /*
- * commands.h - one entry point per subcommand; argv[0] is the command name.
+ * commands.h - the subcommands, each one option table and its run function
+ * (cli.h).  tools/ggufmap.c lists them.
  */
 #ifndef GGUFMAP_TOOLS_COMMANDS_H
 #define GGUFMAP_TOOLS_COMMANDS_H
 
-int cmd_inspect(int argc, char **argv);
-int cmd_plan(int argc, char **argv);
-int cmd_repack(int argc, char **argv);
-int cmd_hash(int argc, char **argv);
-int cmd_verify(int argc, char **argv);
-int cmd_load(int argc, char **argv);
-int cmd_fit(int argc, char **argv);
+#include "cli.h"
+
+extern const cli_command inspect_command;
+extern const cli_command plan_command;
+extern const cli_command repack_command;
+extern const cli_command hash_command;
+extern const cli_command verify_command;
+extern const cli_command load_command;
+extern const cli_command fit_command;
 
 #endif

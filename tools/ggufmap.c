@@ -1,45 +1,82 @@
 /*
- * ggufmap.c - the command line: git-style subcommands over the library.
+ * ggufmap.c - the command line: git-style subcommands over the library,
+ * and the commands about commands: help, version, completion.
  *
- * Exit statuses (every subcommand): 0 done, 1 usage error, 2 bad input (a
- * file that cannot be read or that llama.cpp would refuse).
+ * Exit statuses, one scheme for every subcommand (cli.h): 0 done, same or
+ * fits; 1 usage error; 2 bad input or an I/O error; 3 a negative answer.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "ggufmap/ggufmap.h"
 #include "commands.h"
-#include "util.h"
 
-static const struct command {
-    const char *name;
-    int (*run)(int argc, char **argv);
-    const char *summary;
-} commands[] = {
-    {"inspect", cmd_inspect, "list a model's shards, metadata and tensors (text or JSON)"},
-    {"plan", cmd_plan, "predict llama.cpp's buffers for a placement and plan tight mappings"},
-    {"repack", cmd_repack, "rewrite a model so that llama.cpp maps nothing foreign"},
-    {"hash", cmd_hash, "SHA-256 of every tensor and an order-free model digest"},
-    {"verify", cmd_verify, "do two models hold the same tensors and metadata?"},
-    {"load", cmd_load, "map a model as planned and measure its residency"},
-    {"fit", cmd_fit, "all the memory a llama.cpp run needs, per device, and the largest context that fits"},
+static const cli_command *const commands[] = {
+    &inspect_command, &plan_command, &repack_command, &hash_command, &verify_command, &load_command,
+    &fit_command,
 };
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static const cli_command *find_command(const char *name) {
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(name, commands[i]->name) == 0) return commands[i];
+    return NULL;
+}
 
 static void print_help(FILE *out) {
     fprintf(out,
-            "usage: ggufmap <command> [options] [--help]\n"
+            "usage: ggufmap <command> [options]\n"
             "\n"
-            "Keeps the memory a GGUF model maps equal to the memory it needs.\n"
+            "Keeps the memory a GGUF model maps equal to the memory it needs: reads models\n"
+            "as llama.cpp v0.5.0 does, predicts its buffers to the byte, plans tight\n"
+            "mappings, loads and repacks models.\n"
             "\n"
             "commands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    for (size_t i = 0; i < N_COMMANDS; i++) fprintf(out, "  %-17s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(out,
+            "  %-17s %s\n  %-17s %s\n  %-17s %s\n"
             "\n"
-            "  ggufmap <command> --help   shows a command's options\n"
-            "  ggufmap --version          prints the version\n"
+            "  ggufmap help COMMAND (or ggufmap COMMAND --help) shows a command's options.\n"
+            "  MODEL is any shard of a split model.  Sizes take a unit: 96G, 96GiB, 96GB.\n"
             "\n"
-            "exit status: 0 done, 1 usage error, 2 bad input\n");
+            "exit status, every command:\n"
+            "  0  done; the models are the same (verify); it fits (plan --limit)\n"
+            "  1  usage error\n"
+            "  2  a file cannot be read or llama.cpp would refuse it; an I/O error\n"
+            "  3  a negative answer: the models differ (verify); llama.cpp does not\n"
+            "     fit under the limit (plan --limit)\n",
+            "help [COMMAND]", "this text, or a command's help", "version", "the version (also --version, -V)",
+            "completion bash", "a bash completion script");
+}
+
+/* `ggufmap help [COMMAND | --man | --usage COMMAND]`. */
+static int help(int argc, char **argv) {
+    if (argc < 2) {
+        print_help(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(argv[1], "--man") == 0) {
+        cli_print_man(stdout, commands, N_COMMANDS, GGUFMAP_VERSION_STRING);
+        return cli_finish_stdout("help", EXIT_OK);
+    }
+    bool usage_only = strcmp(argv[1], "--usage") == 0 && argc > 2;
+    const cli_command *cmd = find_command(argv[usage_only ? 2 : 1]);
+    if (!cmd) {
+        fprintf(stderr, "ggufmap help: no command '%s'; the commands are listed by 'ggufmap help'\n", argv[1]);
+        return EXIT_USAGE;
+    }
+    if (usage_only) cli_print_usage(stdout, cmd, "");
+    else cli_print_help(stdout, cmd);
+    return cli_finish_stdout("help", EXIT_OK);
+}
+
+static int completion(int argc, char **argv) {
+    if (argc != 2 || strcmp(argv[1], "bash") != 0) {
+        fprintf(stderr, "ggufmap completion: expected 'bash' (ggufmap completion bash > FILE)\n");
+        return EXIT_USAGE;
+    }
+    cli_print_bash_completion(stdout, commands, N_COMMANDS);
+    return cli_finish_stdout("completion", EXIT_OK);
 }
 
 int main(int argc, char **argv) {
@@ -48,16 +85,18 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     const char *name = argv[1];
-    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
         print_help(stdout);
-        return EXIT_OK;
+        return cli_finish_stdout("help", EXIT_OK);
     }
-    if (strcmp(name, "--version") == 0) {
+    if (strcmp(name, "help") == 0) return help(argc - 1, argv + 1);
+    if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0 || strcmp(name, "version") == 0) {
         printf("ggufmap %s\n", GGUFMAP_VERSION_STRING);
-        return EXIT_OK;
+        return cli_finish_stdout("version", EXIT_OK);
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(name, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    if (strcmp(name, "completion") == 0) return completion(argc - 1, argv + 1);
+    const cli_command *cmd = find_command(name);
+    if (cmd) return cmd->run(cmd, argc - 1, argv + 1);
     fprintf(stderr, "ggufmap: unknown command '%s'\n\n", name);
     print_help(stderr);
     return EXIT_USAGE;

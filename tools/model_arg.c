@@ -14,37 +14,23 @@
 #include "model_arg.h"
 #include "util.h"
 
-enum {
-    OPT_HF = 0x2000, /* 0x1000: placement_args, 0x3000: fit */
-    OPT_HF_TOKEN, OPT_CACHE, OPT_NO_CACHE, OPT_OFFLINE, OPT_CACERT, OPT_TIMEOUT, OPT_RETRIES,
-    OPT_MAX_HEADER, OPT_VERBOSE
+static const cli_option model_options[] = {
+    {OPT_HF, "-hf, --hf-repo", "OWNER/REPO[:QUANT]", NULL,
+     "instead of MODEL: the file llama.cpp's -hf picks from the hub's listing (QUANT default Q4_K_M, then Q8_0, "
+     "then the first model file); the hub is $MODEL_ENDPOINT, else $HF_ENDPOINT, else https://huggingface.co"},
+    {OPT_HF_TOKEN, "--hf-token", "T", NULL, "token for the hub (default $HF_TOKEN); sent to the hub's host only"},
+    {OPT_CACHE, "--cache", "DIR", "@file", "keep fetched headers in DIR (default $XDG_CACHE_HOME/ggufmap)"},
+    {OPT_NO_CACHE, "--no-cache", NULL, NULL, "do not read or write the header cache"},
+    {OPT_OFFLINE, "--offline", NULL, NULL, "no network: headers from the cache only"},
+    {OPT_CACERT, "--cacert", "FILE", "@file", "trust this CA bundle (default $CURL_CA_BUNDLE, else the system's)"},
+    {OPT_TIMEOUT, "--timeout", "S", NULL, "connect timeout and longest stall, in seconds (default 30)"},
+    {OPT_RETRIES, "--retries", "N", NULL, "retries on HTTP 429 and 5xx (default 4)"},
+    {OPT_MAX_HEADER, "--max-header", "SIZE", NULL, "most header bytes read from a remote file (default 256M)"},
+    {OPT_VERBOSE, "--verbose", NULL, NULL, "log each request and what each shard cost"},
 };
 
-static const struct option model_options[] = {
-    {"hf", required_argument, NULL, OPT_HF},          {"hf-repo", required_argument, NULL, OPT_HF},
-    {"hf-token", required_argument, NULL, OPT_HF_TOKEN}, {"cache", required_argument, NULL, OPT_CACHE},
-    {"no-cache", no_argument, NULL, OPT_NO_CACHE},    {"offline", no_argument, NULL, OPT_OFFLINE},
-    {"cacert", required_argument, NULL, OPT_CACERT},  {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"retries", required_argument, NULL, OPT_RETRIES}, {"max-header", required_argument, NULL, OPT_MAX_HEADER},
-    {"verbose", no_argument, NULL, OPT_VERBOSE},
-};
-
-void model_arg_help(FILE *out) {
-    fprintf(out,
-            "model (a path, an http(s):// URL, hf://OWNER/REPO[@REVISION]/PATH.gguf, or -hf):\n"
-            "  -hf OWNER/REPO[:QUANT]  the file llama.cpp's -hf picks (QUANT default Q4_K_M,\n"
-            "                  then Q8_0, then the first model file), listed by the hub's API\n"
-            "  --hf-token T    token for the hub (default $HF_TOKEN); sent to the hub only\n"
-            "  --cache DIR     keep fetched headers in DIR (default $XDG_CACHE_HOME/ggufmap)\n"
-            "  --no-cache      do not read or write the cache\n"
-            "  --offline       no network: headers from the cache only\n"
-            "  --cacert FILE   trust this CA bundle (default $CURL_CA_BUNDLE, else the system's)\n"
-            "  --timeout S     connect timeout and longest stall, in seconds (default 30)\n"
-            "  --retries N     retries on HTTP 429 and 5xx (default 4)\n"
-            "  --max-header SIZE  most header bytes read from a remote file (default 256M)\n"
-            "  --verbose       log each request and what each shard cost\n"
-            "  hub: $MODEL_ENDPOINT, else $HF_ENDPOINT, else https://huggingface.co\n");
-}
+const cli_group model_arg_group = CLI_GROUP("model on a server (MODEL: a path, an http(s):// URL or "
+                                            "hf://OWNER/REPO[@REVISION]/PATH.gguf)", model_options);
 
 void model_arg_init(model_arg *a, const char *sub) {
     memset(a, 0, sizeof *a);
@@ -67,12 +53,8 @@ void model_arg_free(model_arg *a) {
     a->picked = NULL;
 }
 
-int model_arg_longopts(struct option *out, size_t cap, const struct option *own, size_t n_own) {
-    return longopts_join(out, cap, model_options, sizeof model_options / sizeof model_options[0], own, n_own);
-}
-
 /* A whole number in [lo, hi]. */
-static bool parse_count(const char *arg, unsigned long lo, unsigned long hi, uint32_t *v) {
+static bool parse_bounded(const char *arg, unsigned long lo, unsigned long hi, uint32_t *v) {
     char *end;
     unsigned long n = strtoul(arg, &end, 10);
     if (end == arg || *end || *arg == '-' || n < lo || n > hi) return false;
@@ -91,24 +73,25 @@ int model_arg_apply(model_arg *a, int code, const char *arg, bool *handled) {
     case OPT_CACERT: a->cacert = arg; return EXIT_OK;
     case OPT_VERBOSE: a->verbose = true; return EXIT_OK;
     case OPT_TIMEOUT:
-        return parse_count(arg, 1, 3600, &a->opts.timeout_s)
+        return parse_bounded(arg, 1, 3600, &a->opts.timeout_s)
                    ? EXIT_OK
-                   : usage_error(a->sub, "--timeout %s: expected seconds, 1 to 3600", arg);
+                   : cli_usage_error(a->sub, "--timeout %s: expected seconds, 1 to 3600", arg);
     case OPT_RETRIES:
-        return parse_count(arg, 0, 20, &a->opts.retries) ? EXIT_OK
-                                                          : usage_error(a->sub, "--retries %s: expected 0 to 20", arg);
+        return parse_bounded(arg, 0, 20, &a->opts.retries) ? EXIT_OK
+                                                          : cli_usage_error(a->sub, "--retries %s: expected 0 to 20", arg);
     case OPT_MAX_HEADER:
-        if (ggufmap_parse_size(arg, &a->opts.max_header) == GGUFMAP_OK && a->opts.max_header >= 64) return EXIT_OK;
-        return usage_error(a->sub, "--max-header %s: expected a size such as 256M", arg);
+        if (parse_size_option(a->sub, "--max-header", arg, 0, &a->opts.max_header)) return EXIT_USAGE;
+        if (a->opts.max_header >= 64) return EXIT_OK;
+        return cli_usage_error(a->sub, "--max-header %s: at least 64 bytes", arg);
     default: *handled = false; return EXIT_OK;
     }
 }
 
 int model_arg_take(model_arg *a, int argc, char **argv, int first) {
     int n = argc - first;
-    if (a->hf_repo && n > 0) return usage_error(a->sub, "-hf %s and MODEL %s: give one of them", a->hf_repo, argv[first]);
+    if (a->hf_repo && n > 0) return cli_usage_error(a->sub, "-hf %s and MODEL %s: give one of them", a->hf_repo, argv[first]);
     if (a->hf_repo) return EXIT_OK;
-    if (n != 1) return usage_error(a->sub, n == 0 ? "no MODEL given" : "one MODEL expected, got %d", n);
+    if (n != 1) return n == 0 ? cli_usage_error(a->sub, "no MODEL given") : cli_usage_error(a->sub, "one MODEL expected, got %d", n);
     a->model = argv[first];
     return EXIT_OK;
 }
@@ -122,8 +105,7 @@ static void log_to_stderr(void *ctx, const char *line) {
 }
 
 static int fail(const model_arg *a, const ggufmap_error *err) {
-    fprintf(stderr, "ggufmap %s: %s\n", a->sub, err->message);
-    return err->status == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT;
+    return cli_fail(a->sub, err->status == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT, err->message);
 }
 
 static int start_session(model_arg *a, ggufmap_error *err) {

@@ -4,18 +4,27 @@
  * hf://OWNER/REPO[@REVISION]/PATH name, or `-hf OWNER/REPO[:QUANT]`, with the
  * options of remote reading.  One call opens the model whichever it is.
  *
- * A command adds model_arg's options to its getopt table
- * (model_arg_longopts), hands each parsed option to model_arg_apply, takes
- * MODEL with model_arg_take, and opens it with model_arg_open.
+ * A command adds model_arg_group to its option table (cli.h), hands each
+ * parsed option to model_arg_apply, takes MODEL with model_arg_take (after
+ * cli_parse with CLI_ANY_OPERANDS), and opens it with model_arg_open.
  */
 #ifndef GGUFMAP_TOOLS_MODEL_ARG_H
 #define GGUFMAP_TOOLS_MODEL_ARG_H
 
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #include "ggufmap/ggufmap.h"
+#include "cli.h"
+
+/* Option codes 0x1100-0x11ff (cli.h: 0x1000-0x10ff are the placement flags). */
+enum {
+    OPT_HF = 0x1100, OPT_HF_TOKEN, OPT_CACHE, OPT_NO_CACHE, OPT_OFFLINE, OPT_CACERT, OPT_TIMEOUT, OPT_RETRIES,
+    OPT_MAX_HEADER, OPT_VERBOSE
+};
+
+/* The remote-reading options, for a command's table. */
+extern const cli_group model_arg_group;
 
 typedef struct model_arg {
     const char *sub;          /* the command, for messages */
@@ -37,12 +46,6 @@ void model_arg_init(model_arg *a, const char *sub);
  * after: it does not need the session. */
 void model_arg_free(model_arg *a);
 
-/* Fills out (room for cap entries) with model_arg's long options (their .val
- * codes are its own), then the n_own given, then the terminating zero entry.
- * Returns the number of options (the zero entry not counted), or -1 when cap
- * is too small. */
-int model_arg_longopts(struct option *out, size_t cap, const struct option *own, size_t n_own);
-
 /* When code is one of model_arg's options, applies it and sets *handled.
  * Returns EXIT_OK, or EXIT_USAGE after printing the error. */
 int model_arg_apply(model_arg *a, int code, const char *arg, bool *handled);
@@ -57,7 +60,5 @@ int model_arg_take(model_arg *a, int argc, char **argv, int first);
  * every request and, once opened, what each shard cost. */
 int model_arg_open(model_arg *a, unsigned flags, ggufmap_model **out);
 
-/* The options' lines for a --help text. */
-void model_arg_help(FILE *out);
 
 #endif

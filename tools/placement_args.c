@@ -1,32 +1,51 @@
 /*
- * placement_args.c - the placement flags, spelled as llama.cpp spells them.
+ * placement_args.c - the placement flags, spelled as llama.cpp spells them,
+ * and the planning options.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "placement_args.h"
 #include "util.h"
 
-enum {
-    OPT_DEVICE = 0x1000, OPT_NGL, OPT_OT, OPT_CPU_MOE, OPT_N_CPU_MOE, OPT_NO_REPACK, OPT_CPU, OPT_LAZY,
-    OPT_NO_MMAP, OPT_NO_HOST, OPT_MTP, OPT_REGEX
+static const cli_option placement_options[] = {
+    {OPT_DEVICE, "--device", "D", "cpu none metal MTL0 cuda CUDA0",
+     "the GPU, by kind or by llama.cpp's device name: cpu or none (no GPU, the default), metal or MTL0 (an Apple "
+     "GPU: maps host pointers, MTL0_Mapped; also means Apple Silicon's CPU and 16 KiB pages), cuda or CUDA0 (an "
+     "NVIDIA GPU: weights copied to CUDA0)"},
+    {OPT_NGL, "-ngl, --n-gpu-layers, --gpu-layers", "N|all", "all",
+     "layers on the GPU; the output layer goes first, the input layer never (default all, as llama.cpp's)"},
+    {OPT_OT, "-ot, --override-tensor", "REGEX=BUFT[,...]", NULL,
+     "tensors whose name REGEX matches go to BUFT: CPU or the GPU's (MTL0, CUDA0); repeatable, the first match "
+     "wins"},
+    {OPT_CPU_MOE, "-cmoe, --cpu-moe", NULL, NULL, "every expert tensor to the CPU"},
+    {OPT_N_CPU_MOE, "-ncmoe, --n-cpu-moe", "N", NULL, "the expert tensors of layers 0..N-1 to the CPU"},
+    {OPT_NO_REPACK, "-nr, --no-repack", NULL, NULL, "no CPU_REPACK buffer"},
+    {OPT_CPU, "--cpu", "C", "x86 x86-avx2 arm64 generic host",
+     "CPU_REPACK rules: x86, x86-avx2, arm64, generic (none) or host (this machine's; the default, arm64 with "
+     "metal)"},
+    {OPT_LAZY, "-lzm, --lazy-mode", "on|off|auto", "on off auto",
+     "lazily read tables such as per_layer_token_embd (default auto: those over 4 GiB)"},
+    {OPT_NO_MMAP, "--no-mmap", NULL, NULL, "load mode none: nothing mapped but lazy tables"},
+    {OPT_NO_HOST, "--no-host", NULL, NULL, "no CUDA_Host buffer type"},
+    {OPT_MTP, "--mtp", NULL, NULL,
+     "load_mtp: the MTP/NextN layers are created, not skipped, as in the second load llama.cpp makes for an MTP "
+     "draft head (--spec-type draft-mtp); plan shows that load beside the model's"},
+    {OPT_REGEX, "--regex", "libstdc++|libc++|auto", "libstdc++ libc++ auto",
+     "whose std::regex reads the -ot patterns: the C++ library llama.cpp was built with (default auto: libc++ "
+     "with metal, as on macOS; else libstdc++, as on Linux)"},
 };
 
-static const struct option placement_options[] = {
-    {"device", required_argument, NULL, OPT_DEVICE},       {"ngl", required_argument, NULL, OPT_NGL},
-    {"n-gpu-layers", required_argument, NULL, OPT_NGL},    {"ot", required_argument, NULL, OPT_OT},
-    {"override-tensor", required_argument, NULL, OPT_OT},  {"cmoe", no_argument, NULL, OPT_CPU_MOE},
-    {"cpu-moe", no_argument, NULL, OPT_CPU_MOE},           {"ncmoe", required_argument, NULL, OPT_N_CPU_MOE},
-    {"n-cpu-moe", required_argument, NULL, OPT_N_CPU_MOE}, {"nr", no_argument, NULL, OPT_NO_REPACK},
-    {"no-repack", no_argument, NULL, OPT_NO_REPACK},       {"cpu", required_argument, NULL, OPT_CPU},
-    {"lzm", required_argument, NULL, OPT_LAZY},            {"lazy-mode", required_argument, NULL, OPT_LAZY},
-    {"no-mmap", no_argument, NULL, OPT_NO_MMAP},           {"no-host", no_argument, NULL, OPT_NO_HOST},
-    {"mtp", no_argument, NULL, OPT_MTP},                 {"regex", required_argument, NULL, OPT_REGEX},
-};
+const cli_group placement_group = CLI_GROUP("placement (llama.cpp's options)", placement_options);
+
+/* ------------------------------------------------------------------------ */
+/* State                                                                     */
+/* ------------------------------------------------------------------------ */
 
 int placement_args_init(placement_args *a) {
     memset(a, 0, sizeof *a);
-    ggufmap_placement_opts_init(&a->opts);
+    ggufmap_preset(GGUFMAP_DEVICE_CPU, &a->opts, NULL);
     a->opts.overrides = a->overrides;
     a->pool_cap = 1 << 20;
     a->pool = malloc(a->pool_cap);
@@ -38,11 +57,6 @@ void placement_args_free(placement_args *a) {
     a->pool = NULL;
 }
 
-int placement_args_longopts(struct option *out, size_t cap, const struct option *own, size_t n_own) {
-    size_t k = sizeof placement_options / sizeof placement_options[0];
-    return longopts_join(out, cap, placement_options, k, own, n_own) < 0 ? -1 : 0;
-}
-
 static char *keep(placement_args *a, const char *s, size_t n) {
     if (a->pool_used + n + 1 > a->pool_cap) return NULL;
     char *p = a->pool + a->pool_used;
@@ -52,130 +66,205 @@ static char *keep(placement_args *a, const char *s, size_t n) {
     return p;
 }
 
-static int add_override(placement_args *a, const char *sub, const char *pattern, size_t plen, const char *buft,
+static int add_override(placement_args *a, const char *cmd, const char *pattern, size_t plen, const char *buft,
                         size_t blen) {
     if (a->opts.n_overrides >= PLACEMENT_MAX_OVERRIDES)
-        return usage_error(sub, "more than %d overrides", PLACEMENT_MAX_OVERRIDES);
+        return cli_usage_error(cmd, "more than %d overrides", PLACEMENT_MAX_OVERRIDES);
     ggufmap_override *o = &a->overrides[a->opts.n_overrides];
     o->pattern = keep(a, pattern, plen);
     o->buft = keep(a, buft, blen);
-    if (!o->pattern || !o->buft) return usage_error(sub, "overrides too long");
+    if (!o->pattern || !o->buft) return cli_usage_error(cmd, "overrides too long");
     a->opts.n_overrides++;
     return EXIT_OK;
 }
+
+/* ------------------------------------------------------------------------ */
+/* The flags                                                                 */
+/* ------------------------------------------------------------------------ */
 
 /* -ot "a=CPU,b=MTL0": a comma list, each entry split at its first '=' as
  * llama.cpp's parse_tensor_buffer_overrides does (common/arg.cpp:264-270):
  * every piece between commas counts, an empty one too, and the pattern may
  * be empty (it matches every tensor); so a pattern can hold neither ','
  * nor '='. */
-static int parse_ot(placement_args *a, const char *sub, const char *arg) {
+static int parse_ot(placement_args *a, const char *cmd, const char *arg) {
     for (const char *s = arg;;) {
         size_t n = strcspn(s, ",");
         const char *eq = memchr(s, '=', n);
-        if (!eq || eq == s + n - 1) return usage_error(sub, "override '%.*s' is not REGEX=BUFT", (int)n, s);
-        int rc = add_override(a, sub, s, (size_t)(eq - s), eq + 1, n - (size_t)(eq - s) - 1);
+        if (!eq || eq == s + n - 1) return cli_usage_error(cmd, "-ot: '%.*s' is not REGEX=BUFT", (int)n, s);
+        int rc = add_override(a, cmd, s, (size_t)(eq - s), eq + 1, n - (size_t)(eq - s) - 1);
         if (rc || s[n] == '\0') return rc;
         s += n + 1;
     }
 }
 
 /* --cpu-moe (n_layers < 0) and --n-cpu-moe N: llama.cpp's patterns, to CPU. */
-static int add_cpu_moe(placement_args *a, const char *sub, int n_layers) {
+static int add_cpu_moe(placement_args *a, const char *cmd, int n_layers) {
     size_t cap = n_layers < 0 ? 256 : (size_t)n_layers * 64 + 64;
     char *buf = malloc(cap);
     int n = buf ? ggufmap_cpu_moe_patterns(n_layers, buf, cap) : -1;
-    int rc = n < 0 ? usage_error(sub, "--n-cpu-moe %d: too many layers", n_layers) : EXIT_OK;
+    int rc = n < 0 ? cli_usage_error(cmd, "--n-cpu-moe %d: too many layers", n_layers) : EXIT_OK;
     const char *p = buf;
-    for (int i = 0; i < n && !rc; i++, p += strlen(p) + 1) rc = add_override(a, sub, p, strlen(p), "CPU", 3);
+    for (int i = 0; i < n && !rc; i++, p += strlen(p) + 1) rc = add_override(a, cmd, p, strlen(p), "CPU", 3);
     free(buf);
     return rc;
 }
 
-static int parse_count(const char *arg, long *out) {
-    char *end;
-    long n = strtol(arg, &end, 10);
-    if (end == arg || *end || n > 100000) return -1;
-    *out = n;
-    return 0;
+/* llama.cpp's device names (MTL0, CUDA0, none) or the kinds, any case. */
+static int parse_device(const char *cmd, const char *value, ggufmap_device *out) {
+    static const struct { const char *name; ggufmap_device device; } names[] = {
+        {"cpu", GGUFMAP_DEVICE_CPU},     {"none", GGUFMAP_DEVICE_CPU},   {"metal", GGUFMAP_DEVICE_METAL},
+        {"mtl0", GGUFMAP_DEVICE_METAL},  {"cuda", GGUFMAP_DEVICE_CUDA},  {"cuda0", GGUFMAP_DEVICE_CUDA},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcasecmp(value, names[i].name) == 0) {
+            *out = names[i].device;
+            return EXIT_OK;
+        }
+    if (strncasecmp(value, "cuda", 4) == 0 || strncasecmp(value, "mtl", 3) == 0)
+        return cli_usage_error(cmd, "--device %s: one GPU is modelled, MTL0 or CUDA0", value);
+    return cli_usage_error(cmd, "--device %s: expected cpu, none, metal, MTL0, cuda or CUDA0", value);
 }
 
-int placement_args_apply(placement_args *a, int code, const char *arg, const char *sub, bool *handled) {
+static int pick(const char *cmd, const char *opt, const char *value, const char *const *words, int n, int *out) {
+    char list[256];
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(value, words[i]) == 0) {
+            *out = i;
+            return EXIT_OK;
+        }
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? (i == n - 1 ? " or " : ", ") : "", words[i]);
+    }
+    return cli_usage_error(cmd, "%s %s: expected %s", opt, value, list);
+}
+
+static int apply_flag(placement_args *a, int code, const char *value, const char *cmd) {
+    static const char *const cpus[] = {"host", "x86", "x86-avx2", "arm64", "generic"};
+    static const char *const lazy[] = {"auto", "on", "off"};
+    static const char *const regex[] = {"auto", "libstdc++", "libc++"};
     long n;
-    *handled = code >= OPT_DEVICE && code <= OPT_REGEX;
-    if (*handled && code != OPT_CPU && code != OPT_REGEX) a->any = true;
+    int k, rc;
     switch (code) {
-    case OPT_DEVICE:
-        if (strcmp(arg, "cpu") == 0) a->opts.device = GGUFMAP_DEVICE_CPU;
-        else if (strcmp(arg, "metal") == 0) a->opts.device = GGUFMAP_DEVICE_METAL;
-        else if (strcmp(arg, "cuda") == 0) a->opts.device = GGUFMAP_DEVICE_CUDA;
-        else return usage_error(sub, "--device %s: expected cpu, metal or cuda", arg);
-        return EXIT_OK;
+    case OPT_DEVICE: return parse_device(cmd, value, &a->opts.device);
     case OPT_NGL:
-        if (strcmp(arg, "all") == 0) n = -1;
-        else if (parse_count(arg, &n)) return usage_error(sub, "-ngl %s: expected a number or all", arg);
-        a->opts.n_gpu_layers = (int)(n < 0 ? -1 : n);
+        if (strcmp(value, "all") == 0) n = -1;
+        else if (parse_count(value, 100000, &n)) return cli_usage_error(cmd, "-ngl %s: expected a number or all", value);
+        a->opts.n_gpu_layers = (int)n;
         return EXIT_OK;
-    case OPT_OT: return parse_ot(a, sub, arg);
-    case OPT_CPU_MOE: return add_cpu_moe(a, sub, -1);
+    case OPT_OT: return parse_ot(a, cmd, value);
+    case OPT_CPU_MOE: return add_cpu_moe(a, cmd, -1);
     case OPT_N_CPU_MOE:
-        if (parse_count(arg, &n) || n < 0) return usage_error(sub, "--n-cpu-moe %s: expected a count", arg);
-        return add_cpu_moe(a, sub, (int)n);
+        if (parse_count(value, 100000, &n)) return cli_usage_error(cmd, "--n-cpu-moe %s: expected a count", value);
+        return add_cpu_moe(a, cmd, (int)n);
     case OPT_NO_REPACK: a->opts.no_repack = true; return EXIT_OK;
     case OPT_CPU:
         a->cpu_given = true;
-        if (strcmp(arg, "x86") == 0) a->opts.cpu = GGUFMAP_CPU_X86;
-        else if (strcmp(arg, "x86-avx2") == 0) a->opts.cpu = GGUFMAP_CPU_X86_AVX2;
-        else if (strcmp(arg, "arm64") == 0) a->opts.cpu = GGUFMAP_CPU_ARM64;
-        else if (strcmp(arg, "generic") == 0) a->opts.cpu = GGUFMAP_CPU_GENERIC;
-        else if (strcmp(arg, "host") == 0) a->opts.cpu = GGUFMAP_CPU_HOST;
-        else return usage_error(sub, "--cpu %s: expected x86, x86-avx2, arm64, generic or host", arg);
+        if ((rc = pick(cmd, "--cpu", value, cpus, 5, &k))) return rc;
+        a->opts.cpu = (ggufmap_cpu)k; /* the words are in ggufmap_cpu's order */
         return EXIT_OK;
     case OPT_LAZY:
-        if (strcmp(arg, "on") == 0) a->opts.lazy = GGUFMAP_LAZY_ON;
-        else if (strcmp(arg, "off") == 0) a->opts.lazy = GGUFMAP_LAZY_OFF;
-        else if (strcmp(arg, "auto") == 0) a->opts.lazy = GGUFMAP_LAZY_AUTO;
-        else return usage_error(sub, "--lazy-mode %s: expected on, off or auto", arg);
+        if ((rc = pick(cmd, "--lazy-mode", value, lazy, 3, &k))) return rc;
+        a->opts.lazy = (ggufmap_lazy)k;
         return EXIT_OK;
     case OPT_NO_MMAP: a->opts.no_mmap = true; return EXIT_OK;
     case OPT_NO_HOST: a->opts.no_host = true; return EXIT_OK;
     case OPT_MTP: a->opts.load_mtp = true; return EXIT_OK;
     case OPT_REGEX:
-        if (strcmp(arg, "libstdc++") == 0) a->opts.regex = GGUFMAP_REGEX_LIBSTDCXX;
-        else if (strcmp(arg, "libc++") == 0) a->opts.regex = GGUFMAP_REGEX_LIBCXX;
-        else if (strcmp(arg, "auto") == 0) a->opts.regex = GGUFMAP_REGEX_AUTO;
-        else return usage_error(sub, "--regex %s: expected libstdc++, libc++ or auto", arg);
+        if ((rc = pick(cmd, "--regex", value, regex, 3, &k))) return rc;
+        a->opts.regex = (ggufmap_regex_dialect)k;
         return EXIT_OK;
     default: return EXIT_OK;
     }
 }
 
-void placement_args_finish(placement_args *a) {
-    if (a->opts.device == GGUFMAP_DEVICE_METAL && !a->cpu_given) a->opts.cpu = GGUFMAP_CPU_ARM64;
+int placement_args_apply(placement_args *a, int code, const char *value, const char *cmd, bool *handled) {
+    *handled = code >= OPT_DEVICE && code <= OPT_REGEX;
+    if (!*handled) return EXIT_OK;
+    if (code != OPT_CPU && code != OPT_REGEX) a->any = true;
+    if (a->n_given < PLACEMENT_MAX_GIVEN) a->given[a->n_given++] = (placement_flag){code, value};
+    return apply_flag(a, code, value, cmd);
 }
 
-void placement_args_help(FILE *out) {
-    fprintf(out,
-            "placement (llama.cpp's options):\n"
-            "  --device cpu|metal|cuda   the GPU (default cpu: none); metal maps host\n"
-            "                            pointers (MTL0_Mapped), cuda copies (CUDA0)\n"
-            "  -ngl, --n-gpu-layers N|all  layers on the GPU; the output layer goes first,\n"
-            "                            the input layer never (default all with a GPU)\n"
-            "  -ot, --override-tensor REGEX=BUFT[,...]  repeatable; first match wins;\n"
-            "                            BUFT: CPU or the GPU's (MTL0, CUDA0)\n"
-            "  -cmoe, --cpu-moe          all expert tensors to the CPU\n"
-            "  -ncmoe, --n-cpu-moe N     the expert tensors of layers 0..N-1 to the CPU\n"
-            "  -nr, --no-repack          no CPU_REPACK buffer\n"
-            "  --cpu x86|x86-avx2|arm64|generic  CPU_REPACK rules (default: arm64 with\n"
-            "                            --device metal, else this machine's)\n"
-            "  -lzm, --lazy-mode on|off|auto  lazily read tables (default auto: > 4 GiB)\n"
-            "  --no-mmap                 load mode none: nothing mapped but lazy tables\n"
-            "  --no-host                 no CUDA_Host buffer type\n"
-            "  --mtp                     load_mtp: the MTP/NextN layers are created, not\n"
-            "                            skipped (an MTP draft head, --spec-type draft-mtp);\n"
-            "                            plan shows that load beside the model's\n"
-            "  --regex libstdc++|libc++|auto  whose std::regex reads -ot patterns: the\n"
-            "                            C++ library llama.cpp was built with (default\n"
-            "                            auto: libc++ with --device metal, as on macOS;\n"
-            "                            else libstdc++, as on Linux)\n");
+void placement_args_finish(placement_args *a) {
+    ggufmap_placement_opts preset;
+    ggufmap_preset(a->opts.device, &preset, NULL);
+    if (!a->cpu_given) a->opts.cpu = preset.cpu;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Spelling a command line again                                             */
+/* ------------------------------------------------------------------------ */
+
+const char *shell_quote(const char *value, char *buf, size_t cap) {
+    if (value[0] && strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") ==
+                        strlen(value)) {
+        snprintf(buf, cap, "%s", value);
+        return buf;
+    }
+    size_t o = 0;
+    if (cap < 3) return "''";
+    buf[o++] = '\'';
+    for (const char *s = value; *s && o + 5 < cap; s++) {
+        if (*s == '\'') {
+            memcpy(buf + o, "'\\''", 4);
+            o += 4;
+        } else {
+            buf[o++] = *s;
+        }
+    }
+    buf[o++] = '\'';
+    buf[o] = '\0';
+    return buf;
+}
+
+void placement_args_spell(const placement_args *a, const int *skip, size_t n_skip, char *buf, size_t cap) {
+    size_t used = 0;
+    char quoted[1024], name[64];
+    buf[0] = '\0';
+    for (unsigned i = 0; i < a->n_given; i++) {
+        const placement_flag *f = &a->given[i];
+        bool skipped = false;
+        for (size_t k = 0; k < n_skip; k++) skipped |= skip[k] == f->code;
+        const cli_option *o = NULL;
+        for (size_t k = 0; k < placement_group.n_options; k++)
+            if (placement_options[k].code == f->code) o = &placement_options[k];
+        if (skipped || !o) continue;
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(o->names, ","), o->names);
+        int n = snprintf(buf + used, cap - used, " %s%s%s", name, f->value ? " " : "",
+                         f->value ? shell_quote(f->value, quoted, sizeof quoted) : "");
+        if (n < 0 || (size_t)n >= cap - used) break;
+        used += (size_t)n;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Planning                                                                  */
+/* ------------------------------------------------------------------------ */
+
+int planning_args_apply(planning_args *p, int code, const char *value, const char *cmd, bool *handled) {
+    *handled = true;
+    switch (code) {
+    case OPT_PLANNER:
+        p->planner_given = true;
+        if (ggufmap_planner_parse(value, &p->planner) != GGUFMAP_OK)
+            return cli_usage_error(cmd, "--planner %s: expected span, coalesce[:GAP], runs[:GAP[:MAX]] or "
+                                        "tight[:COST[:MAX]]", value);
+        return EXIT_OK;
+    case OPT_PAGE:
+        p->page_given = true;
+        p->page_text = value;
+        return parse_size_option(cmd, "--page", value, SIZE_POWER_OF_TWO, &p->page);
+    case OPT_MAX_BUFFER:
+        p->max_buffer_given = true;
+        return parse_size_option(cmd, "--max-buffer", value, SIZE_ZERO_OK, &p->max_buffer);
+    default: *handled = false; return EXIT_OK;
+    }
+}
+
+void planning_args_finish(const planning_args *p, ggufmap_device device, ggufmap_plan_opts *out) {
+    ggufmap_preset(device, NULL, out);
+    if (p->planner_given) out->planner = p->planner;
+    if (p->page_given) out->page = p->page;
+    if (p->max_buffer_given) out->max_buffer = p->max_buffer;
 }

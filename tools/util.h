@@ -1,5 +1,6 @@
 /*
- * util.h - small helpers shared by the subcommands.
+ * util.h - small helpers shared by the subcommands: numbers and sizes from
+ * the command line, safe output files, progress lines.
  */
 #ifndef GGUFMAP_TOOLS_UTIL_H
 #define GGUFMAP_TOOLS_UTIL_H
@@ -9,39 +10,46 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Exit statuses of every subcommand. */
-enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_BAD_INPUT = 2 };
+#include "cli.h"
 
-/* Prints "ggufmap SUB: MSG" on stderr and a hint to --help; returns EXIT_USAGE. */
-int usage_error(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A count: digits only, at most max.  Returns 0, or -1. */
+int parse_count(const char *text, long max, long *out);
+
+/* Rules for parse_size_option. */
+enum {
+    SIZE_ZERO_OK = 1u << 0,     /* a bare 0 is allowed (it means "none") */
+    SIZE_POWER_OF_TWO = 1u << 1 /* a page size */
+};
+
+/* A size the user typed for option opt: a number and a unit, as 96G, 96GiB
+ * (binary), 96GB (decimal), 16K, 512B; a number without a unit is refused
+ * (is "96" bytes or gigabytes?).  Above zero unless SIZE_ZERO_OK.  Returns
+ * EXIT_OK, or EXIT_USAGE after saying what is wrong. */
+int parse_size_option(const char *cmd, const char *opt, const char *text, unsigned rules, uint64_t *out);
 
 /* Writes a new file at path through emit(), the library's way (gm_temp_*):
  * to a temporary name beside it, fsynced, then renamed into place without
  * replacing anything, so an existing path is never overwritten and a
- * failure leaves nothing.  Returns 0, or -1 with a message in msg. */
+ * failure leaves nothing.  path "-" is standard output.  Returns 0, or
+ * -1 with a message in msg. */
 int write_output(const char *path, void (*emit)(FILE *f, void *ctx), void *ctx, char *msg, size_t cap);
 
-struct option;
-/* Fills out (room for cap entries) with the n_first options of first, then
- * the n_second of second, then getopt's terminating zero entry.  Returns how
- * many options it wrote (the zero entry not counted), or -1 when cap is too
- * small.  How a module lends its options to a command's getopt table. */
-int longopts_join(struct option *out, size_t cap, const struct option *first, size_t n_first,
-                  const struct option *second, size_t n_second);
-
-/* "1.50 GiB": bytes in the largest binary unit that keeps the value >= 1. */
-const char *human_bytes(char *buf, size_t cap, uint64_t bytes);
-
 /* A progress line on stderr for long work: label, bar, bytes done of total,
- * percent, rate and ETA.  On a TTY one line redrawn in place; elsewhere (a
- * pipe, --progress) at most one line a second.  progress_show has the
+ * percent, rate and time left.  On a terminal one line redrawn in place (at
+ * most ten times a second); elsewhere (--progress into a file or pipe) at
+ * most one line a second, and the last.  The rate is the average since the
+ * start, and the time left is shown once there is half a second of it ("--"
+ * before), so the first figures are not wild.  progress_show has the
  * signature of the library's progress callbacks; ctx is a progress_line. */
 typedef struct progress_line {
     const char *label;
     bool tty;
-    double start;
-    long last_second;
+    double start, last_draw;
+    bool ended;
 } progress_line;
 void progress_show(void *ctx, uint64_t done, uint64_t total);
+
+/* A progress line for label on stderr, on a terminal or not. */
+progress_line progress_start(const char *label);
 
 #endif

@@ -52,7 +52,7 @@ shard=$("$gm" plan "$q" --device metal -ngl all --json 2>/dev/null | python3 -c 
 import json, sys
 d = json.load(sys.stdin)
 bufs = [b for b in d["buffers"] if b.get("mapped") and b["name"].startswith("MTL")]
-print(max(bufs, key=lambda b: b.get("foreign_bytes", 0))["shard"])' 2>/dev/null || echo 0)
+print(max(bufs, key=lambda b: b.get("foreign_bytes", 0))["shard"] + 1)' 2>/dev/null || echo 1)  # --shard counts from 1
 log "shard with the table: $shard"
 
 timev=; [ -x /usr/bin/time ] && timev="/usr/bin/time -v"

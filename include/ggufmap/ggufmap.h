@@ -7,8 +7,15 @@
  *   source (one GGUF file)  ->  model (all shards)  ->  placement  ->  plan
  *                                                   ->  report / fit / load / repack
  *
- * and a writer that produces GGUF files llama.cpp reads.  Below the source,
- * remote reads the headers of models on HTTP(S) servers and Hugging Face.
+ * and a writer that produces GGUF files llama.cpp reads, and hash (SHA-256
+ * of tensor data, an order-free model digest, model comparison).  Below the
+ * source, remote reads the headers of models on HTTP(S) servers and Hugging
+ * Face.
+ *
+ * Where to start: ggufmap_model_open (model.h), ggufmap_preset (plan.h: the
+ * command line's defaults for a device), ggufmap_place, ggufmap_plan_build,
+ * then ggufmap_report_plan (report.h), ggufmap_fit_build (fit.h),
+ * ggufmap_map (load.h) or ggufmap_repack (repack.h).
  */
 #ifndef GGUFMAP_GGUFMAP_H
 #define GGUFMAP_GGUFMAP_H
@@ -24,6 +31,8 @@
 #include "ggufmap/report.h"
 #include "ggufmap/load.h"
 #include "ggufmap/fit.h"
+#include "ggufmap/hash.h"
+#include "ggufmap/repack.h"
 
 #define GGUFMAP_VERSION_STRING "0.1.0"
 

@@ -129,6 +129,15 @@ GGUFMAP_API bool ggufmap_is_split_key(const char *key, size_t len);
 GGUFMAP_API int ggufmap_models_compare(const ggufmap_model *a, const ggufmap_model *b, unsigned n_threads, bool *same,
                            char *diff, size_t diff_cap, ggufmap_error *err);
 
+/* The same, calling progress (when not NULL) now and then from the calling
+ * thread with the bytes hashed so far: first a's tensor bytes, then b's;
+ * total is both models' tensor bytes (holes count as done when passed).
+ * Metadata and tensor tables are compared first, so a difference there ends
+ * the comparison before any data is read or progress reported. */
+GGUFMAP_API int ggufmap_models_compare_progress(const ggufmap_model *a, const ggufmap_model *b, unsigned n_threads,
+                                    void (*progress)(void *ctx, uint64_t done, uint64_t total), void *progress_ctx,
+                                    bool *same, char *diff, size_t diff_cap, ggufmap_error *err);
+
 #ifdef __cplusplus
 }
 #endif

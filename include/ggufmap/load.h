@@ -166,6 +166,12 @@ typedef struct ggufmap_map_opts {
      * backends; tensors of other shards do not resolve (ENOTFOUND). */
     int32_t shard;
     unsigned flags; /* GGUFMAP_MAP_* */
+    /* Called (when not NULL) from the calling thread before the first range
+     * and after each range is given to its backend, with the bytes of the
+     * ranges done so far and in all: pinning (wired, cuda) takes seconds
+     * per GiB. */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
 } ggufmap_map_opts;
 
 /* Fills opts with: host backend for everything, every shard, release at once. */

@@ -106,7 +106,9 @@ typedef struct ggufmap_placement_opts {
 GGUFMAP_API const char *ggufmap_architecture(uint32_t i);
 
 /* Fills opts with llama.cpp's defaults: CPU device, ngl -1, repack, mmap,
- * host CPU, lazy auto, regex dialect auto, no MTP. */
+ * host CPU, lazy auto, regex dialect auto, no MTP.  ggufmap_preset (plan.h)
+ * gives the defaults for another device, as the command line uses them
+ * (Metal: the arm64 repack rules). */
 GGUFMAP_API void ggufmap_placement_opts_init(ggufmap_placement_opts *opts);
 
 /* The override patterns llama.cpp's --cpu-moe adds (one) and --n-cpu-moe N

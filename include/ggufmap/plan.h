@@ -62,7 +62,29 @@ typedef struct ggufmap_plan_opts {
     uint64_t max_buffer;  /* Metal maxBufferLength; 0 = no limit */
 } ggufmap_plan_opts;
 
+/* Fills opts with the defaults: the tight planner (tight:0:64), page 1
+ * (exact bytes), no maximum buffer length.  ggufmap_preset gives a device's
+ * page size as well. */
 GGUFMAP_API void ggufmap_plan_opts_init(ggufmap_plan_opts *opts);
+
+/* The defaults for a device: the options `ggufmap plan --device D` (and
+ * repack, load) start from, so that a program gets the command line's
+ * figures.  One table, shared by the library and the CLI:
+ *
+ *   device  CPU_REPACK rules        -ngl  planner     page
+ *   cpu     this machine's (host)   all   tight:0:64  1 (exact bytes)
+ *   metal   arm64 (Apple Silicon)   all   tight:0:64  16 KiB (Apple Silicon's
+ *                                                     page, as ggml_metal_buffer_map
+ *                                                     aligns every buffer)
+ *   cuda    this machine's (host)   all   tight:0:64  1
+ *
+ * "-ngl all" is llama_model_default_params' n_gpu_layers (-1); with no GPU it
+ * changes nothing.  Every other field is llama.cpp's default, as
+ * ggufmap_placement_opts_init and ggufmap_plan_opts_init set them (mmap on,
+ * repack on, lazy tables auto, no overrides).  Either pointer may be NULL.
+ * ggufmap_map (load.h) maps with the running system's page size, whatever
+ * the plan counted with. */
+GGUFMAP_API void ggufmap_preset(ggufmap_device device, ggufmap_placement_opts *placement, ggufmap_plan_opts *plan);
 
 typedef struct ggufmap_range {
     uint64_t first, last; /* file offsets, [first, last) */
@@ -122,6 +144,12 @@ GGUFMAP_API int32_t ggufmap_plan_tensor_owner(const ggufmap_plan *plan, int64_t 
  * buffers on a CPU-only placement), by llama.cpp's spans and by the planned
  * ranges, page-aligned as the plan's page size says. */
 GGUFMAP_API void ggufmap_plan_working_set(const ggufmap_plan *plan, uint64_t *llama_bytes, uint64_t *planned_bytes);
+
+/* The CPU side: every buffer ggufmap_plan_working_set leaves out (CPU_Mapped
+ * spans or ranges, page-aligned; allocated CPU buffers such as CPU_REPACK at
+ * their size; 0 on a CPU-only placement, where the working set counts them).
+ * On a unified-memory Mac these live in the same RAM as the GPU's. */
+GGUFMAP_API void ggufmap_plan_cpu_side(const ggufmap_plan *plan, uint64_t *llama_bytes, uint64_t *planned_bytes);
 
 /* Plans one list of own byte ranges (sorted by first, non-overlapping, as
  * the tensors of one context in one file are) with a planner: the ranges it

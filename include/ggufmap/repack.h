@@ -33,7 +33,8 @@
  *     the version and the alignment.
  *   - output: for n > 1 shards, OUT (with or without .gguf, or already a
  *     -00001-of-0000n.gguf name) names PREFIX-00001-of-0000n.gguf ...; one
- *     file is written at OUT itself.
+ *     file is written at OUT, with .gguf added when OUT lacks it
+ *     (ggufmap_repack_output_path).
  *
  * Safety protocol: no output path may exist (so the input is never written).
  * Free space is checked first (holes of a sparse input count as holes).  Each
@@ -112,6 +113,11 @@ typedef struct ggufmap_repack_case {
     char label[64];            /* "given", "-ngl 12", "-ngl all", "--n-cpu-moe 3", "--cpu-moe" */
     uint64_t mapped_before, mapped_after;
     uint64_t foreign_before, foreign_after;
+    /* The GPU working set (ggufmap_plan_working_set: page-aligned GPU spans,
+     * all buffers without a GPU) and the CPU side (ggufmap_plan_cpu_side) as
+     * llama.cpp maps them, before and after. */
+    uint64_t gpu_before, gpu_after;
+    uint64_t cpu_before, cpu_after;
 } ggufmap_repack_case;
 
 typedef struct ggufmap_repack_result {
@@ -127,7 +133,13 @@ typedef struct ggufmap_repack_result {
     uint64_t file_bytes;          /* bytes of the output files (apparent size) */
     uint64_t data_bytes;          /* bytes to write: tensor data that is not a hole */
     uint64_t hole_bytes;          /* tensor bytes left as holes */
-    bool written;                 /* false for a dry run */
+    uint64_t space_needed;        /* free bytes the output's file system needs: data + headers + margin */
+    uint64_t space_headers;       /* of which the shards' headers */
+    uint64_t space_margin;        /* and a margin for the file system's own blocks: 8 KiB per tensor,
+                                     16 MiB per file */
+    bool no_gain;                 /* the chosen order maps no fewer bytes than the input (mapped_after >=
+                                     mapped_before): the model is as tight as repacking makes it */
+    bool written;                 /* false for a dry run, or with only_if_gain and no_gain */
     bool used_copy_file_range;    /* the kernel copied (else pread/pwrite) */
     double seconds_copy;          /* copying, with each piece read back and checked */
     double seconds_sync;          /* checking the headers, fsync */
@@ -140,6 +152,7 @@ typedef struct ggufmap_repack_opts {
     ggufmap_plan_opts plan;       /* page size etc. for the figures */
     bool move_across_shards;
     bool dry_run;                 /* evaluate only: nothing is written */
+    bool only_if_gain;            /* write nothing (as a dry run) when the result says no_gain */
     unsigned n_threads;           /* copy/check workers; 0: up to 4 */
     ggufmap_copy_mode copy;
     /* Polled by every phase (between placements while choosing the order,
@@ -157,6 +170,12 @@ typedef struct ggufmap_repack_opts {
     void (*report)(void *ctx, const ggufmap_repack_result *res);
     void *report_ctx;
 } ggufmap_repack_opts;
+
+/* Where shard `index` of `count` is written for out_path: for one file
+ * OUT itself when it ends in .gguf, else OUT.gguf; for count > 1
+ * PREFIX-%05d-of-%05d.gguf, PREFIX being OUT without .gguf or without an
+ * -NNNNN-of-MMMMM.gguf ending.  Returns the length it needs, as snprintf. */
+GGUFMAP_API int ggufmap_repack_output_path(char *buf, size_t cap, const char *out_path, uint32_t index, uint32_t count);
 
 /* Defaults: auto, the family, page 1, no move, 0 threads. */
 GGUFMAP_API void ggufmap_repack_opts_init(ggufmap_repack_opts *opts);

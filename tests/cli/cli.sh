@@ -89,7 +89,7 @@ grep -q "foreign: " "$work/out" && grep -q "picture" "$work/out" && ok || bad "p
 grep -q $'\033\[' "$work/out" && bad "colour in a pipe with --color never" || ok
 expect_status 0 "plan --color always" "$ggufmap" plan "$work/of.gguf" --device metal -ngl 1 --color always
 grep -q $'\033\[' "$work/out" && ok || bad "--color always gives no colour"
-expect_status 0 "plan --json" "$ggufmap" plan "$work/of.gguf" --device metal -ngl 1 --json --limit 100K
+expect_status 3 "plan --json over the limit" "$ggufmap" plan "$work/of.gguf" --device metal -ngl 1 --json --limit 100K
 node - "$work/out" <<'JS' && ok || bad "plan JSON"
 const fs = require('fs');
 const j = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));

@@ -1,17 +1,39 @@
 #!/usr/bin/env bash
 # Installs the build into a scratch prefix, then builds a consumer outside the
-# tree twice: with pkg-config (shared library) and with find_package (static).
-set -euo pipefail
+# tree three ways: with pkg-config (shared library), and with find_package
+# through ggufmap::ggufmap (shared) and ggufmap::ggufmap_static.  The prefix
+# holds the man page and the bash completion, equal to what the binary
+# generates; `make install PREFIX=DIR` installs into DIR.
+#   check.sh BUILD CONSUMER_DIR WORKDIR
+set -uo pipefail
 build=$1 src=$2 work=$3
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
 rm -rf "$work" && mkdir -p "$work"
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
+cmake --install "$build" --prefix "$work/prefix" >/dev/null && ok || bad "cmake --install"
+# what the consumer prints: q4_K's sizes, Metal's defaults, SHA-256 of nothing
+want=$'q4_K 256 144\nmetal arm64 16384 tight:0:64\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'
 libdir=$(find "$work/prefix" -name ggufmap.pc -printf '%h\n' | head -1)
 export PKG_CONFIG_PATH=$libdir
 gcc -std=c11 -Wall -Werror "$src/main.c" -o "$work/pc-consumer" $(pkg-config --cflags --libs ggufmap) \
-    -Wl,-rpath,"$(pkg-config --variable=libdir ggufmap)"
-"$work/pc-consumer" | grep -qx "q4_K 256 144"
-cmake -S "$src" -B "$work/cm" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-cmake --build "$work/cm" >/dev/null
-"$work/cm/consumer" | grep -qx "q4_K 256 144"
-[[ -x $work/prefix/bin/ggufmap ]] && "$work/prefix/bin/ggufmap" --version
-echo "1 passed, 0 failed"
+    -Wl,-rpath,"$(pkg-config --variable=libdir ggufmap)" && ok || bad "pkg-config consumer does not build"
+[[ $("$work/pc-consumer") == "$want" ]] && ok || bad "pkg-config consumer prints $("$work/pc-consumer")"
+for target in ggufmap::ggufmap ggufmap::ggufmap_static; do
+  d=$work/cm-${target#ggufmap::}
+  cmake -S "$src" -B "$d" -DCMAKE_PREFIX_PATH="$work/prefix" -DGGUFMAP_TARGET="$target" \
+        -DCMAKE_BUILD_RPATH="$(pkg-config --variable=libdir ggufmap)" >/dev/null && cmake --build "$d" >/dev/null &&
+    ok || bad "find_package consumer with $target does not build"
+  [[ $("$d/consumer") == "$want" ]] && ok || bad "$target consumer prints $("$d/consumer")"
+done
+[[ -x $work/prefix/bin/ggufmap ]] && "$work/prefix/bin/ggufmap" --version >/dev/null && ok || bad "no ggufmap installed"
+man=$(find "$work/prefix" -path '*/man1/ggufmap.1')
+comp=$(find "$work/prefix" -path '*/bash-completion/completions/ggufmap')
+[[ -n $man ]] && cmp -s "$man" <("$work/prefix/bin/ggufmap" help --man) && ok || bad "man page not installed or stale: '$man'"
+[[ -n $comp ]] && cmp -s "$comp" <("$work/prefix/bin/ggufmap" completion bash) && ok || bad "completion not installed or stale: '$comp'"
+# make install PREFIX=DIR installs into DIR (the recipe, without running it)
+root=$(cd "$(dirname "$0")/../.." && pwd)
+make -s -n -C "$root" install BUILD="$build" PREFIX="$work/mk" 2>/dev/null | grep -q -- "--install $build --prefix $work/mk" &&
+  ok || bad "make install PREFIX= does not pass --prefix: $(make -s -n -C "$root" install BUILD="$build" PREFIX="$work/mk" 2>&1 | tail -3)"
+echo "$passed passed, $failed failed"
+(( failed == 0 && passed > 0 ))

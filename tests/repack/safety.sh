@@ -68,12 +68,12 @@ script -qec "$(printf '%q ' "$ggufmap" repack "$work/pc.gguf" -o "$work/pc-t.ggu
 grep -q $'\rrepack \[' "$work/tty" && grep -q $'100%.*ETA 0s\e\[K' "$work/tty" && ok || bad "no progress redrawn on a TTY: $(head -c 300 "$work/tty" | od -c | head -5)"
 rm -f "$work"/pc-*.gguf
 
-# ---- one flipped byte: verify names the tensor (exit 1)
+# ---- one flipped byte: verify names the tensor (exit 3: the models differ)
 cp "$work/a.gguf" "$work/flip.gguf"
 read -r name off size < <(grep '^blk.1.attn_q.weight ' "$work/ranges")
 printf '\x5a' | dd of="$work/flip.gguf" bs=1 seek=$((off + size / 2)) conv=notrunc status=none
 "$ggufmap" verify "$work/a.gguf" "$work/flip.gguf" >"$work/out"; st=$?
-[[ $st == 1 ]] && ok || bad "verify of a flipped byte: exit $st"
+[[ $st == 3 ]] && ok || bad "verify of a flipped byte: exit $st"
 grep -q "tensor 'blk.1.attn_q.weight': data differs" "$work/out" && ok || bad "verify did not name the tensor: $(cat "$work/out")"
 "$ggufmap" verify "$work/a.gguf" "$work/none.gguf" >/dev/null 2>&1; st=$?
 [[ $st == 2 ]] && ok || bad "verify of a missing file: exit $st, expected 2"
