@@ -8,6 +8,7 @@
  * takes with one dash or two, as llama.cpp's own parser does ("-ngl",
  * "--ngl", "--n-gpu-layers=4").
  */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -134,6 +135,7 @@ static void add_spellings(const cli_option *o, void *ctx) {
     for (int k = 0; (dashes = spelling(o->names, k, name, sizeof name)) != 0; k++) {
         size_t len = strlen(name);
         if (dashes == 1 && len == 1) {
+            assert(o->code == name[0]); /* getopt returns a short option's letter, not its code */
             size_t used = strlen(t->shorts);
             if (used + 3 < sizeof t->shorts) snprintf(t->shorts + used, 3, "%c%s", name[0], o->arg ? ":" : "");
             continue;

@@ -30,7 +30,8 @@ enum {
 };
 
 typedef struct cli_option {
-    int code;             /* what the command's apply function is given */
+    int code;             /* what the command's apply function is given; for a one-letter
+                             spelling ("-o", "-q") it must be that letter */
     const char *names;    /* every spelling, ", "-separated, the usual one first: "-ngl, --n-gpu-layers" */
     const char *arg;      /* the value's name ("N|all", "FILE"), or NULL for a flag */
     const char *complete; /* completion of the value: words ("cpu metal cuda"), "@file", or NULL */

@@ -281,16 +281,21 @@ static void print_text(const load_report *r) {
     printf("model: ");
     ggufmap_fputs_escaped(stdout, r->path, strlen(r->path));
     printf(" (%u shard%s", ggufmap_model_n_shards(r->m), ggufmap_model_n_shards(r->m) == 1 ? "" : "s");
-    if (r->a->shard >= 0) printf(", shard %d r->mapped", r->a->shard + 1);
-    printf("), device %s, planner %s, r->ms.page %llu\n", ggufmap_device_name(r->a->pa.opts.device), r->planner,
+    if (r->a->shard >= 0) printf(", shard %d mapped", r->a->shard + 1);
+    printf("), device %s, planner %s, page %llu\n", ggufmap_device_name(r->a->pa.opts.device), r->planner,
            (unsigned long long)r->ms.page);
     if (r->has_gpu) printf("backends: GPU buffers -> %s, CPU buffers -> %s\n", r->a->backend, r->a->cpu_backend);
     else printf("backend: every buffer -> %s\n", r->a->backend);
     printf("ranges: %u (%u to the GPU backend)\n", r->ms.n_ranges, r->ms.n_gpu_ranges);
     print_ranges(r->mapped, r->plan);
     printf("tensors: %lld resolved (%lld in ranges, %lld in allocated contexts), %lld failed\n",
-           (long long)r->n_resolved, (long long)r->n_in_ranges, (long long)(r->n_resolved - r->n_in_ranges), (long long)r->n_failed);
-    printf("\n%-34s %12s %12s\n", "", "r->plan", "kernel");
+           (long long)r->n_resolved, (long long)r->n_in_ranges, (long long)(r->n_resolved - r->n_in_ranges),
+           (long long)r->n_failed);
+    char alloc[32], copied[32];
+    printf("allocated: %u buffer%s, %s, %u tensors (%s) read in before the release, %.1f ms\n", r->ms.n_alloc_buffers,
+           r->ms.n_alloc_buffers == 1 ? "" : "s", ggufmap_format_bytes(alloc, sizeof alloc, r->ms.alloc_bytes),
+           r->ms.n_copied, ggufmap_format_bytes(copied, sizeof copied, r->ms.copied_bytes), ms(r->ms.copy_ns));
+    printf("\n%-34s %12s %12s\n", "", "plan", "kernel");
     figure_row("pinned (VmLck; wired)", r->predicted, r->vmlck);
     figure_row("pinned (VmPin)", UINT64_MAX, r->vmpin);
     figure_row("pinned (backend's own count)", r->predicted, r->pinned);
@@ -298,12 +303,15 @@ static void print_text(const load_report *r) {
     figure_row("mapped after release (VmSize +)",
                (r->a->keep ? r->ms.file_bytes : r->ms.planned_pages) + r->ms.alloc_bytes,
                sub0(r->after.vm_size, r->before.vm_size));
-    figure_row("resident (VmRSS +)", (r->a->touch ? r->ms.planned_pages : r->predicted) + r->ms.alloc_bytes, sub0(r->after.vm_rss, r->before.vm_rss));
+    figure_row("resident (VmRSS +)", (r->a->touch ? r->ms.planned_pages : r->predicted) + r->ms.alloc_bytes,
+               sub0(r->after.vm_rss, r->before.vm_rss));
     figure_row("released (pages outside ranges)", r->ms.released_bytes, UINT64_MAX);
     printf("\ntime: load %.1f ms (mmap %.1f, GPU backend %.1f, CPU backend %.1f, release %.1f), resolve %.1f ms",
            ms(r->t_map), ms(r->ms.map_ns), ms(r->ms.gpu_ns), ms(r->ms.cpu_ns), ms(r->ms.release_ns), ms(r->t_resolve));
     char touched_text[32];
-    if (r->a->touch) printf(", touch %.1f ms (%s)", ms(r->t_touch), ggufmap_format_bytes(touched_text, sizeof touched_text, r->touched));
+    if (r->a->touch)
+        printf(", touch %.1f ms (%s)", ms(r->t_touch),
+               ggufmap_format_bytes(touched_text, sizeof touched_text, r->touched));
     printf("\n");
 }
 

@@ -1,10 +1,12 @@
 // same_json.js A B: do two ggufmap JSON documents (inspect or plan) agree
 // field by field?  Paths ("model", "path") differ between a local file and
 // its URL, and only a remote read has the fetch counters ("fetched_bytes",
-// "requests"): those are left out.  Prints the first difference and exits 1.
+// "requests"): those are left out; so are plan's next steps ("suggestions"):
+// for a remote model they leave out repack, which needs the file itself.
+// Prints the first difference and exits 1.
 'use strict';
 const fs = require('fs');
-const ignored = new Set(['model', 'path', 'fetched_bytes', 'requests']);
+const ignored = new Set(['model', 'path', 'fetched_bytes', 'requests', 'suggestions']);
 const [a, b] = process.argv.slice(2).map(f => JSON.parse(fs.readFileSync(f, 'utf8')));
 
 function diff(x, y, where) {

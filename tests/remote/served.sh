@@ -97,8 +97,12 @@ n=0
 remote_same() {
   local url=$1 local_path=$2; shift 2
   n=$((n + 1))
-  "$ggufmap" "$@" --json --no-cache "$url" >"$work/r.json" 2>"$work/r.err" || { bad "$* $url: $(cat "$work/r.err")"; return 1; }
-  "$ggufmap" "$@" --json "$local_path" >"$work/l.json" || { bad "$* $local_path (local)"; return 1; }
+  # exit 3 is an answer (plan or fit over --limit), the same for both
+  local rst lst
+  "$ggufmap" "$@" --json --no-cache "$url" >"$work/r.json" 2>"$work/r.err"; rst=$?
+  [[ $rst == 0 || $rst == 3 ]] || { bad "$* $url: exit $rst: $(cat "$work/r.err")"; return 1; }
+  "$ggufmap" "$@" --json "$local_path" >"$work/l.json"; lst=$?
+  [[ $lst == "$rst" ]] || { bad "$* $local_path (local): exit $lst, remote $rst"; return 1; }
   local d
   d=$(same_json "$work/r.json" "$work/l.json") && ok || bad "$* $url differs from the local file: $d"
 }
@@ -143,7 +147,8 @@ remote_same "$base/m/llama-00002-of-00003.gguf" "$www/m/llama-00002-of-00003.ggu
 remote_same "$base/m/moe.gguf" "$www/m/moe.gguf" fit --device cuda -ngl all -c 8192 -fa on
 remote_same "$base/m/Q-00001-of-00004.gguf" "$www/m/Q-00001-of-00004.gguf" fit --device metal -ngl all -c 262144
 "$ggufmap" plan --no-cache "$base/m/Q-00002-of-00004.gguf" --device metal -ngl all --limit 96G --no-picture \
-  >"$work/plan.txt" 2>&1 && grep -q "EXCEEDS the limit" "$work/plan.txt" && ok || bad "text plan of the replica over HTTP"
+  >"$work/plan.txt" 2>&1; st=$?
+[[ $st == 3 ]] && grep -q "EXCEEDS the limit" "$work/plan.txt" && ok || bad "text plan of the replica over HTTP: exit $st"
 
 # ---- the hub: hf://, redirects to another host, the token -----------------
 export HF_ENDPOINT=$base
@@ -249,7 +254,8 @@ for cmd in "hash" "verify $www/m/moe.gguf" "load" "repack -o $work/out.gguf"; do
   [[ ($rc == 1 || $rc == 2) ]] && grep -q "a URL" "$work/err" && ok || bad "$cmd on a URL: exit $rc, $(cat "$work/err")"
 done
 for cmd in inspect plan fit; do
-  "$ggufmap" "$cmd" --help | grep -q -- "-hf OWNER/REPO\[:QUANT\]" && ok || bad "$cmd --help lacks -hf"
-  "$ggufmap" "$cmd" -h | grep -q "usage: ggufmap $cmd" && ok || bad "$cmd -h is not help"
+  "$ggufmap" "$cmd" --help >"$work/help" && grep -q -- "-hf, --hf-repo OWNER/REPO\[:QUANT\]" "$work/help" && ok ||
+    bad "$cmd --help lacks -hf"
+  "$ggufmap" "$cmd" -h >"$work/help" && grep -q "usage: ggufmap $cmd" "$work/help" && ok || bad "$cmd -h is not help"
 done
 summary
