@@ -6,7 +6,9 @@
 #      the 26.8 GiB CPU table inside a GPU span, the verdict, the next step;
 #   3. the fix (repack: lossless, the replica's holes stay holes);
 #   4. plan again: it fits;
-#   5. the loader's saving, measured by the kernel on a replica scaled to
+#   5. the whole run at the full 256K context (fit: weights, KV cache,
+#      compute buffers) before and after the repack;
+#   6. the loader's saving, measured by the kernel on a replica scaled to
 #      this machine (bench/load_scaled.sh).
 # Each step shows the lines that carry the story; the command line is printed
 # so the whole output is one command away.  The folders are removed at the end.
@@ -53,5 +55,19 @@ show ggufmap repack "$model" --device metal -ngl all -o "$repacked"
 step "4. plan again"
 plan_story "$repacked" 'load_tensors|^working set|^CPU side|llama.cpp today'
 
-step "5. ggufmap's own loader on a replica scaled to this machine: wired (mlocked) bytes, measured by the kernel"
+# fit_story MODEL: the whole run at 256K context on a 128 GB Mac
+fit_story() {
+  show ggufmap fit "$1" --device metal -c 262144 --mem 128G
+  local status=0
+  "$ggufmap" fit "$1" --device metal -c 262144 --mem 128G >"$dir/fit.txt" || status=$?
+  grep -E "^  kv |^  compute|^working set|llama.cpp today|repacked \(planned\)" "$dir/fit.txt" | sed "s|$dir/||g"
+  echo "(exit status $status: $([[ $status == 0 ]] && echo it fits || echo it does not fit))"
+}
+
+step "5. the whole run at its full 256K context: weights + KV cache + compute buffers (fit)"
+fit_story "$model"
+echo "after the repack:"
+fit_story "$repacked"
+
+step "6. ggufmap's own loader on a replica scaled to this machine: wired (mlocked) bytes, measured by the kernel"
 bash "$(dirname "$0")/../bench/load_scaled.sh" "$build" 2G | grep -vE '^command:|^$'
