@@ -10,6 +10,7 @@
  * libc++ in src/regex.cpp's collation table); which names each knows was
  * observed with a probe program compiled against each (tests/regex).
  */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,11 +19,133 @@
 #include "internal.h"
 #include "regex.h"
 
+/* Literal runs that every match must contain, for a quick no (below). */
+#define REQUIRED_MAX 8
+#define REQUIRED_LEN 24
+
 struct gm_regex {
     ggufmap_regex_dialect dialect;
     gm_rx_libstdcxx *gnu; /* exactly one of the two is set */
     gm_rx_libcxx *llvm;
+    unsigned n_required;
+    unsigned char required_len[REQUIRED_MAX];
+    char required[REQUIRED_MAX][REQUIRED_LEN];
 };
+
+/* ------------------------------------------------------------------------ */
+/* The quick no                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* A placement searches every tensor name with every override pattern, and
+ * repack's family of placements does so hundreds of times: an --n-cpu-moe
+ * pattern (blk\.(0|1|...)\.ffn_(up|down|gate|gate_up)_(ch|)exps) on a
+ * 400-layer model costs seconds in the engines.  Most names cannot match:
+ * they lack a literal the pattern requires ("exps").  So a compiled pattern
+ * keeps the literal runs of its top level (outside groups and classes), and
+ * a name that lacks one is a no without running the engine.
+ *
+ * That answer must be the library's, errors included: a library can give
+ * up (libc++'s error_complexity) or run away (libstdc++) on a name it would
+ * not match.  So the quick no is kept only for patterns on which neither
+ * can happen: no quantifier at all (*, +, ?, {), and few alternative paths
+ * (the product of the groups' alternatives at most 4096): the engines then
+ * take at most a few steps per path and start position.  Anything the
+ * scanner is not sure of (a '|' at the top level, an unclosed group, a
+ * class that starts with ']', non-ASCII bytes) leaves the pattern without
+ * required literals: the engine answers as before. */
+typedef struct literal_scan {
+    gm_regex *re;
+    char run[REQUIRED_LEN];
+    size_t run_len;
+} literal_scan;
+
+static void end_run(literal_scan *ls) {
+    gm_regex *re = ls->re;
+    if (ls->run_len && re->n_required < REQUIRED_MAX) {
+        memcpy(re->required[re->n_required], ls->run, ls->run_len);
+        re->required_len[re->n_required++] = (unsigned char)ls->run_len;
+    }
+    ls->run_len = 0;
+}
+
+static void add_literal(literal_scan *ls, char c) {
+    if (ls->run_len < REQUIRED_LEN) ls->run[ls->run_len++] = c; /* a prefix of a required run is required */
+}
+
+/* The end of the class that starts at p[i] == '[', or 0 when unsure. */
+static size_t class_end(const char *p, size_t n, size_t i) {
+    size_t j = i + 1;
+    if (j < n && p[j] == '^') j++;
+    if (j >= n || p[j] == ']') return 0; /* "[]" and "[]a]" mean different things to the two libraries */
+    for (; j < n; j++) {
+        if (p[j] == '\\') {
+            j++;
+        } else if (p[j] == '[' && j + 1 < n && strchr(":.=", p[j + 1]) && p[j + 1]) { /* [:alpha:] [.a.] [=a=] */
+            char kind = p[j + 1];
+            for (j += 2; j + 1 < n && !(p[j] == kind && p[j + 1] == ']'); j++) {}
+            if (j + 1 >= n) return 0;
+            j++;
+        } else if (p[j] == ']') {
+            return j;
+        }
+    }
+    return 0;
+}
+
+/* Fills re's required literals from the n bytes at p, or leaves none. */
+static void find_required(gm_regex *re, const char *p, size_t n) {
+    literal_scan ls = {.re = re};
+    unsigned alts[64], depth = 0;
+    double paths = 1;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (c == '\\') {
+            if (++i >= n) goto unsure;
+            if (depth == 0 && p[i] && strchr("^$\\.*+?()[]{}|/", p[i])) {
+                add_literal(&ls, p[i]);
+            } else { /* a class, an assertion, a back-reference, a code (\x41, \u0141, \cA): no literal */
+                end_run(&ls);
+                while (i + 1 < n && isalnum((unsigned char)p[i + 1])) i++;
+            }
+        } else if (c == '[') {
+            end_run(&ls);
+            if (!(i = class_end(p, n, i))) goto unsure;
+        } else if (c == '(') {
+            end_run(&ls);
+            if (depth == 64) goto unsure;
+            alts[depth++] = 1;
+            if (i + 1 < n && p[i + 1] == '?') i += 2; /* (?: (?= (?! */
+        } else if (c == ')') {
+            end_run(&ls);
+            if (depth == 0 || (paths *= alts[--depth]) > 4096) goto unsure;
+        } else if (c == '|') {
+            end_run(&ls);
+            if (depth == 0) goto unsure;
+            alts[depth - 1]++;
+        } else if (c == '*' || c == '+' || c == '?' || c == '{') {
+            goto unsure;
+        } else if (depth == 0 && (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f && !strchr(".^$]}", c)) {
+            add_literal(&ls, c);
+        } else {
+            end_run(&ls);
+        }
+    }
+    end_run(&ls);
+    if (depth == 0) return;
+unsure:
+    re->n_required = 0;
+}
+
+/* Whether the n bytes at s hold every required literal of re. */
+static bool has_required(const gm_regex *re, const char *s, size_t n) {
+    for (unsigned k = 0; k < re->n_required; k++) {
+        const char *lit = re->required[k];
+        size_t len = re->required_len[k], at = 0;
+        while (at + len <= n && memcmp(s + at, lit, len) != 0) at++;
+        if (at + len > n) return false;
+    }
+    return true;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Compile, search, free                                                     */
@@ -47,12 +170,14 @@ int gm_regex_compile(const char *pattern, size_t n, ggufmap_regex_dialect dialec
         free(re);
         return rc;
     }
+    find_required(re, pattern, n);
     *out = re;
     return GGUFMAP_OK;
 }
 
 int gm_regex_search(const gm_regex *re, const char *s, size_t n, uint64_t max_steps, gm_regex_error *err) {
     if (max_steps == 0) max_steps = GM_REGEX_STEP_BUDGET;
+    if (!has_required(re, s, n)) return GM_REGEX_NOMATCH;
     return re->llvm ? gm_rx_libcxx_search(re->llvm, s, n, max_steps, err)
                     : gm_rx_libstdcxx_search(re->gnu, s, n, max_steps, err);
 }

@@ -173,6 +173,18 @@ static void test_budget(void) {
     CHECK(search(GNU, "(a*)*c", "aaaaaaaa", 100) == GM_REGEX_EBUDGET);
     CHECK(search(GNU, "blk\\.0\\.", "blk.0.attn_q.weight", 5) == GM_REGEX_EBUDGET);
     CHECK(search(GNU, "blk\\.0\\.", "blk.0.attn_q.weight", 50) == 1);
+    /* The quick no (regex.c): a name without a literal the pattern's top
+     * level requires is a no without the engine (one step would not do);
+     * a name with them runs the engine; a pattern with a quantifier never
+     * takes the quick no, whatever the name. */
+    const char *moe = "blk\\.(0|1|2)\\.ffn_(up|down|gate|gate_up)_(ch|)exps";
+    CHECK(search(GNU, moe, "token_embd.weight", 1) == 0 && search(LLVM, moe, "token_embd.weight", 1) == 0);
+    CHECK(search(GNU, moe, "blk.3.ffn_up_exps.weight", 1) == GM_REGEX_EBUDGET);
+    CHECK(search(GNU, moe, "blk.2.ffn_gate_up_chexps.weight", 0) == 1);
+    CHECK(search(GNU, "blk\\.0\\.x*", "token_embd.weight", 1) == GM_REGEX_EBUDGET);
+    CHECK(search(GNU, "a|token", "token_embd.weight", 0) == 1); /* a top-level '|': nothing is required */
+    CHECK(search(GNU, "\\x41B", "AB", 0) == 1 && search(GNU, "\\u0041B", "AB", 0) == 1);
+    CHECK(search(GNU, "[[:alpha:]_]", "output.weight", 0) == 1 && search(GNU, "[[.hyphen.]-z]x", "ax", 0) == 1);
     /* libc++: error_complexity after 4096 steps per remaining byte, exactly
      * as libc++ counts, well before the budget. */
     CHECK(search(LLVM, "(a*)*c", as, 0) == GM_REGEX_ECOMPLEXITY);
