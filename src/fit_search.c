@@ -81,8 +81,9 @@ static int try_placement(const trial *t, int n_cpu_moe, int ngl, uint64_t *total
         const size_t cap = (size_t)n_cpu_moe * 64 + 64;
         pool = malloc(cap);
         ovr = calloc(po.n_overrides + (size_t)n_cpu_moe, sizeof *ovr);
-        int n = pool && ovr ? ggufmap_cpu_moe_patterns(n_cpu_moe, pool, cap) : -1;
-        if (n < 0) rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+        int n = 0;
+        if (!pool || !ovr || ggufmap_cpu_moe_patterns(n_cpu_moe, pool, cap, &n) != GGUFMAP_OK)
+            rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
         for (uint32_t i = 0; rc == GGUFMAP_OK && i < po.n_overrides; i++) ovr[i] = po.overrides[i];
         for (int i = 0, off = 0; rc == GGUFMAP_OK && i < n; i++) {
             ovr[po.n_overrides + (uint32_t)i] = (ggufmap_override){ pool + off, "CPU" };
@@ -94,7 +95,7 @@ static int try_placement(const trial *t, int n_cpu_moe, int ngl, uint64_t *total
     po.n_gpu_layers = ngl;
     ggufmap_placement *pl = NULL;
     ggufmap_plan *plan = NULL;
-    if (rc == GGUFMAP_OK) rc = ggufmap_place(t->model, &po, &pl, err);
+    if (rc == GGUFMAP_OK) rc = ggufmap_placement_build(t->model, &po, &pl, err);
     if (rc == GGUFMAP_OK) rc = ggufmap_plan_build(pl, t->plan_opts, &plan, err);
     if (rc == GGUFMAP_OK) rc = total_for(plan, &t->fit_opts, t->planned, total, NULL, err);
     ggufmap_plan_free(plan);

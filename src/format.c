@@ -53,7 +53,7 @@ const char *gm_fmt_mib(char *buf, size_t cap, uint64_t bytes) {
 int ggufmap_parse_size(const char *s, uint64_t *out) {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || v < 0) return -1;
+    if (end == s || v < 0) return GGUFMAP_EINVAL;
     double mul = 1;
     if (*end) {
         static const struct { const char *suffix; double mul; } suffixes[] = {
@@ -64,13 +64,13 @@ int ggufmap_parse_size(const char *s, uint64_t *out) {
         size_t i;
         for (i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++)
             if (strcasecmp(end, suffixes[i].suffix) == 0) break;
-        if (i == sizeof suffixes / sizeof suffixes[0]) return -1;
+        if (i == sizeof suffixes / sizeof suffixes[0]) return GGUFMAP_EINVAL;
         mul = suffixes[i].mul;
     }
     double bytes = v * mul;
-    if (bytes >= 18446744073709551615.0) return -1;
+    if (bytes >= 18446744073709551615.0) return GGUFMAP_EINVAL;
     *out = (uint64_t)bytes;
-    return 0;
+    return GGUFMAP_OK;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -95,15 +95,16 @@ struct ggufmap_sparse {
     EVP_MD_CTX *ctx;
 };
 
-ggufmap_sparse *ggufmap_sparse_new(void) {
-    ggufmap_sparse *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
+int ggufmap_sparse_new(ggufmap_sparse **out) {
+    ggufmap_sparse *s = *out = calloc(1, sizeof *s);
+    if (!s) return GGUFMAP_ENOMEM;
     s->ctx = EVP_MD_CTX_new();
     if (!s->ctx || EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL) != 1) {
         ggufmap_sparse_free(s);
-        return NULL;
+        *out = NULL;
+        return GGUFMAP_ENOMEM;
     }
-    return s;
+    return GGUFMAP_OK;
 }
 
 void ggufmap_sparse_free(ggufmap_sparse *s) {
@@ -138,7 +139,8 @@ int ggufmap_sparse_final(ggufmap_sparse *s, uint64_t size, uint8_t out[GGUFMAP_S
  * data are read (whole chunks, counted from offset). */
 static int sparse_range(int fd, const char *path, uint64_t offset, uint64_t size, uint8_t *out, uint8_t *buf,
                         ggufmap_error *err) {
-    ggufmap_sparse *sp = ggufmap_sparse_new();
+    ggufmap_sparse *sp = NULL;
+    ggufmap_sparse_new(&sp);
     if (!sp) return gm_fail(err, GGUFMAP_ENOMEM, "%s: cannot start SHA-256", path);
     const uint64_t ch = GGUFMAP_SPARSE_CHUNK, end = offset + size;
     uint64_t pos = offset, s, e;
@@ -381,7 +383,7 @@ done:
     return rc;
 }
 
-int ggufmap_hash_model(const ggufmap_model *model, unsigned flags, unsigned n_threads,
+int ggufmap_model_hash_build(const ggufmap_model *model, unsigned flags, unsigned n_threads,
                        void (*progress)(void *ctx, uint64_t done, uint64_t total), void *progress_ctx,
                        ggufmap_model_hash **out, ggufmap_error *err) {
     ggufmap_error_clear(err);

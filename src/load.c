@@ -37,7 +37,7 @@ struct ggufmap_bufmap {
     size_t n, cap;
 };
 
-int ggufmap_bufmap_create(ggufmap_bufmap **out, ggufmap_error *err) {
+int ggufmap_bufmap_new(ggufmap_bufmap **out, ggufmap_error *err) {
     *out = calloc(1, sizeof **out);
     return *out ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory for a buffer map");
 }
@@ -244,7 +244,7 @@ static void teardown(ggufmap_mapped *m) {
     }
 }
 
-void ggufmap_unmap(ggufmap_mapped *m) {
+void ggufmap_mapped_free(ggufmap_mapped *m) {
     if (!m) return;
     teardown(m);
     for (uint32_t c = 0; m->alloc_buffers && c < m->n_contexts; c++) free(m->alloc_buffers[c]);
@@ -418,7 +418,7 @@ static int copy_allocated(ggufmap_mapped *m, ggufmap_error *err) {
     return rc;
 }
 
-int ggufmap_map(const ggufmap_plan *plan, const ggufmap_map_opts *opts_in, ggufmap_mapped **out, ggufmap_error *err) {
+int ggufmap_mapped_open(const ggufmap_plan *plan, const ggufmap_map_opts *opts_in, ggufmap_mapped **out, ggufmap_error *err) {
     *out = NULL;
     ggufmap_error_clear(err);
     const ggufmap_placement *pl = ggufmap_plan_placement(plan);
@@ -443,7 +443,7 @@ int ggufmap_map(const ggufmap_plan *plan, const ggufmap_map_opts *opts_in, ggufm
     m->n_shards = ns;
     m->shards = calloc(ns, sizeof *m->shards);
     m->ranges = malloc((size_t)(total_ranges ? total_ranges : 1) * sizeof *m->ranges);
-    if (!m->shards || !m->ranges || ggufmap_bufmap_create(&m->bufmap, err) != GGUFMAP_OK) {
+    if (!m->shards || !m->ranges || ggufmap_bufmap_new(&m->bufmap, err) != GGUFMAP_OK) {
         rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory for %llu ranges", (unsigned long long)total_ranges);
         goto done;
     }
@@ -507,7 +507,7 @@ int ggufmap_map(const ggufmap_plan *plan, const ggufmap_map_opts *opts_in, ggufm
     if (!(m->opts.flags & GGUFMAP_MAP_KEEP_UNPLANNED)) rc = ggufmap_mapped_release(m, NULL, err);
 done:
     if (rc) {
-        ggufmap_unmap(m);
+        ggufmap_mapped_free(m);
         return rc;
     }
     *out = m;

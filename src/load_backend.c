@@ -238,7 +238,7 @@ static int open_cuda(backend_state *st, ggufmap_error *err) {
     return GGUFMAP_OK;
 }
 
-void ggufmap_backend_close(ggufmap_backend *b) {
+void ggufmap_backend_free(ggufmap_backend *b) {
     if (!b) return;
     backend_state *st = b->ctx;
     for (size_t i = 0; i < st->n; i++) unpin(st, st->pieces[i].first, st->pieces[i].last);

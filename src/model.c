@@ -93,33 +93,32 @@ static int five_digits(const char *s, uint32_t *v) {
     return 1;
 }
 
-int ggufmap_split_parse(const char *path, size_t *prefix_len, uint32_t *index, uint32_t *count) {
+bool ggufmap_split_parse(const char *path, size_t *prefix_len, uint32_t *index, uint32_t *count) {
     static const char tail[] = "-NNNNN-of-NNNNN.gguf";
     size_t n = strlen(path), t = sizeof tail - 1;
-    if (n < t) return 0;
+    if (n < t) return false;
     const char *s = path + n - t;
     uint32_t no, of;
     if (s[0] != '-' || !five_digits(s + 1, &no) || memcmp(s + 6, "-of-", 4) != 0 || !five_digits(s + 10, &of) ||
         strcmp(s + 15, ".gguf") != 0 || no == 0)
-        return 0;
+        return false;
     *prefix_len = n - t;
     *index = no - 1;
     *count = of;
-    return 1;
+    return true;
 }
 
 /* Reads a u16 key that must have exactly that type (llama.cpp's get_key). */
 static int get_u16(const ggufmap_source *src, const char *key, int required, uint16_t *out, int *found,
                    ggufmap_error *err) {
-    int64_t i = ggufmap_source_find_kv(src, key);
-    *found = i >= 0;
-    if (i < 0) {
+    const ggufmap_kv *kv = ggufmap_source_find_kv(src, key);
+    *found = kv != NULL;
+    if (!kv) {
         if (required)
             return gm_fail(err, GGUFMAP_EFORMAT, "%s: key '%s' is missing (a split shard must carry it)",
                            ggufmap_source_path(src), key);
         return GGUFMAP_OK;
     }
-    const ggufmap_kv *kv = ggufmap_source_kv(src, i);
     if (kv->type != GGUFMAP_VALUE_UINT16)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key '%s' has type %s, llama.cpp requires u16",
                        ggufmap_source_path(src), (unsigned long long)kv->offset, key,
@@ -187,10 +186,9 @@ static int open_splits(ggufmap_model *m, const opener *op, const char *first_pat
     }
     if (rc) return rc;
     if ((rc = index_tensors(m, err))) return rc;
-    int64_t i = ggufmap_source_find_kv(first, "split.tensors.count");
-    if (i < 0)
+    const ggufmap_kv *kv = ggufmap_source_find_kv(first, "split.tensors.count");
+    if (!kv)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: key 'split.tensors.count' is missing", ggufmap_source_path(first));
-    const ggufmap_kv *kv = ggufmap_source_kv(first, i);
     if (kv->type != GGUFMAP_VALUE_INT32)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key 'split.tensors.count' has type %s, llama.cpp requires i32",
                        ggufmap_source_path(first), (unsigned long long)kv->offset, ggufmap_value_type_name(kv->type));
@@ -242,7 +240,7 @@ static int model_open(const opener *op, const char *name, unsigned flags, ggufma
     return GGUFMAP_OK;
 fail:
     free(first_path);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
     return rc;
 }
 
@@ -270,9 +268,9 @@ int ggufmap_model_open_url(const char *url, unsigned flags, ggufmap_remote *remo
     return rc;
 }
 
-void ggufmap_model_close(ggufmap_model *m) {
+void ggufmap_model_free(ggufmap_model *m) {
     if (!m) return;
-    for (uint32_t s = 0; s < m->n_shards; s++) ggufmap_source_close(m->shards[s]);
+    for (uint32_t s = 0; s < m->n_shards; s++) ggufmap_source_free(m->shards[s]);
     free(m->shards);
     free(m->tensors);
     gm_hashtab_free(&m->names);
@@ -296,7 +294,7 @@ int64_t ggufmap_model_find_tensor(const ggufmap_model *m, const char *name) {
 }
 
 const ggufmap_kv *ggufmap_model_find_kv(const ggufmap_model *m, const char *key) {
-    return ggufmap_source_kv(m->shards[0], ggufmap_source_find_kv(m->shards[0], key));
+    return ggufmap_source_find_kv(m->shards[0], key);
 }
 
 bool ggufmap_model_fetch_stats(const ggufmap_model *m, uint64_t *fetched_bytes, uint64_t *requests) {

@@ -305,7 +305,7 @@ static buft decide(const ggufmap_placement *p, override_set *ovr, const ggufmap_
     buft b = BUFT_CPU;
     bool chosen = false;
     for (uint32_t i = 0; i < ovr->n && !chosen; i++) {
-        if (override_matches(ovr, i, t) != GM_REGEX_MATCH) continue; /* an error stops ggufmap_place */
+        if (override_matches(ovr, i, t) != GM_REGEX_MATCH) continue; /* an error stops ggufmap_placement_build */
         if (ovr->items[i].target < 0) {
             buft cpu_list[4];
             uint32_t m = buft_list(p, false, cpu_list);
@@ -415,20 +415,22 @@ void ggufmap_placement_opts_init(ggufmap_placement_opts *o) {
     o->lazy = GGUFMAP_LAZY_AUTO;
 }
 
-int ggufmap_cpu_moe_patterns(int n_layers, char *buf, size_t cap) {
+int ggufmap_cpu_moe_patterns(int n_layers, char *buf, size_t cap, int *count) {
     static const char exps[] = "\\.ffn_(up|down|gate|gate_up)_(ch|)exps"; /* common.h LLM_FFN_EXPS_REGEX */
     size_t used = 0;
-    int count = n_layers < 0 ? 1 : n_layers;
-    for (int i = 0; i < count; i++) {
+    int n = n_layers < 0 ? 1 : n_layers;
+    *count = 0;
+    for (int i = 0; i < n; i++) {
         int k = n_layers < 0 ? snprintf(buf + used, cap - used, "%s", exps)
                              : snprintf(buf + used, cap - used, "blk\\.%d%s", i, exps);
-        if (k < 0 || used + (size_t)k + 1 > cap) return -1;
+        if (k < 0 || used + (size_t)k + 1 > cap) return GGUFMAP_EINVAL;
         used += (size_t)k + 1;
     }
-    return count;
+    *count = n;
+    return GGUFMAP_OK;
 }
 
-int ggufmap_place(const ggufmap_model *model, const ggufmap_placement_opts *opts, ggufmap_placement **out,
+int ggufmap_placement_build(const ggufmap_model *model, const ggufmap_placement_opts *opts, ggufmap_placement **out,
                   ggufmap_error *err) {
     *out = NULL;
     ggufmap_error_clear(err);

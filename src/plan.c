@@ -59,7 +59,7 @@ struct ggufmap_plan {
 /* A size that ends at n bytes into s. */
 static int parse_bytes(const char *s, size_t n, uint64_t *out) {
     char buf[64];
-    if (n == 0 || n >= sizeof buf) return -1;
+    if (n == 0 || n >= sizeof buf) return GGUFMAP_EINVAL;
     memcpy(buf, s, n);
     buf[n] = '\0';
     return ggufmap_parse_size(buf, out);

@@ -144,7 +144,7 @@ static void repack_free(repack *r, bool failed) {
     free(r->out);
     free(r->tasks);
     rp_choice_free(&r->ch);
-    ggufmap_model_close(r->m);
+    ggufmap_model_free(r->m);
     ggufmap_repack_result_free(r->res);
 }
 
@@ -347,7 +347,7 @@ static int check_header(const repack *r, uint32_t s, ggufmap_error *err) {
             rc = gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: read-back check: tensor '%.*s' differs", final,
                          (unsigned long long)b->info_offset, (int)a->name_len, a->name);
     }
-    ggufmap_source_close(o);
+    ggufmap_source_free(o);
     return rc;
 }
 

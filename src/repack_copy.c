@@ -238,7 +238,9 @@ static int copy_task(void *ctx, int64_t i, uint8_t *buf, ggufmap_error *e) {
     engine *en = ctx;
     const rp_task *t = &en->c->tasks[i];
     const uint64_t ch = GGUFMAP_SPARSE_CHUNK, base = t->src_off, end = base + t->size;
-    ggufmap_sparse *cs = ggufmap_sparse_new(), *rs = ggufmap_sparse_new();
+    ggufmap_sparse *cs = NULL, *rs = NULL;
+    ggufmap_sparse_new(&cs);
+    ggufmap_sparse_new(&rs);
     lag_ring ring = {.head = 0};
     bool flip = en->flip && strcmp(en->flip, t->name) == 0;
     int rc = !cs || !rs ? gm_fail(e, GGUFMAP_ENOMEM, "out of memory") : GGUFMAP_OK;

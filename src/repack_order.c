@@ -70,7 +70,7 @@ static int classify(const ggufmap_model *m, tinfo *ti, int32_t *n_layers, ggufma
     o.lazy = GGUFMAP_LAZY_ON;
     o.cpu = GGUFMAP_CPU_GENERIC;
     ggufmap_placement *p = NULL;
-    int rc = ggufmap_place(m, &o, &p, err);
+    int rc = ggufmap_placement_build(m, &o, &p, err);
     if (rc) return rc;
     *n_layers = ggufmap_placement_n_layers(p);
     int64_t n = ggufmap_model_n_tensors(m);
@@ -221,7 +221,8 @@ static void add_ngl_cases(cases *c, int32_t n_layers, int32_t *layers, size_t n)
  * "blk\\.%d" + LLM_FFN_EXPS_REGEX, common.h). */
 static char *moe_case_pattern(const int32_t *in, size_t n) {
     char exps[128];
-    if (ggufmap_cpu_moe_patterns(-1, exps, sizeof exps) != 1) return NULL;
+    int n_exps;
+    if (ggufmap_cpu_moe_patterns(-1, exps, sizeof exps, &n_exps) != GGUFMAP_OK) return NULL;
     size_t cap = strlen(exps) + 16 + 12 * n, o = 0;
     char *p = malloc(cap);
     if (!p) return NULL;
@@ -242,7 +243,8 @@ static int add_moe_cases(cases *c, const int32_t *experts, size_t n) {
         char *pat = NULL;
         if (all) {
             char exps[128];
-            if (ggufmap_cpu_moe_patterns(-1, exps, sizeof exps) == 1) pat = strdup(exps);
+            int n_exps;
+            if (ggufmap_cpu_moe_patterns(-1, exps, sizeof exps, &n_exps) == GGUFMAP_OK) pat = strdup(exps);
         } else {
             pat = moe_case_pattern(experts, keep[k] + 1);
         }
@@ -382,8 +384,9 @@ static void order_layout(rp_layout *l, const ggufmap_model *m, const tinfo *ti, 
  * shard s byte for byte, then its tensors in layout order. */
 static int shard_writer(rp_layout *l, const ggufmap_model *m, uint32_t s, ggufmap_error *err) {
     const ggufmap_source *src = ggufmap_model_shard(m, s);
-    ggufmap_writer *w = l->w[s] = ggufmap_writer_new();
-    if (!w) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory laying out the output");
+    if (ggufmap_writer_new(&l->w[s]) != GGUFMAP_OK)
+        return gm_fail(err, GGUFMAP_ENOMEM, "out of memory laying out the output");
+    ggufmap_writer *w = l->w[s];
     ggufmap_writer_set_version(w, ggufmap_source_version(src));
     ggufmap_writer_set_alignment(w, ggufmap_source_alignment(src));
     for (int64_t k = 0; k < ggufmap_source_n_kv(src); k++) {
@@ -465,7 +468,7 @@ static int figures(const ggufmap_model *m, const ggufmap_placement_opts *po, con
     ggufmap_placement *pl = NULL;
     ggufmap_plan *plan = NULL;
     uint64_t planned;
-    int rc = ggufmap_place(m, po, &pl, err);
+    int rc = ggufmap_placement_build(m, po, &pl, err);
     if (!rc) rc = ggufmap_plan_build(pl, plo, &plan, err);
     memset(f, 0, sizeof *f);
     for (uint32_t b = 0; !rc && b < ggufmap_plan_n_buffers(plan); b++) {
@@ -511,7 +514,7 @@ static int evaluate_layout(const rp_layout *l, const char *dir, int tag, const c
     ggufmap_model *hm = NULL;
     int rc = header_model(l, dir, tag, &hm, err);
     if (!rc) rc = evaluate(hm, cs, o, ev, err);
-    ggufmap_model_close(hm);
+    ggufmap_model_free(hm);
     return rc;
 }
 
@@ -551,7 +554,7 @@ static int rank_tensors(const ggufmap_model *m, work *w, const ggufmap_repack_op
         if (strcmp(w->cs.label[k], "-ngl all") == 0) po = &w->cs.opts[k];
     ggufmap_placement *pl = NULL;
     ggufmap_plan *plan = NULL;
-    int rc = ggufmap_place(m, po, &pl, err);
+    int rc = ggufmap_placement_build(m, po, &pl, err);
     if (!rc) rc = ggufmap_plan_build(pl, &o->plan, &plan, err);
     if (!rc) rank_by_plan(plan, ggufmap_model_n_tensors(m), w->ti);
     ggufmap_plan_free(plan);

@@ -254,9 +254,8 @@ static int parse_kv(ggufmap_source *src, gm_cursor *c, int64_t i, ggufmap_error 
 /* general.alignment: a u32 power of two when present, else 32. */
 static int check_alignment(ggufmap_source *src, ggufmap_error *err) {
     src->alignment = GGUFMAP_DEFAULT_ALIGNMENT;
-    int64_t i = ggufmap_source_find_kv(src, "general.alignment");
-    if (i < 0) return GGUFMAP_OK;
-    const ggufmap_kv *kv = &src->kvs[i];
+    const ggufmap_kv *kv = ggufmap_source_find_kv(src, "general.alignment");
+    if (!kv) return GGUFMAP_OK;
     if (kv->type != GGUFMAP_VALUE_UINT32)
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: key 'general.alignment' must be of type u32 but is %s",
                        src->path, (unsigned long long)kv->offset, ggufmap_value_type_name(kv->type));
@@ -565,7 +564,7 @@ static int open_bytes(const char *name, gm_byte_source *bytes, unsigned flags, g
                      name, (unsigned long long)c.pos, (unsigned long long)c.size);
     }
     if (rc) {
-        ggufmap_source_close(src);
+        ggufmap_source_free(src);
         return rc;
     }
     if (bytes->ops->parsed) bytes->ops->parsed(bytes, c.pos);
@@ -594,7 +593,7 @@ int ggufmap_source_open_url(const char *url, unsigned flags, ggufmap_remote *rem
     return rc;
 }
 
-void ggufmap_source_close(ggufmap_source *src) {
+void ggufmap_source_free(ggufmap_source *src) {
     if (!src) return;
     src->bytes->ops->close(src->bytes);
     gm_hashtab_free(&src->kv_index);
@@ -635,8 +634,8 @@ const ggufmap_kv *ggufmap_source_kv(const ggufmap_source *src, int64_t i) {
     return i >= 0 && i < src->n_kv ? &src->kvs[i] : NULL;
 }
 
-int64_t ggufmap_source_find_kv(const ggufmap_source *src, const char *key) {
-    return gm_hashtab_find(&src->kv_by_name, key, strlen(key));
+const ggufmap_kv *ggufmap_source_find_kv(const ggufmap_source *src, const char *key) {
+    return ggufmap_source_kv(src, gm_hashtab_find(&src->kv_by_name, key, strlen(key)));
 }
 
 int64_t gm_source_find_kv_bytes(const ggufmap_source *src, const char *key, size_t len) {

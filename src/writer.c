@@ -113,12 +113,12 @@ static const char *key_at(const ggufmap_writer *w, int64_t i, size_t *len) {
 /* Building                                                                  */
 /* ------------------------------------------------------------------------ */
 
-ggufmap_writer *ggufmap_writer_new(void) {
-    ggufmap_writer *w = calloc(1, sizeof *w);
-    if (!w) return NULL;
+int ggufmap_writer_new(ggufmap_writer **out) {
+    ggufmap_writer *w = *out = calloc(1, sizeof *w);
+    if (!w) return GGUFMAP_ENOMEM;
     w->version = 3;
     w->alignment = 32;
-    return w;
+    return GGUFMAP_OK;
 }
 
 void ggufmap_writer_free(ggufmap_writer *w) {

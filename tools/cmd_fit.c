@@ -170,7 +170,7 @@ static int run_fit(const ggufmap_model *m, const fit_args *f) {
     ggufmap_error err;
     ggufmap_fit_suggestion sugg[8];
     ggufmap_fit_report_opts ro = {.json = f->common.json, .suggestions = sugg};
-    int rc = EXIT_OK, st = ggufmap_place(m, &f->placement.opts, &pl, &err);
+    int rc = EXIT_OK, st = ggufmap_placement_build(m, &f->placement.opts, &pl, &err);
     if (st == GGUFMAP_OK) st = ggufmap_plan_build(pl, &f->plan, &plan, &err);
     if (st == GGUFMAP_OK) st = ggufmap_fit_build(plan, &f->fit, &fit, &err);
     if (st == GGUFMAP_OK && f->max_ctx) {
@@ -208,7 +208,7 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     if (rc == EXIT_OK) rc = settle(f);
     ggufmap_model *m = NULL;
     if (rc == EXIT_OK && (rc = model_arg_open(&f->model, 0, &m)) == EXIT_OK) rc = run_fit(m, f);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
     model_arg_free(&f->model);
     placement_args_free(&f->placement);
     free(f);

@@ -100,14 +100,14 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     progress_line line = progress_start("hash");
     bool show = cli_progress_on(&a.common);
     unsigned flags = a.digest_only ? 0 : GGUFMAP_HASH_STREAM;
-    if (ggufmap_hash_model(m, flags, 0, show ? progress_show : NULL, &line, &h, &err) != GGUFMAP_OK) {
+    if (ggufmap_model_hash_build(m, flags, 0, show ? progress_show : NULL, &line, &h, &err) != GGUFMAP_OK) {
         rc = cli_fail(cmd->name, EXIT_BAD_INPUT, err.message);
     } else if (!a.common.quiet) {
         if (a.common.json) print_json(&a, path, m, h);
         else print_lines(&a, path, m, h);
     }
     ggufmap_model_hash_free(h);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
     return cli_finish_stdout(cmd->name, rc);
 }
 

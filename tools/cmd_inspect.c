@@ -56,7 +56,7 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     ggufmap_model *m = NULL;
     if (rc == EXIT_OK) rc = model_arg_open(&a.model, a.lenient ? GGUFMAP_OPEN_LENIENT : 0, &m);
     if (rc == EXIT_OK && !a.common.quiet) ggufmap_report_inspect(stdout, m, a.flags);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
     model_arg_free(&a.model);
     return rc == EXIT_OK ? cli_finish_stdout(cmd->name, EXIT_OK) : cli_parse_status(cmd, rc);
 }

@@ -352,7 +352,7 @@ static int run(const cli_command *cmd, int argc, char **argv) {
                              ggufmap_model_n_shards(m) == 1 ? "" : "s");
         goto done;
     }
-    if ((st = ggufmap_place(m, &a.pa.opts, &pl, &err)) != GGUFMAP_OK) goto fail;
+    if ((st = ggufmap_placement_build(m, &a.pa.opts, &pl, &err)) != GGUFMAP_OK) goto fail;
     if ((st = ggufmap_plan_build(pl, &a.plan, &plan, &err)) != GGUFMAP_OK) goto fail;
     bool has_gpu = a.pa.opts.device != GGUFMAP_DEVICE_CPU;
     if ((st = ggufmap_backend_open(a.backend, &gpu_be, &err)) != GGUFMAP_OK) goto fail;
@@ -372,7 +372,7 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     in_map = true;
     read_status(&before);
     t_start = gm_now_ns();
-    if ((st = ggufmap_map(plan, &mo, &mapped, &err)) != GGUFMAP_OK) goto fail;
+    if ((st = ggufmap_mapped_open(plan, &mo, &mapped, &err)) != GGUFMAP_OK) goto fail;
     t_map = gm_now_ns() - t_start;
     read_status(&after_map);
     uint64_t t0 = gm_now_ns();
@@ -432,12 +432,12 @@ fail:
     rc = cli_fail("load", st == GGUFMAP_EINVAL && !in_map ? EXIT_USAGE : EXIT_BAD_INPUT, err.message);
 done:
     (void)after_map;
-    ggufmap_unmap(mapped);
-    ggufmap_backend_close(cpu_be);
-    ggufmap_backend_close(gpu_be);
+    ggufmap_mapped_free(mapped);
+    ggufmap_backend_free(cpu_be);
+    ggufmap_backend_free(gpu_be);
     ggufmap_plan_free(plan);
     ggufmap_placement_free(pl);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
     placement_args_free(&a.pa);
     return rc;
 }

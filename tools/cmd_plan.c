@@ -161,7 +161,7 @@ static int report(plan_args *a, const char *model_path, const ggufmap_model *m, 
 static int place_and_plan(const cli_command *cmd, const ggufmap_model *m, const ggufmap_placement_opts *o,
                           const ggufmap_plan_opts *popts, ggufmap_placement **pl, ggufmap_plan **plan) {
     ggufmap_error err;
-    int st = ggufmap_place(m, o, pl, &err);
+    int st = ggufmap_placement_build(m, o, pl, &err);
     if (st == GGUFMAP_OK) st = ggufmap_plan_build(*pl, popts, plan, &err);
     if (st == GGUFMAP_OK) return EXIT_OK;
     return cli_fail(cmd->name, st == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT, err.message);
@@ -201,7 +201,7 @@ done:
     ggufmap_placement_free(pl_mtp);
     ggufmap_plan_free(plan);
     ggufmap_placement_free(pl);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
     model_arg_free(&a->model);
     placement_args_free(&a->placement);
     free(a);

@@ -348,7 +348,7 @@ static int run(const cli_command *cmd, int argc, char **argv) {
         goto done;
     }
     if (a->out && (rc = check_outputs(a, in)) != EXIT_OK) goto done;
-    ggufmap_model_close(in);
+    ggufmap_model_free(in);
     in = NULL;
     progress_line line = progress_start("repack");
     if (cli_progress_on(&a->common)) {
@@ -366,7 +366,7 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     rc = cli_finish_stdout(cmd->name, rc);
 done:
     ggufmap_repack_result_free(res);
-    ggufmap_model_close(in);
+    ggufmap_model_free(in);
     placement_args_free(&a->placement);
     free(a);
     return cli_parse_status(cmd, rc);

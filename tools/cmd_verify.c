@@ -74,8 +74,8 @@ static int run(const cli_command *cmd, int argc, char **argv) {
         else if (!common.quiet) print_text(a, same, diff);
         rc = same ? EXIT_OK : EXIT_NO;
     }
-    ggufmap_model_close(a);
-    ggufmap_model_close(b);
+    ggufmap_model_free(a);
+    ggufmap_model_free(b);
     return cli_finish_stdout(cmd->name, rc);
 }
 

@@ -102,8 +102,10 @@ static int parse_ot(placement_args *a, const char *cmd, const char *arg) {
 static int add_cpu_moe(placement_args *a, const char *cmd, int n_layers) {
     size_t cap = n_layers < 0 ? 256 : (size_t)n_layers * 64 + 64;
     char *buf = malloc(cap);
-    int n = buf ? ggufmap_cpu_moe_patterns(n_layers, buf, cap) : -1;
-    int rc = n < 0 ? cli_usage_error(cmd, "--n-cpu-moe %d: too many layers", n_layers) : EXIT_OK;
+    int n = 0;
+    int rc = !buf || ggufmap_cpu_moe_patterns(n_layers, buf, cap, &n) != GGUFMAP_OK
+                 ? cli_usage_error(cmd, "--n-cpu-moe %d: too many layers", n_layers)
+                 : EXIT_OK;
     const char *p = buf;
     for (int i = 0; i < n && !rc; i++, p += strlen(p) + 1) rc = add_override(a, cmd, p, strlen(p), "CPU", 3);
     free(buf);

@@ -46,7 +46,7 @@ static int evaluate(const plan_advice_input *in, const int *skip, size_t n_skip,
     if (rc == 0) {
         a->cpu_given = in->placement->cpu_given;
         placement_args_finish(a);
-        rc = ggufmap_place(in->model, &a->opts, &pl, &err) || ggufmap_plan_build(pl, in->plan_opts, &plan, &err);
+        rc = ggufmap_placement_build(in->model, &a->opts, &pl, &err) || ggufmap_plan_build(pl, in->plan_opts, &plan, &err);
     }
     if (rc == 0) {
         uint64_t planned;

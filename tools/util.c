@@ -37,7 +37,7 @@ int parse_size_option(const char *cmd, const char *opt, const char *text, unsign
     if (end != text && *end == '\0')
         return cli_usage_error(cmd, "%s %s: a size needs a unit: %sG or %sGiB (binary), %sGB (decimal), K, M, T, B",
                                opt, text, text, text, text);
-    if (ggufmap_parse_size(text, out) != 0)
+    if (ggufmap_parse_size(text, out) != GGUFMAP_OK)
         return cli_usage_error(cmd, "%s %s: expected a size such as 96G, 512MiB, 64MB or 16K", opt, text);
     if (*out == 0) return cli_usage_error(cmd, "%s %s: must be above zero", opt, text);
     if ((rules & SIZE_POWER_OF_TWO) && (*out & (*out - 1)))

@@ -74,7 +74,8 @@ GGUFMAP_API int ggufmap_sha256_range(int fd, const char *path, uint64_t offset, 
  * be given or not: they are skipped), then final. */
 #define GGUFMAP_SPARSE_CHUNK (64u << 10)
 typedef struct ggufmap_sparse ggufmap_sparse;
-GGUFMAP_API ggufmap_sparse *ggufmap_sparse_new(void);
+/* Each returns GGUFMAP_OK, or GGUFMAP_ENOMEM (new: with *out NULL). */
+GGUFMAP_API int ggufmap_sparse_new(ggufmap_sparse **out);
 /* bytes: the chunk's bytes (GGUFMAP_SPARSE_CHUNK, or fewer for the last). */
 GGUFMAP_API int ggufmap_sparse_chunk(ggufmap_sparse *s, uint64_t index, const void *bytes, size_t len);
 GGUFMAP_API int ggufmap_sparse_final(ggufmap_sparse *s, uint64_t size, uint8_t out[GGUFMAP_SHA256_LEN]);
@@ -86,7 +87,7 @@ GGUFMAP_API void ggufmap_sha256_zeros(uint64_t n, uint8_t out[GGUFMAP_SHA256_LEN
 /* Lower-case hex of a digest into buf (>= 65 bytes); returns buf. */
 GGUFMAP_API const char *ggufmap_sha256_hex(const uint8_t sha[GGUFMAP_SHA256_LEN], char *buf);
 
-/* The result of ggufmap_hash_model(). */
+/* The result of ggufmap_model_hash_build(). */
 typedef struct ggufmap_model_hash {
     int64_t n_tensors;
     ggufmap_tensor_hash *tensors;        /* in model order (ggufmap_model_tensor) */
@@ -104,7 +105,7 @@ typedef struct ggufmap_model_hash {
  * (from the calling thread).  On success *out is owned by the caller
  * (ggufmap_model_hash_free); on error *out is NULL and err names the shard,
  * offset and tensor. */
-GGUFMAP_API int ggufmap_hash_model(const ggufmap_model *model, unsigned flags, unsigned n_threads,
+GGUFMAP_API int ggufmap_model_hash_build(const ggufmap_model *model, unsigned flags, unsigned n_threads,
                        void (*progress)(void *ctx, uint64_t done, uint64_t total), void *progress_ctx,
                        ggufmap_model_hash **out, ggufmap_error *err);
 GGUFMAP_API void ggufmap_model_hash_free(ggufmap_model_hash *h);

@@ -4,8 +4,8 @@
  *
  * The steps an engine takes:
  *
- *   ggufmap_model_open()  ->  ggufmap_place()  ->  ggufmap_plan_build()
- *     ->  ggufmap_map(plan, backends)      maps every shard read-only (one
+ *   ggufmap_model_open()  ->  ggufmap_placement_build()  ->  ggufmap_plan_build()
+ *     ->  ggufmap_mapped_open(plan, backends)      maps every shard read-only (one
  *                                          whole-file MAP_SHARED mapping per
  *                                          shard, as llama_mmap does) and calls
  *                                          buffer_from_host_ptr once per
@@ -14,7 +14,7 @@
  *                                          address (mapping base + offset)
  *     ->  ggufmap_mapped_release()         unmaps every whole page that lies
  *                                          outside all planned ranges
- *     ->  ggufmap_unmap()                  frees the buffers, unmaps the files
+ *     ->  ggufmap_mapped_free()                  frees the buffers, unmaps the files
  *
  * The buffer map.  llama.cpp keeps one buffer per (context, file) and looks
  * tensors up by file index alone.  With one buffer per range a lookup must
@@ -80,8 +80,8 @@ typedef struct ggufmap_backend {
 } ggufmap_backend;
 
 /* Opens the built-in backend called name: "host", "wired" or "cuda".  On
- * success *out is a backend to pass to ggufmap_map() and to close with
- * ggufmap_backend_close() after every map using it is gone.  Errors:
+ * success *out is a backend to pass to ggufmap_mapped_open() and to close with
+ * ggufmap_backend_free() after every map using it is gone.  Errors:
  * GGUFMAP_EINVAL for an unknown name; for "cuda", GGUFMAP_ENOTFOUND when
  * libcudart cannot be loaded or reports no device, GGUFMAP_EIO when it fails
  * to initialise.  *out is NULL on failure. */
@@ -89,7 +89,7 @@ GGUFMAP_API int ggufmap_backend_open(const char *name, ggufmap_backend **out, gg
 
 /* Closes a backend from ggufmap_backend_open.  Buffers still alive are
  * unpinned first.  NULL is allowed. */
-GGUFMAP_API void ggufmap_backend_close(ggufmap_backend *backend);
+GGUFMAP_API void ggufmap_backend_free(ggufmap_backend *backend);
 
 /* What a built-in backend has done so far: bytes it holds pinned now (whole
  * pages, each counted once), the most it held at a time, the nanoseconds
@@ -121,7 +121,7 @@ typedef struct ggufmap_bufmap_entry {
 typedef struct ggufmap_bufmap ggufmap_bufmap;
 
 /* Makes an empty buffer map.  Returns GGUFMAP_OK or GGUFMAP_ENOMEM. */
-GGUFMAP_API int ggufmap_bufmap_create(ggufmap_bufmap **out, ggufmap_error *err);
+GGUFMAP_API int ggufmap_bufmap_new(ggufmap_bufmap **out, ggufmap_error *err);
 GGUFMAP_API void ggufmap_bufmap_free(ggufmap_bufmap *map);
 
 /* Adds a range [first, last) of a context in a file.  Ranges of one
@@ -231,11 +231,11 @@ typedef struct ggufmap_mapped ggufmap_mapped;
  * far is freed and *out is NULL.  Unlike llama.cpp's CPU backend the host
  * backend does not need a range to start 32-byte aligned, so a plan that
  * ggufmap_plan_failure() refuses still maps. */
-GGUFMAP_API int ggufmap_map(const ggufmap_plan *plan, const ggufmap_map_opts *opts, ggufmap_mapped **out, ggufmap_error *err);
+GGUFMAP_API int ggufmap_mapped_open(const ggufmap_plan *plan, const ggufmap_map_opts *opts, ggufmap_mapped **out, ggufmap_error *err);
 
 /* Frees every buffer (through its backend), then unmaps the files.  NULL is
  * allowed. */
-GGUFMAP_API void ggufmap_unmap(ggufmap_mapped *mapped);
+GGUFMAP_API void ggufmap_mapped_free(ggufmap_mapped *mapped);
 
 /* Where a tensor lives after mapping. */
 typedef struct ggufmap_resolved {

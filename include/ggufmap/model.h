@@ -54,7 +54,7 @@ GGUFMAP_API int ggufmap_model_open_url(const char *url, unsigned flags, ggufmap_
                            ggufmap_error *err);
 
 /* Closes every shard. NULL is allowed. */
-GGUFMAP_API void ggufmap_model_close(ggufmap_model *model);
+GGUFMAP_API void ggufmap_model_free(ggufmap_model *model);
 
 /* Number of files (1 for an unsplit model). */
 GGUFMAP_API uint32_t ggufmap_model_n_shards(const ggufmap_model *model);
@@ -85,9 +85,9 @@ GGUFMAP_API uint64_t ggufmap_model_tensor_bytes(const ggufmap_model *model);
  * snprintf does. */
 GGUFMAP_API int ggufmap_split_path(char *buf, size_t cap, const char *prefix, uint32_t index, uint32_t count);
 
-/* If path ends in -NNNNN-of-MMMMM.gguf, stores the prefix length, the 0-based
- * index (NNNNN - 1) and the count MMMMM and returns 1; else returns 0. */
-GGUFMAP_API int ggufmap_split_parse(const char *path, size_t *prefix_len, uint32_t *index, uint32_t *count);
+/* Whether path ends in -NNNNN-of-MMMMM.gguf; if so, stores the prefix
+ * length, the 0-based index (NNNNN - 1) and the count MMMMM. */
+GGUFMAP_API bool ggufmap_split_parse(const char *path, size_t *prefix_len, uint32_t *index, uint32_t *count);
 
 #ifdef __cplusplus
 }

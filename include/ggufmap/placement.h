@@ -74,7 +74,7 @@ typedef enum ggufmap_lazy {
  * which libstdc++ accepts; "$" never matches a non-empty name under
  * libc++; libstdc++ refuses "[z-a]" and "(a\1)"; docs/regex.md lists
  * them).  A pattern the library refuses makes llama.cpp fail the load;
- * ggufmap_place then fails with GGUFMAP_EINVAL and says where and why. */
+ * ggufmap_placement_build then fails with GGUFMAP_EINVAL and says where and why. */
 typedef enum ggufmap_regex_dialect {
     GGUFMAP_REGEX_AUTO = 0,      /* libc++ with GGUFMAP_DEVICE_METAL (macOS builds), else libstdc++ */
     GGUFMAP_REGEX_LIBSTDCXX = 1, /* GNU libstdc++ (GCC 11, as the prebuilt Linux llama.cpp) */
@@ -111,10 +111,10 @@ GGUFMAP_API const char *ggufmap_architecture(uint32_t i);
  * (Metal: the arm64 repack rules). */
 GGUFMAP_API void ggufmap_placement_opts_init(ggufmap_placement_opts *opts);
 
-/* The override patterns llama.cpp's --cpu-moe adds (one) and --n-cpu-moe N
- * adds (N); written into buf as NUL-separated strings.  Returns the number
- * of patterns, or -1 when buf is too small. */
-GGUFMAP_API int ggufmap_cpu_moe_patterns(int n_layers, char *buf, size_t cap);
+/* The override patterns llama.cpp's --cpu-moe adds (n_layers < 0: one) and
+ * --n-cpu-moe N adds (N); written into buf as NUL-separated strings, their
+ * number into *count.  GGUFMAP_OK, or GGUFMAP_EINVAL when buf is too small. */
+GGUFMAP_API int ggufmap_cpu_moe_patterns(int n_layers, char *buf, size_t cap, int *count);
 
 typedef enum ggufmap_tensor_class {
     GGUFMAP_CLASS_INPUT = 0,
@@ -157,7 +157,7 @@ typedef struct ggufmap_placement ggufmap_placement;
  * refuses to load (EFORMAT: an architecture it has no loader for, a missing
  * block count, a required tensor missing, a tensor its loader does not use;
  * the message names the architecture or tensor). */
-GGUFMAP_API int ggufmap_place(const ggufmap_model *model, const ggufmap_placement_opts *opts, ggufmap_placement **out,
+GGUFMAP_API int ggufmap_placement_build(const ggufmap_model *model, const ggufmap_placement_opts *opts, ggufmap_placement **out,
                   ggufmap_error *err);
 GGUFMAP_API void ggufmap_placement_free(ggufmap_placement *p);
 

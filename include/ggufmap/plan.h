@@ -82,7 +82,7 @@ GGUFMAP_API void ggufmap_plan_opts_init(ggufmap_plan_opts *opts);
  * changes nothing.  Every other field is llama.cpp's default, as
  * ggufmap_placement_opts_init and ggufmap_plan_opts_init set them (mmap on,
  * repack on, lazy tables auto, no overrides).  Either pointer may be NULL.
- * ggufmap_map (load.h) maps with the running system's page size, whatever
+ * ggufmap_mapped_open (load.h) maps with the running system's page size, whatever
  * the plan counted with. */
 GGUFMAP_API void ggufmap_preset(ggufmap_device device, ggufmap_placement_opts *placement, ggufmap_plan_opts *plan);
 

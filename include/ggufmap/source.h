@@ -113,7 +113,7 @@ GGUFMAP_API int ggufmap_source_open_url(const char *url, unsigned flags, ggufmap
 
 /* Releases the mapping and the descriptor (or a remote file's header bytes
  * and its connection). NULL is allowed. */
-GGUFMAP_API void ggufmap_source_close(ggufmap_source *src);
+GGUFMAP_API void ggufmap_source_free(ggufmap_source *src);
 
 GGUFMAP_API const char *ggufmap_source_path(const ggufmap_source *src);
 GGUFMAP_API uint64_t ggufmap_source_file_size(const ggufmap_source *src);
@@ -144,9 +144,12 @@ GGUFMAP_API const ggufmap_kv *ggufmap_source_kv(const ggufmap_source *src, int64
  * shard), because it finds keys exactly as ggml's gguf_find_key and
  * llama.cpp's loader (get_key, get_arr) do:
  *
- *   the index of the FIRST pair, in file order, whose key read as a C
- *   string (its bytes up to the first NUL, all of them when there is none)
- *   equals the NUL-terminated key; -1 when there is none.
+ *   the FIRST pair, in file order, whose key read as a C string (its bytes
+ *   up to the first NUL, all of them when there is none) equals the
+ *   NUL-terminated key; NULL when there is none.
+ *
+ * Keys are found as pairs (a pointer, or NULL), tensors as indices (-1):
+ * a tensor's index is what plans and placements refer to it by.
  *
  * A stored key may hold a NUL byte, and ggml keeps it whole: two keys that
  * differ only after a NUL are distinct (duplicate detection compares every
@@ -154,7 +157,7 @@ GGUFMAP_API const ggufmap_kv *ggufmap_source_kv(const ggufmap_source *src, int64
  * "general.alignment" when no earlier pair does.  The reader applies the
  * same rule to general.alignment, the model module to split.*, placement to
  * general.architecture and <arch>.* keys.  O(1). */
-GGUFMAP_API int64_t ggufmap_source_find_kv(const ggufmap_source *src, const char *key);
+GGUFMAP_API const ggufmap_kv *ggufmap_source_find_kv(const ggufmap_source *src, const char *key);
 
 GGUFMAP_API int64_t ggufmap_source_n_tensors(const ggufmap_source *src);
 /* The i-th tensor info in file order, or NULL when i is out of range. */

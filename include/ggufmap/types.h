@@ -56,7 +56,7 @@ GGUFMAP_API uint32_t ggufmap_value_type_size(int32_t value_type);
 GGUFMAP_API const char *ggufmap_value_type_name(int32_t value_type);
 
 /* Parses a size: "4096", "96G" or "96GiB" (binary), "64MB" (decimal),
- * "1.5G".  Returns 0, or -1 for anything else. */
+ * "1.5G".  Returns GGUFMAP_OK, or GGUFMAP_EINVAL for anything else. */
 GGUFMAP_API int ggufmap_parse_size(const char *text, uint64_t *bytes);
 
 #ifdef __cplusplus

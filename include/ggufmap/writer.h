@@ -55,8 +55,9 @@ enum {
     GGUFMAP_WRITE_SPARSE = 1u << 0 /* leave zero data (and padding) as holes */
 };
 
-/* A writer for GGUF version 3 with alignment 32; NULL when out of memory. */
-GGUFMAP_API ggufmap_writer *ggufmap_writer_new(void);
+/* A writer for GGUF version 3 with alignment 32 into *out.  GGUFMAP_OK, or
+ * GGUFMAP_ENOMEM with *out NULL. */
+GGUFMAP_API int ggufmap_writer_new(ggufmap_writer **out);
 GGUFMAP_API void ggufmap_writer_free(ggufmap_writer *w);
 
 /* The version field written (2 or 3; v2 and v3 share the layout). */

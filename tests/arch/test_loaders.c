@@ -27,7 +27,8 @@ static char path[1024];
 
 /* Writes ARCH with block_count 2 and the n tensors named. */
 static int write_model(const char *arch, char names[][96], int n) {
-    ggufmap_writer *w = ggufmap_writer_new();
+    ggufmap_writer *w = NULL;
+    ggufmap_writer_new(&w);
     char key[128];
     ggufmap_writer_add_string(w, "general.architecture", arch);
     snprintf(key, sizeof key, "%s.block_count", arch);
@@ -52,9 +53,9 @@ static int place(char *msg, size_t cap) {
         ggufmap_placement_opts o;
         ggufmap_placement_opts_init(&o);
         ggufmap_placement *p = NULL;
-        rc = ggufmap_place(m, &o, &p, &err);
+        rc = ggufmap_placement_build(m, &o, &p, &err);
         ggufmap_placement_free(p);
-        ggufmap_model_close(m);
+        ggufmap_model_free(m);
     }
     snprintf(msg, cap, "%s", rc ? err.message : "");
     return rc;

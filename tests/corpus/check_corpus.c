@@ -215,7 +215,7 @@ static void ours_gguf(const char *file, gguf_result *r) {
     r->n_tensors = ggufmap_source_n_tensors(s);
     r->n_kv = ggufmap_source_n_kv(s);
     r->data_offset = (int64_t)ggufmap_source_data_offset(s);
-    ggufmap_source_close(s);
+    ggufmap_source_free(s);
 }
 
 /* The model: verdict, total tensor bytes, and per shard the span of its tensors. */
@@ -229,7 +229,7 @@ static verdict ours_load(const char *model, load_result *r) {
         if (m) {
             /* The API promises NULL on failure; a non-NULL model is a bug. */
             snprintf(r->why, sizeof r->why, "ggufmap_model_open failed but left a model");
-            ggufmap_model_close(m);
+            ggufmap_model_free(m);
             return r->v = V_UNKNOWN;
         }
         /* Only a format verdict counts as a reject; an I/O or memory failure
@@ -247,7 +247,7 @@ static verdict ours_load(const char *model, load_result *r) {
         if (r->first[t->shard] < 0 || a < r->first[t->shard]) r->first[t->shard] = a;
         if (b > r->last[t->shard]) r->last[t->shard] = b;
     }
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
     return r->v = V_ACCEPT;
 }
 

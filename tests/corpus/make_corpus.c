@@ -273,7 +273,8 @@ static void add_extra_keys(ggufmap_writer *w, const spec *s) {
 /* Writes shard k (of n; n == 1 for a single file) holding tensors [first, last). */
 static void write_shard(const char *path, const spec *s, uint32_t k, uint32_t n, const tinfo *t, int n_total,
                         int first, int last) {
-    ggufmap_writer *w = ggufmap_writer_new();
+    ggufmap_writer *w = NULL;
+    ggufmap_writer_new(&w);
     if (!w) die("out of memory", NULL);
     uint32_t align = s->alignment ? s->alignment : 32;
     if (s->version) check_rc(ggufmap_writer_set_version(w, s->version), "version");
@@ -408,7 +409,7 @@ static void load_layout(const char *path, layout *L) {
     L->info_off[L->n_t] = L->info_off[last] + 8 + L->name_len[last] + 4 + 8ull * L->n_dims[last] + 4 + 8;
     L->data_off = ggufmap_source_data_offset(src);
     L->alignment = ggufmap_source_alignment(src);
-    ggufmap_source_close(src);
+    ggufmap_source_free(src);
     load_file(path, &L->file);
 }
 

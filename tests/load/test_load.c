@@ -1,5 +1,5 @@
 /*
- * test_load.c - the loader: the range-aware buffer map and ggufmap_map.
+ * test_load.c - the loader: the range-aware buffer map and ggufmap_mapped_open.
  *
  * usage: test_load FIXTURE_TOOL SCRATCH_DIR
  *
@@ -7,7 +7,7 @@
  *    an entry that contains the bytes completely, finds one whenever one
  *    exists, never returns one that holds them in part, and rejects an
  *    offset + size that overflows; overlapping adds are refused.
- * 2. Property test of ggufmap_map over random layouts (fixture archs,
+ * 2. Property test of ggufmap_mapped_open over random layouts (fixture archs,
  *    shuffled orders, several seeds) and random placements and planners,
  *    with a counting host backend: every instance resolves to a range of its
  *    own context that contains it, its address is the mapping base plus its
@@ -45,7 +45,7 @@ static void test_bufmap(void) {
     for (int round = 0; round < 200; round++) {
         ggufmap_bufmap *map = NULL;
         ggufmap_error err;
-        CHECK(ggufmap_bufmap_create(&map, &err) == GGUFMAP_OK);
+        CHECK(ggufmap_bufmap_new(&map, &err) == GGUFMAP_OK);
         if (!map) return;
         /* Random disjoint ranges in 3 contexts x 2 shards; near UINT64_MAX too. */
         enum { MAXR = 64 };
@@ -303,7 +303,7 @@ static void test_map(const char *tool, const char *dir) {
             ggufmap_plan_opts_init(&popt);
             ggufmap_planner_parse(planners[rnd() % 6], &popt.planner);
             popt.page = rnd() % 2 ? 1 : 4096;
-            CHECK_MSG(ggufmap_place(m, &po, &pl, &err) == GGUFMAP_OK, "%s", err.message);
+            CHECK_MSG(ggufmap_placement_build(m, &po, &pl, &err) == GGUFMAP_OK, "%s", err.message);
             if (pl) CHECK_MSG(ggufmap_plan_build(pl, &popt, &plan, &err) == GGUFMAP_OK, "%s", err.message);
             static counting cpu, gpu;
             cpu.n = gpu.n = 0;
@@ -314,7 +314,7 @@ static void test_map(const char *tool, const char *dir) {
             mo.cpu = &cb;
             mo.gpu = &gb;
             ggufmap_mapped *mp = NULL;
-            if (plan) CHECK_MSG(ggufmap_map(plan, &mo, &mp, &err) == GGUFMAP_OK, "%s", err.message);
+            if (plan) CHECK_MSG(ggufmap_mapped_open(plan, &mo, &mp, &err) == GGUFMAP_OK, "%s", err.message);
             if (mp) {
                 check_mapped(plan, mp, &cpu, &gpu, fd0);
                 ggufmap_mapped_stats st;
@@ -327,7 +327,7 @@ static void test_map(const char *tool, const char *dir) {
                 uint64_t again = 1;
                 CHECK(ggufmap_mapped_release(mp, &again, &err) == GGUFMAP_OK && again == 0); /* idempotent */
                 ggufmap_mapped_touch(mp);
-                ggufmap_unmap(mp);
+                ggufmap_mapped_free(mp);
                 for (size_t i = 0; i < cpu.n; i++) CHECK(cpu.calls[i].freed);
                 for (size_t i = 0; i < gpu.n; i++) CHECK(gpu.calls[i].freed);
             }
@@ -335,24 +335,24 @@ static void test_map(const char *tool, const char *dir) {
             mo.flags = GGUFMAP_MAP_KEEP_UNPLANNED;
             cpu.n = gpu.n = 0;
             mp = NULL;
-            if (plan) CHECK(ggufmap_map(plan, &mo, &mp, &err) == GGUFMAP_OK);
+            if (plan) CHECK(ggufmap_mapped_open(plan, &mo, &mp, &err) == GGUFMAP_OK);
             for (int64_t i = 0; mp && i < ggufmap_placement_n_instances(pl); i++) {
                 ggufmap_resolved r;
                 CHECK_MSG(ggufmap_mapped_resolve(mp, i, &r, &err) == GGUFMAP_OK, "%s", err.message);
             }
             /* A range no plan made: a tensor outside it is an error, never a fallback. */
-            ggufmap_unmap(mp);
+            ggufmap_mapped_free(mp);
             ggufmap_plan_free(plan);
             ggufmap_placement_free(pl);
         }
-        ggufmap_model_close(m);
+        ggufmap_model_free(m);
         unlink(path);
     }
     CHECK(n_models == 12);
     CHECK_MSG(n_with_alloc >= 10, "only %d placements had allocated contexts", n_with_alloc);
 }
 
-/* A backend that refuses: ggufmap_map fails cleanly and names the range. */
+/* A backend that refuses: ggufmap_mapped_open fails cleanly and names the range. */
 static void *refuse(void *ctx, void *ptr, size_t size, size_t max_tensor, ggufmap_error *err) {
     (void)ctx, (void)ptr, (void)size, (void)max_tensor;
     snprintf(err->message, sizeof err->message, "no room");
@@ -377,7 +377,7 @@ static void test_refusal(const char *tool, const char *dir) {
     ggufmap_plan_opts popt;
     ggufmap_plan_opts_init(&popt);
     CHECK(ggufmap_model_open(path, 0, &m, &err) == GGUFMAP_OK);
-    CHECK(m && ggufmap_place(m, &po, &pl, &err) == GGUFMAP_OK);
+    CHECK(m && ggufmap_placement_build(m, &po, &pl, &err) == GGUFMAP_OK);
     CHECK(pl && ggufmap_plan_build(pl, &popt, &plan, &err) == GGUFMAP_OK);
     ggufmap_backend no = {"refusing", NULL, refuse, NULL};
     ggufmap_map_opts mo;
@@ -385,20 +385,20 @@ static void test_refusal(const char *tool, const char *dir) {
     mo.cpu = &no;
     ggufmap_mapped *mp = NULL;
     if (plan) {
-        CHECK(ggufmap_map(plan, &mo, &mp, &err) == GGUFMAP_EIO && mp == NULL);
+        CHECK(ggufmap_mapped_open(plan, &mo, &mp, &err) == GGUFMAP_EIO && mp == NULL);
         CHECK_MSG(strstr(err.message, "r.gguf") && strstr(err.message, "no room") && strstr(err.message, "refusing"),
                   "%s", err.message);
         mo.cpu = NULL;
         mo.shard = 5;
-        CHECK(ggufmap_map(plan, &mo, &mp, &err) == GGUFMAP_EINVAL && mp == NULL);
+        CHECK(ggufmap_mapped_open(plan, &mo, &mp, &err) == GGUFMAP_EINVAL && mp == NULL);
     }
     ggufmap_backend *b = NULL;
     CHECK(ggufmap_backend_open("nope", &b, &err) == GGUFMAP_EINVAL && b == NULL);
     CHECK(ggufmap_backend_open("host", &b, &err) == GGUFMAP_OK && b);
-    ggufmap_backend_close(b);
+    ggufmap_backend_free(b);
     ggufmap_plan_free(plan);
     ggufmap_placement_free(pl);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
     unlink(path);
 }
 

@@ -48,7 +48,7 @@ static void run_planner(const ggufmap_model *m, const char *planner, uint64_t mi
     ggufmap_plan *plan = NULL;
     ggufmap_backend *wired = NULL;
     ggufmap_mapped *mp = NULL;
-    CHECK_MSG(ggufmap_place(m, &po, &pl, &err) == GGUFMAP_OK, "%s", err.message);
+    CHECK_MSG(ggufmap_placement_build(m, &po, &pl, &err) == GGUFMAP_OK, "%s", err.message);
     if (pl) CHECK_MSG(ggufmap_plan_build(pl, &popt, &plan, &err) == GGUFMAP_OK, "%s", err.message);
     CHECK(ggufmap_backend_open("wired", &wired, &err) == GGUFMAP_OK);
     if (!plan || !wired) goto done;
@@ -56,7 +56,7 @@ static void run_planner(const ggufmap_model *m, const char *planner, uint64_t mi
     ggufmap_map_opts_init(&mo);
     mo.gpu = wired;
     uint64_t before = vm_lck();
-    int rc = ggufmap_map(plan, &mo, &mp, &err);
+    int rc = ggufmap_mapped_open(plan, &mo, &mp, &err);
     CHECK_MSG(rc == GGUFMAP_OK, "%s: mapping with the wired backend failed: %s (the test needs mlock: run as root or "
                                 "raise RLIMIT_MEMLOCK)", planner, err.message);
     if (rc) goto done;
@@ -83,15 +83,15 @@ static void run_planner(const ggufmap_model *m, const char *planner, uint64_t mi
     CHECK(bs.pinned_bytes == st.gpu_pages);
     CHECK(locked == st.gpu_pages);
     CHECK(predicted >= min_expected);
-    ggufmap_unmap(mp);
+    ggufmap_mapped_free(mp);
     mp = NULL;
     ggufmap_backend_get_stats(wired, &bs);
     CHECK(bs.pinned_bytes == 0);
     CHECK_MSG(vm_lck() == before, "%s: VmLck after unmap %llu, before %llu", planner, (unsigned long long)vm_lck(),
               (unsigned long long)before);
 done:
-    ggufmap_unmap(mp);
-    ggufmap_backend_close(wired);
+    ggufmap_mapped_free(mp);
+    ggufmap_backend_free(wired);
     ggufmap_plan_free(plan);
     ggufmap_placement_free(pl);
 }
@@ -119,7 +119,7 @@ int main(int argc, char **argv) {
     if (m) {
         run_planner(m, "span", bytes);   /* the span holds the table: >= SIZE wired */
         run_planner(m, "tight", 0);
-        ggufmap_model_close(m);
+        ggufmap_model_free(m);
     }
     unlink(path);
     return check_summary();

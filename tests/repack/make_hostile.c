@@ -30,7 +30,8 @@ static int fail(const char *what, const ggufmap_error *err) {
 
 /* A model of n f32 tensors of 8 elements, the i-th named by fmt with i. */
 static int tensors(const char *fmt, long n, const char *out) {
-    ggufmap_writer *w = ggufmap_writer_new();
+    ggufmap_writer *w = NULL;
+    ggufmap_writer_new(&w);
     static const float data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     int64_t ne[1] = {8};
     ggufmap_data d = {.kind = GGUFMAP_DATA_BUFFER, .buffer = data};
@@ -77,12 +78,13 @@ static int nul_keys(const char *in, const char *out) {
     ggufmap_source *src = NULL;
     ggufmap_error err;
     if (ggufmap_source_open(in, 0, &src, &err)) return fail("open", &err);
-    ggufmap_writer *w = ggufmap_writer_new();
+    ggufmap_writer *w = NULL;
+    ggufmap_writer_new(&w);
     int rc = !w || copy_model(w, src) ? fail("cannot copy the model", NULL)
              : ggufmap_writer_write(w, out, 0, &err) ? fail("write", &err)
                                                       : 0;
     ggufmap_writer_free(w);
-    ggufmap_source_close(src);
+    ggufmap_source_free(src);
     return rc;
 }
 

@@ -51,7 +51,8 @@ int main(int argc, char **argv) {
     scratch_path(path, sizeof path, "mutant.gguf");
 
     /* A base with every kind of field: arrays, strings, several tensors. */
-    ggufmap_writer *w = ggufmap_writer_new();
+    ggufmap_writer *w = NULL;
+    ggufmap_writer_new(&w);
     ggufmap_writer_add_string(w, "general.architecture", "llama");
     ggufmap_writer_add_u32(w, "general.alignment", 32);
     const char *toks[4] = {"<s>", "</s>", "a", "bc"};
@@ -77,7 +78,7 @@ int main(int argc, char **argv) {
         CHECK(ggufmap_source_open(base_path, 0, &s, &err) == 0);
         header_end = ggufmap_source_data_offset(s);
         CHECK(invariants_hold(s));
-        ggufmap_source_close(s);
+        ggufmap_source_free(s);
     }
 
     uint8_t *m = malloc(n);
@@ -104,7 +105,7 @@ int main(int argc, char **argv) {
         if (rc == 0) {
             accepted++;
             if (!(iter & 1) && !invariants_hold(s)) broken++;
-            ggufmap_source_close(s);
+            ggufmap_source_free(s);
         } else {
             refused++;
             if (rc != GGUFMAP_EFORMAT || strstr(err.message, path) == NULL) broken++;

@@ -39,7 +39,8 @@ static void write_split(const char *prefix, const split_opts *o) {
     for (uint32_t k = 0; k < o->n; k++) {
         ggufmap_split_path(path, sizeof path, prefix, k, o->n);
         unlink(path);
-        ggufmap_writer *w = ggufmap_writer_new();
+        ggufmap_writer *w = NULL;
+        ggufmap_writer_new(&w);
         if (k == 0) ggufmap_writer_add_string(w, "general.architecture", "test");
         add_int_key(w, "split.no", o->nul_keys, GGUFMAP_VALUE_UINT16, o->wrong_no_in_shard == (int)k && k ? 99 : k);
         uint32_t count = o->count_key_value ? (uint32_t)o->count_key_value : o->n;
@@ -122,7 +123,7 @@ int main(int argc, char **argv) {
         CHECK(ggufmap_model_find_tensor(m, "t.9.9") == -1);
         CHECK(ggufmap_model_find_kv(m, "general.architecture") != NULL);
         CHECK(ggufmap_model_tensor_bytes(m) == 12 * 64);
-        ggufmap_model_close(m);
+        ggufmap_model_free(m);
     }
 
     /* split.no\0junk, split.count\0junk, split.tensors.count\0junk: llama.cpp
@@ -139,12 +140,13 @@ int main(int argc, char **argv) {
         /* ... and the digest and verify leave them out as split keys. */
         CHECK(kv && ggufmap_is_split_key(kv->key, (size_t)kv->key_len));
         CHECK(!ggufmap_is_split_key("split.countx", 12) && !ggufmap_is_split_key("split.coun", 10));
-        ggufmap_model_close(m);
+        ggufmap_model_free(m);
     }
     /* general.architecture\0x is what placement and the reports read as the architecture. */
     scratch_path(path, sizeof path, "arch-nul.gguf");
     {
-        ggufmap_writer *aw = ggufmap_writer_new();
+        ggufmap_writer *aw = NULL;
+        ggufmap_writer_new(&aw);
         static const char arch_key[] = "general.architecture\0x";
         uint8_t enc[8 + 5] = {5, 0, 0, 0, 0, 0, 0, 0, 'l', 'l', 'a', 'm', 'a'};
         CHECK(ggufmap_writer_add_raw(aw, arch_key, sizeof arch_key - 1, GGUFMAP_VALUE_STRING, GGUFMAP_VALUE_STRING, 1,
@@ -161,11 +163,11 @@ int main(int argc, char **argv) {
         ggufmap_placement_opts po;
         ggufmap_placement_opts_init(&po);
         ggufmap_placement *pl = NULL;
-        CHECK(m && ggufmap_place(m, &po, &pl, &err) == 0);
+        CHECK(m && ggufmap_placement_build(m, &po, &pl, &err) == 0);
         CHECK_MSG(pl && ggufmap_placement_n_layers(pl) == 7, "placement reads llama.block_count\\0junk: %d layers",
                   pl ? ggufmap_placement_n_layers(pl) : -1);
         ggufmap_placement_free(pl);
-        ggufmap_model_close(m);
+        ggufmap_model_free(m);
     }
     scratch_path(prefix, sizeof prefix, "ok");
 
@@ -207,17 +209,18 @@ int main(int argc, char **argv) {
 
     /* A plain file is a one-shard model; a shard-named file without split keys is refused. */
     scratch_path(path, sizeof path, "single.gguf");
-    ggufmap_writer *w = ggufmap_writer_new();
+    ggufmap_writer *w = NULL;
+    ggufmap_writer_new(&w);
     int64_t ne[1] = {4};
     ggufmap_data d = pattern_data(1);
     ggufmap_writer_add_tensor(w, "x", 1, ne, 0, &d);
     ggufmap_writer_write(w, path, 0, &err);
     CHECK(open_model(path, &m, &err) == 0 && m && ggufmap_model_n_shards(m) == 1 && ggufmap_model_n_tensors(m) == 1);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
     scratch_path(path, sizeof path, "lone-00001-of-00002.gguf");
     ggufmap_writer_write(w, path, 0, &err);
     CHECK(open_model(path, &m, &err) == 0); /* no split.count: llama.cpp loads it as one file */
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
     scratch_path(path, sizeof path, "lone-00002-of-00002.gguf");
     ggufmap_writer_write(w, path, 0, &err);
     CHECK(open_model(path, &m, &err) == GGUFMAP_EFORMAT && strstr(err.message, "no split.count"));

@@ -53,7 +53,8 @@ static void add_list(ggufmap_writer *w, const char *prefix, const char *list) {
 static void write_spec(const char *file, const spec *sp) {
     scratch_path(path, sizeof path, file);
     unlink(path);
-    ggufmap_writer *w = ggufmap_writer_new();
+    ggufmap_writer *w = NULL;
+    ggufmap_writer_new(&w);
     char key[96], prefix[32];
     ggufmap_writer_add_string(w, "general.architecture", sp->arch);
     snprintf(key, sizeof key, "%s.block_count", sp->arch);
@@ -120,7 +121,7 @@ static const char *bufts_of(const ggufmap_placement *p, const char *name, char *
 static ggufmap_placement *place(ggufmap_model *m, ggufmap_placement_opts *o) {
     ggufmap_placement *p = NULL;
     ggufmap_error err;
-    if (ggufmap_place(m, o, &p, &err)) fprintf(stderr, "place: %s\n", err.message);
+    if (ggufmap_placement_build(m, o, &p, &err)) fprintf(stderr, "place: %s\n", err.message);
     return p;
 }
 
@@ -139,10 +140,10 @@ static int refused(const char *file, const spec *sp, char *msg, size_t cap) {
     ggufmap_placement_opts_init(&o);
     ggufmap_placement *p = NULL;
     ggufmap_error err;
-    int rc = m ? ggufmap_place(m, &o, &p, &err) : -1;
+    int rc = m ? ggufmap_placement_build(m, &o, &p, &err) : -1;
     snprintf(msg, cap, "%s", rc > 0 ? err.message : "");
     ggufmap_placement_free(p);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
     return rc;
 }
 
@@ -195,17 +196,19 @@ int main(int argc, char **argv) {
     ggufmap_override bad_re[1] = {{"blk\\.(", "CPU"}};
     o.overrides = bad_re;
     o.n_overrides = 1;
-    CHECK(ggufmap_place(m, &o, &p, &err) == GGUFMAP_EINVAL && p == NULL && strstr(err.message, "invalid regex"));
+    CHECK(ggufmap_placement_build(m, &o, &p, &err) == GGUFMAP_EINVAL && p == NULL && strstr(err.message, "invalid regex"));
     ggufmap_override bad_buft[1] = {{"x", "CUDA0"}};
     o.overrides = bad_buft;
-    CHECK(ggufmap_place(m, &o, &p, &err) == GGUFMAP_EINVAL && strstr(err.message, "unknown buffer type 'CUDA0'"));
+    CHECK(ggufmap_placement_build(m, &o, &p, &err) == GGUFMAP_EINVAL && strstr(err.message, "unknown buffer type 'CUDA0'"));
     o.n_overrides = 0;
 
     /* --cpu-moe patterns are llama.cpp's. */
     char pat[512];
-    CHECK(ggufmap_cpu_moe_patterns(-1, pat, sizeof pat) == 1 && strcmp(pat, "\\.ffn_(up|down|gate|gate_up)_(ch|)exps") == 0);
-    CHECK(ggufmap_cpu_moe_patterns(2, pat, sizeof pat) == 2 && strcmp(pat, "blk\\.0\\.ffn_(up|down|gate|gate_up)_(ch|)exps") == 0 &&
+    int n_pat = 0;
+    CHECK(ggufmap_cpu_moe_patterns(-1, pat, sizeof pat, &n_pat) == GGUFMAP_OK && n_pat == 1 && strcmp(pat, "\\.ffn_(up|down|gate|gate_up)_(ch|)exps") == 0);
+    CHECK(ggufmap_cpu_moe_patterns(2, pat, sizeof pat, &n_pat) == GGUFMAP_OK && n_pat == 2 && strcmp(pat, "blk\\.0\\.ffn_(up|down|gate|gate_up)_(ch|)exps") == 0 &&
           strcmp(pat + strlen(pat) + 1, "blk\\.1\\.ffn_(up|down|gate|gate_up)_(ch|)exps") == 0);
+    CHECK(ggufmap_cpu_moe_patterns(2, pat, 40, &n_pat) == GGUFMAP_EINVAL && n_pat == 0); /* too small */
 
     /* CUDA: the host type comes first on the CPU list and is demoted to CPU
      * under mmap (no REPACK); --no-host brings REPACK back. */
@@ -229,7 +232,7 @@ int main(int argc, char **argv) {
         if (strcmp(ggufmap_placement_context(p, c)->buft, "CUDA0") == 0) gpu = ggufmap_placement_context(p, c);
     CHECK(gpu && !gpu->mapped && gpu->alloc_size == 640 + 256 /* output_norm: 256 bytes f32 */);
     ggufmap_placement_free(p);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
 
     /* Tied output: a second copy where the output layer's type differs. */
     spec tied = {"qwen3moe", 3, 0, "token_embd.weight:m output_norm.weight:v", QWEN3MOE_LAYER, 0, 0, NULL, 0, 0, NULL};
@@ -243,7 +246,7 @@ int main(int argc, char **argv) {
     p = place(m, &o); /* same context: reused */
     CHECK(p && strcmp(bufts_of(p, "token_embd.weight", b, sizeof b), "CPU") == 0);
     ggufmap_placement_free(p);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
 
     /* gemma4 creates the tied copy first and token_embd without looking: two
      * in one context.  rope_freqs belongs to the full-attention layers only
@@ -259,13 +262,13 @@ int main(int argc, char **argv) {
     p = place(m, &o);
     CHECK(p && strcmp(bufts_of(p, "rope_freqs.weight", b, sizeof b), "MTL0") == 0);
     ggufmap_placement_free(p);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
     gemma4.swa = "011"; /* layer 0 full: rope_freqs stays with it on the CPU */
     m = open_spec("gemma4-swa.gguf", &gemma4);
     p = place(m, &o);
     CHECK(p && strcmp(bufts_of(p, "rope_freqs.weight", b, sizeof b), "CPU") == 0);
     ggufmap_placement_free(p);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
 
     /* Lazy tables: auto means strictly above 4 GiB; lazy wins over overrides. */
     spec ple = {"gemma4", 3, 0,
@@ -287,14 +290,14 @@ int main(int argc, char **argv) {
     CHECK(p && strcmp(bufts_of(p, "per_layer_token_embd.weight", b, sizeof b), "CPU(lazy)") == 0);
     CHECK(p && strcmp(ggufmap_placement_context(p, ggufmap_placement_n_contexts(p) - 1)->buffer_name, "CPU_Mapped") == 0);
     ggufmap_placement_free(p);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
     ple.table = (4ull << 30) + 2048;
     m = open_spec("lazy5.gguf", &ple);
     ggufmap_placement_opts_init(&o);
     p = place(m, &o);
     CHECK(p && strcmp(bufts_of(p, "per_layer_token_embd.weight", b, sizeof b), "CPU(lazy)") == 0);
     ggufmap_placement_free(p);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
 
     /* MTP: the last nextn_predict_layers blocks are skipped unless load_mtp;
      * -ngl counts them either way (the output layer is block_count). */
@@ -315,7 +318,7 @@ int main(int argc, char **argv) {
     CHECK(p && strcmp(bufts_of(p, "blk.2.nextn.eh_proj.weight", b, sizeof b), "MTL0") == 0);
     CHECK(p && strcmp(bufts_of(p, "blk.2.ffn_up_exps.weight", b, sizeof b), "MTL0") == 0);
     ggufmap_placement_free(p);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
 
     /* What llama.cpp refuses, refused with the name that matters. */
     spec other = llama;

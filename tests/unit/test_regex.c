@@ -1,6 +1,6 @@
 /*
  * test_regex.c - the regex engine (src/regex*.c) case by case, its step
- * budget, and how ggufmap_place uses it for -ot patterns.
+ * budget, and how ggufmap_placement_build uses it for -ot patterns.
  *
  * Agreement with the real libraries over the whole corpus is
  * tests/regex's job (probe.cpp compiled against each); the expectations
@@ -200,7 +200,7 @@ static void test_budget(void) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* -ot through ggufmap_place                                                 */
+/* -ot through ggufmap_placement_build                                                 */
 /* ------------------------------------------------------------------------ */
 
 static char path[600];
@@ -208,7 +208,8 @@ static char path[600];
 static void write_model(void) {
     scratch_path(path, sizeof path, "regex.gguf");
     unlink(path);
-    ggufmap_writer *w = ggufmap_writer_new();
+    ggufmap_writer *w = NULL;
+    ggufmap_writer_new(&w);
     ggufmap_writer_add_string(w, "general.architecture", "llama");
     ggufmap_writer_add_u32(w, "llama.block_count", 2);
     ggufmap_data z = {.kind = GGUFMAP_DATA_ZEROS};
@@ -248,7 +249,7 @@ static int place_with(ggufmap_model *m, ggufmap_device dev, ggufmap_regex_dialec
     o.regex = d;
     o.overrides = ov;
     o.n_overrides = n;
-    return ggufmap_place(m, &o, out, err);
+    return ggufmap_placement_build(m, &o, out, err);
 }
 
 static void test_placement(void) {
@@ -295,7 +296,7 @@ static void test_placement(void) {
               err.message);
     CHECK(place_with(m, GGUFMAP_DEVICE_METAL, GGUFMAP_REGEX_AUTO, slow, 1, &p, &err) == GGUFMAP_EINVAL);
     CHECK_MSG(strstr(err.message, "error_complexity"), "%s", err.message);
-    ggufmap_model_close(m);
+    ggufmap_model_free(m);
 }
 
 int main(int argc, char **argv) {
