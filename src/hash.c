@@ -4,7 +4,8 @@
  *
  * Reading.  Tensor data is read with pread through one 2 MiB buffer per
  * worker, never mapped, so memory stays bounded whatever the tensor size.
- * SEEK_DATA/SEEK_HOLE find the holes of sparse files: a hole is fed to
+ * The portability layer finds the holes of sparse files (os.h: SEEK_DATA
+ * and SEEK_HOLE where the system has them; else all is data): a hole is fed to
  * SHA-256 as zeros from a static zero page, or skipped by the sparse digest
  * (ggufmap/hash.h), which leaves out every all-zero 64 KiB chunk.
  *
@@ -25,6 +26,7 @@
 
 #include "ggufmap/hash.h"
 #include "internal.h"
+#include "os.h"
 
 #define HASH_CHUNK (2u << 20)
 #define ZERO_CHUNK (64u << 10)
@@ -59,14 +61,14 @@ static int hash_into(int fd, const char *path, uint64_t offset, uint64_t size, E
                      uint8_t *buf, ggufmap_error *err) {
     uint64_t end = offset + size, pos = offset;
     while (pos < end) {
-        uint64_t d = gm_next_data(fd, pos, end);
+        uint64_t d = gm_os_next_data(fd, pos, end);
         if (d > pos) {
             if (feed_zeros(ctx, d - pos) || (stream && feed_zeros(stream, d - pos)))
                 return gm_fail(err, GGUFMAP_ENOMEM, "%s: SHA-256 failed", path);
             pos = d;
             continue;
         }
-        uint64_t h = gm_next_hole(fd, pos, end);
+        uint64_t h = gm_os_next_hole(fd, pos, end);
         while (pos < h) {
             size_t k = h - pos < HASH_CHUNK ? (size_t)(h - pos) : HASH_CHUNK;
             int sys = gm_pread_full(fd, buf, k, pos);
@@ -112,7 +114,7 @@ void ggufmap_sparse_free(ggufmap_sparse *s) {
     free(s);
 }
 
-static bool is_zero(const uint8_t *p, size_t n) {
+bool gm_all_zero(const uint8_t *p, size_t n) {
     while (n > 0) {
         size_t k = n < ZERO_CHUNK ? n : ZERO_CHUNK;
         if (memcmp(p, zeros, k) != 0) return false;
@@ -123,7 +125,7 @@ static bool is_zero(const uint8_t *p, size_t n) {
 }
 
 int ggufmap_sparse_chunk(ggufmap_sparse *s, uint64_t index, const void *bytes, size_t len) {
-    if (is_zero(bytes, len)) return GGUFMAP_OK;
+    if (gm_all_zero(bytes, len)) return GGUFMAP_OK;
     if (update_le(s->ctx, index, 8) || EVP_DigestUpdate(s->ctx, bytes, len) != 1) return GGUFMAP_ENOMEM;
     return GGUFMAP_OK;
 }

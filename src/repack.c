@@ -30,6 +30,7 @@
 #include "ggufmap/model.h"
 #include "ggufmap/repack.h"
 #include "ggufmap/writer.h"
+#include "os.h"
 #include "repack_internal.h"
 
 /* ------------------------------------------------------------------------ */
@@ -198,10 +199,10 @@ static int fill_result(repack *r, const char *out_path, ggufmap_error *err) {
 /* Adds the data and hole bytes of [pos, end) of fd to the result. */
 static void count_holes(ggufmap_repack_result *res, int fd, uint64_t pos, uint64_t end) {
     while (pos < end) {
-        uint64_t d = gm_next_data(fd, pos, end);
+        uint64_t d = gm_os_next_data(fd, pos, end);
         res->hole_bytes += d - pos;
         if (d >= end) return;
-        uint64_t h = gm_next_hole(fd, d, end);
+        uint64_t h = gm_os_next_hole(fd, d, end);
         res->data_bytes += h - d;
         pos = h;
     }
@@ -357,7 +358,7 @@ static int copy_and_verify(repack *r, ggufmap_error *err) {
                  .n_threads = o->n_threads, .cancel = o->cancel, .progress = o->progress,
                  .progress_ctx = o->progress_ctx, .total = r->total,
                  .kernel_copy = o->copy == GGUFMAP_COPY_KERNEL ||
-                                (o->copy == GGUFMAP_COPY_AUTO && rp_kernel_copy_pays(r->out[0].fd))};
+                                (o->copy == GGUFMAP_COPY_AUTO && gm_os_copy_range_pays(r->out[0].fd))};
     uint64_t t0 = gm_now_ns();
     int rc = rp_copy_all(&c, err);
     if (rc && o->cancel && *o->cancel)
