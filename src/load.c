@@ -173,10 +173,7 @@ void ggufmap_map_opts_init(ggufmap_map_opts *opts) {
     opts->shard = -1;
 }
 
-bool ggufmap_buft_is_gpu(const char *buft) {
-    if (strncmp(buft, "MTL", 3) == 0) return true;
-    return strncmp(buft, "CUDA", 4) == 0 && strcmp(buft, "CUDA_Host") != 0;
-}
+bool ggufmap_buft_is_gpu(const char *buft) { return gm_buft_kind_of_name(buft) == GGUFMAP_BUFT_GPU; }
 
 
 static int by_first(const void *a, const void *b) {
@@ -463,7 +460,7 @@ int ggufmap_map(const ggufmap_plan *plan, const ggufmap_map_opts *opts_in, ggufm
     for (uint32_t i = 0; i < nb && rc == GGUFMAP_OK; i++) {
         const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
         if (!b->mapped || !m->shards[b->shard].base) continue;
-        bool gpu = ggufmap_buft_is_gpu(ggufmap_placement_context(pl, b->context)->buft);
+        bool gpu = ggufmap_placement_context(pl, b->context)->gpu;
         for (uint32_t k = 0; k < b->n_ranges && rc == GGUFMAP_OK; k++) {
             rc = add_range(m, i, b, b->ranges[k].first, b->ranges[k].last, gpu, err);
             if (m->opts.progress) m->opts.progress(m->opts.progress_ctx, m->stats.planned_bytes, range_bytes);
