@@ -487,6 +487,45 @@ static void report_both(void *ctx, uint64_t done, uint64_t total) {
     p->progress(p->ctx, p->before + done, p->total);
 }
 
+/* Whether the tensor tables differ (a tensor in one model only, or of
+ * another type or shape); the first difference goes into diff. */
+static bool compare_tables(const ggufmap_model *a, const ggufmap_model *b, char *diff, size_t diff_cap) {
+    int64_t n = ggufmap_model_n_tensors(a);
+    for (int64_t i = 0; i < n; i++) {
+        const ggufmap_tensor *t = ggufmap_model_tensor(a, i);
+        char name[GGUFMAP_MAX_NAME + 1];
+        snprintf(name, sizeof name, "%.*s", (int)t->name_len, t->name);
+        int64_t j = ggufmap_model_find_tensor(b, name);
+        if (j < 0) {
+            snprintf(diff, diff_cap, "tensor '%s': only in the first model", name);
+            return true;
+        }
+        const ggufmap_tensor *o = ggufmap_model_tensor(b, j);
+        bool shape = o->n_dims == t->n_dims;
+        for (uint32_t d = 0; d < GGUFMAP_MAX_DIMS && shape; d++) shape = o->ne[d] == t->ne[d];
+        if (o->type != t->type) {
+            snprintf(diff, diff_cap, "tensor '%s': type %s vs %s", name, type_name(t->type), type_name(o->type));
+            return true;
+        }
+        if (!shape) {
+            snprintf(diff, diff_cap, "tensor '%s': shapes differ", name);
+            return true;
+        }
+    }
+    if (ggufmap_model_n_tensors(b) != n) {
+        for (int64_t j = 0; j < ggufmap_model_n_tensors(b); j++) {
+            const ggufmap_tensor *o = ggufmap_model_tensor(b, j);
+            char name[GGUFMAP_MAX_NAME + 1];
+            snprintf(name, sizeof name, "%.*s", (int)o->name_len, o->name);
+            if (ggufmap_model_find_tensor(a, name) < 0) {
+                snprintf(diff, diff_cap, "tensor '%s': only in the second model", name);
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 int ggufmap_models_compare(const ggufmap_model *a, const ggufmap_model *b, unsigned n_threads, bool *same,
                            char *diff, size_t diff_cap, ggufmap_error *err) {
     return ggufmap_models_compare_progress(a, b, n_threads, NULL, NULL, same, diff, diff_cap, err);
@@ -499,39 +538,8 @@ int ggufmap_models_compare_progress(const ggufmap_model *a, const ggufmap_model 
     *same = false;
     if (diff_cap) diff[0] = '\0';
     if (compare_kv(a, b, diff, diff_cap)) return GGUFMAP_OK;
+    if (compare_tables(a, b, diff, diff_cap)) return GGUFMAP_OK;
     int64_t n = ggufmap_model_n_tensors(a);
-    for (int64_t i = 0; i < n; i++) {
-        const ggufmap_tensor *t = ggufmap_model_tensor(a, i);
-        char name[GGUFMAP_MAX_NAME + 1];
-        snprintf(name, sizeof name, "%.*s", (int)t->name_len, t->name);
-        int64_t j = ggufmap_model_find_tensor(b, name);
-        if (j < 0) {
-            snprintf(diff, diff_cap, "tensor '%s': only in the first model", name);
-            return GGUFMAP_OK;
-        }
-        const ggufmap_tensor *o = ggufmap_model_tensor(b, j);
-        bool shape = o->n_dims == t->n_dims;
-        for (uint32_t d = 0; d < GGUFMAP_MAX_DIMS && shape; d++) shape = o->ne[d] == t->ne[d];
-        if (o->type != t->type) {
-            snprintf(diff, diff_cap, "tensor '%s': type %s vs %s", name, type_name(t->type), type_name(o->type));
-            return GGUFMAP_OK;
-        }
-        if (!shape) {
-            snprintf(diff, diff_cap, "tensor '%s': shapes differ", name);
-            return GGUFMAP_OK;
-        }
-    }
-    if (ggufmap_model_n_tensors(b) != n) {
-        for (int64_t j = 0; j < ggufmap_model_n_tensors(b); j++) {
-            const ggufmap_tensor *o = ggufmap_model_tensor(b, j);
-            char name[GGUFMAP_MAX_NAME + 1];
-            snprintf(name, sizeof name, "%.*s", (int)o->name_len, o->name);
-            if (ggufmap_model_find_tensor(a, name) < 0) {
-                snprintf(diff, diff_cap, "tensor '%s': only in the second model", name);
-                return GGUFMAP_OK;
-            }
-        }
-    }
     ggufmap_tensor_hash *ha = calloc((size_t)n + 1, sizeof *ha), *hb = calloc((size_t)n + 1, sizeof *hb);
     int rc = GGUFMAP_OK;
     if (!ha || !hb) {
