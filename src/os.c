@@ -118,6 +118,14 @@ bool gm_os_random(void *buf, size_t n) {
 #define GM_OS_SEEK_HOLES 1
 #endif
 
+bool gm_os_sees_holes(void) {
+#if GM_OS_SEEK_HOLES
+    return true;
+#else
+    return false;
+#endif
+}
+
 uint64_t gm_os_next_data(int fd, uint64_t pos, uint64_t end) {
 #if GM_OS_SEEK_HOLES
     off_t d = lseek(fd, (off_t)pos, SEEK_DATA);

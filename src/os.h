@@ -82,6 +82,10 @@ uint64_t gm_os_next_data(int fd, uint64_t pos, uint64_t end);
  * one; end when the system cannot tell). */
 uint64_t gm_os_next_hole(int fd, uint64_t pos, uint64_t end);
 
+/* Whether gm_os_next_data can report a hole at all on this system (false:
+ * posix, where every byte counts as data). */
+bool gm_os_sees_holes(void);
+
 /* ---- copying and write-back (repack's copy engine) ---- */
 
 /* Whether a range copy on fd's file system does better than writing the
