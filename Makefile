@@ -1,6 +1,8 @@
 # ggufmap - a thin wrapper over CMake.  The two commands a new machine needs:
 #   make demo   build everything and tell the story on an embedded example
-#   make test   build and run the whole suite, then again under ASan+UBSan
+#   make test   build and run the whole suite with the system's own calls,
+#               then again under ASan+UBSan with the POSIX fallbacks alone
+#               (GGUFMAP_PORTABLE=posix, src/os.h): every test runs both ways
 # Each installs the Debian packages it misses first (scripts/deps.sh): build,
 # demo and install only what building needs; test and bench also what the
 # tests need (nodejs for the oracle, qemu and the arm64 cross compiler,
@@ -32,14 +34,15 @@ build: deps
 	@cmake --build $(BUILD) -j$(JOBS)
 
 build-asan: deps
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGGUFMAP_WERROR=ON -DGGUFMAP_SANITIZE=ON \
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGGUFMAP_WERROR=ON -DGGUFMAP_SANITIZE=ON -DGGUFMAP_PORTABLE=posix \
 	       -DGGUFMAP_ORACLE_DIR=$(ORACLE_DIR) -DGGUFMAP_ORACLE_ARM64_DIR=$(ORACLE_ARM64_DIR) $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)
 
-# The whole suite, then the whole suite again with the sanitizers.
+# The whole suite natively, then the whole suite again with the sanitizers
+# and the POSIX fallbacks (the build-asan tree is configured posix).
 test: test-fast test-asan
 
 test-fast: deps-test build

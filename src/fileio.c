@@ -2,9 +2,9 @@
  * fileio.c - the file I/O the writer, hash and repack share:
  *   - positioned reads and writes that go on until every byte is moved (a
  *     pread or pwrite may move fewer bytes than asked, or be interrupted);
- *   - where the data of a sparse file lies (SEEK_DATA / SEEK_HOLE), and the
- *     runs of whole chunks that hold data, which is how the sparse digest
- *     and repack skip holes without reading them;
+ *   - the runs of whole chunks of a sparse file that hold data (where the
+ *     data lies is the portability layer's to say: os.h), which is how the
+ *     sparse digest and repack skip holes without reading them;
  *   - how every output file is made (internal.h, gm_temp_*): a temporary
  *     file beside the target, created with mode 0666 under the umask,
  *     written, fsynced, renamed onto the target only if the target does not
@@ -14,11 +14,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "os.h"
 
 int gm_pread_full(int fd, void *buf, size_t n, uint64_t pos) {
     size_t got = 0;
@@ -44,24 +44,12 @@ int gm_pwrite_full(int fd, const void *buf, size_t n, uint64_t pos) {
     return 0;
 }
 
-uint64_t gm_next_data(int fd, uint64_t pos, uint64_t end) {
-    off_t d = lseek(fd, (off_t)pos, SEEK_DATA);
-    if (d < 0) return errno == ENXIO ? end : pos;
-    return (uint64_t)d > end ? end : (uint64_t)d;
-}
-
-uint64_t gm_next_hole(int fd, uint64_t pos, uint64_t end) {
-    off_t h = lseek(fd, (off_t)pos, SEEK_HOLE);
-    if (h < 0 || (uint64_t)h <= pos) return end;
-    return (uint64_t)h > end ? end : (uint64_t)h;
-}
-
 bool gm_next_data_run(int fd, uint64_t base, uint64_t end, uint64_t chunk, uint64_t pos, uint64_t *start,
                       uint64_t *stop) {
-    uint64_t d = gm_next_data(fd, pos, end);
+    uint64_t d = gm_os_next_data(fd, pos, end);
     if (d >= end) return false;
     uint64_t s = base + (d - base) / chunk * chunk;
-    uint64_t e = base + (gm_next_hole(fd, d, end) - base + chunk - 1) / chunk * chunk;
+    uint64_t e = base + (gm_os_next_hole(fd, d, end) - base + chunk - 1) / chunk * chunk;
     *start = s < pos ? pos : s;
     *stop = e > end ? end : e;
     return true;
@@ -75,7 +63,7 @@ bool gm_next_data_run(int fd, uint64_t base, uint64_t end, uint64_t chunk, uint6
 static void random_suffix(char out[7]) {
     static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     uint8_t r[6];
-    if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+    if (!gm_os_random(r, sizeof r)) {
         uint64_t x = gm_now_ns() ^ ((uint64_t)getpid() << 32);
         for (int i = 0; i < 6; i++, x >>= 8) r[i] = (uint8_t)(x * 2654435761u >> 24);
     }
@@ -111,10 +99,9 @@ int gm_temp_create(gm_tempfile *t, const char *path, ggufmap_error *err) {
 
 int gm_temp_sync_close(gm_tempfile *t, ggufmap_error *err) {
     if (t->fd < 0) return GGUFMAP_OK;
-    int fd = t->fd;
+    int fd = t->fd, e;
     t->fd = -1;
-    if (fsync(fd) != 0) {
-        int e = errno;
+    if ((e = gm_os_fsync(fd)) != 0) {
         close(fd);
         return gm_fail_errno(err, e, "%s: fsync", t->tmp);
     }
@@ -141,14 +128,8 @@ void gm_temp_discard(gm_tempfile *t) {
 }
 
 int gm_place_file(const char *tmp, const char *path, ggufmap_error *err) {
-#ifdef RENAME_NOREPLACE
-    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0) return GGUFMAP_OK;
-    if (errno != EINVAL && errno != ENOSYS) return gm_fail_errno(err, errno, "%s: cannot rename into place", path);
-#endif
-    /* No RENAME_NOREPLACE on this file system: link() refuses an existing path too. */
-    if (link(tmp, path) != 0) return gm_fail_errno(err, errno, "%s: cannot link into place", path);
-    unlink(tmp);
-    return GGUFMAP_OK;
+    int e = gm_os_rename_noreplace(tmp, path);
+    return e ? gm_fail_errno(err, e, "%s: cannot rename into place", path) : GGUFMAP_OK;
 }
 
 void gm_sync_parent(const char *path) {

@@ -4,7 +4,8 @@
  *
  * Reading.  Tensor data is read with pread through one 2 MiB buffer per
  * worker, never mapped, so memory stays bounded whatever the tensor size.
- * SEEK_DATA/SEEK_HOLE find the holes of sparse files: a hole is fed to
+ * The portability layer finds the holes of sparse files (os.h: SEEK_DATA
+ * and SEEK_HOLE where the system has them; else all is data): a hole is fed to
  * SHA-256 as zeros from a static zero page, or skipped by the sparse digest
  * (ggufmap/hash.h), which leaves out every all-zero 64 KiB chunk.
  *
@@ -25,6 +26,7 @@
 
 #include "ggufmap/hash.h"
 #include "internal.h"
+#include "os.h"
 
 #define HASH_CHUNK (2u << 20)
 #define ZERO_CHUNK (64u << 10)
@@ -59,14 +61,14 @@ static int hash_into(int fd, const char *path, uint64_t offset, uint64_t size, E
                      uint8_t *buf, ggufmap_error *err) {
     uint64_t end = offset + size, pos = offset;
     while (pos < end) {
-        uint64_t d = gm_next_data(fd, pos, end);
+        uint64_t d = gm_os_next_data(fd, pos, end);
         if (d > pos) {
             if (feed_zeros(ctx, d - pos) || (stream && feed_zeros(stream, d - pos)))
                 return gm_fail(err, GGUFMAP_ENOMEM, "%s: SHA-256 failed", path);
             pos = d;
             continue;
         }
-        uint64_t h = gm_next_hole(fd, pos, end);
+        uint64_t h = gm_os_next_hole(fd, pos, end);
         while (pos < h) {
             size_t k = h - pos < HASH_CHUNK ? (size_t)(h - pos) : HASH_CHUNK;
             int sys = gm_pread_full(fd, buf, k, pos);
@@ -113,7 +115,7 @@ void ggufmap_sparse_free(ggufmap_sparse *s) {
     free(s);
 }
 
-static bool is_zero(const uint8_t *p, size_t n) {
+bool gm_all_zero(const uint8_t *p, size_t n) {
     while (n > 0) {
         size_t k = n < ZERO_CHUNK ? n : ZERO_CHUNK;
         if (memcmp(p, zeros, k) != 0) return false;
@@ -124,7 +126,7 @@ static bool is_zero(const uint8_t *p, size_t n) {
 }
 
 int ggufmap_sparse_chunk(ggufmap_sparse *s, uint64_t index, const void *bytes, size_t len) {
-    if (is_zero(bytes, len)) return GGUFMAP_OK;
+    if (gm_all_zero(bytes, len)) return GGUFMAP_OK;
     if (update_le(s->ctx, index, 8) || EVP_DigestUpdate(s->ctx, bytes, len) != 1) return GGUFMAP_ENOMEM;
     return GGUFMAP_OK;
 }
@@ -487,6 +489,45 @@ static void report_both(void *ctx, uint64_t done, uint64_t total) {
     p->progress(p->ctx, p->before + done, p->total);
 }
 
+/* Whether the tensor tables differ (a tensor in one model only, or of
+ * another type or shape); the first difference goes into diff. */
+static bool compare_tables(const ggufmap_model *a, const ggufmap_model *b, char *diff, size_t diff_cap) {
+    int64_t n = ggufmap_model_n_tensors(a);
+    for (int64_t i = 0; i < n; i++) {
+        const ggufmap_tensor *t = ggufmap_model_tensor(a, i);
+        char name[GGUFMAP_MAX_NAME + 1];
+        snprintf(name, sizeof name, "%.*s", (int)t->name_len, t->name);
+        int64_t j = ggufmap_model_find_tensor(b, name);
+        if (j < 0) {
+            snprintf(diff, diff_cap, "tensor '%s': only in the first model", name);
+            return true;
+        }
+        const ggufmap_tensor *o = ggufmap_model_tensor(b, j);
+        bool shape = o->n_dims == t->n_dims;
+        for (uint32_t d = 0; d < GGUFMAP_MAX_DIMS && shape; d++) shape = o->ne[d] == t->ne[d];
+        if (o->type != t->type) {
+            snprintf(diff, diff_cap, "tensor '%s': type %s vs %s", name, type_name(t->type), type_name(o->type));
+            return true;
+        }
+        if (!shape) {
+            snprintf(diff, diff_cap, "tensor '%s': shapes differ", name);
+            return true;
+        }
+    }
+    if (ggufmap_model_n_tensors(b) != n) {
+        for (int64_t j = 0; j < ggufmap_model_n_tensors(b); j++) {
+            const ggufmap_tensor *o = ggufmap_model_tensor(b, j);
+            char name[GGUFMAP_MAX_NAME + 1];
+            snprintf(name, sizeof name, "%.*s", (int)o->name_len, o->name);
+            if (ggufmap_model_find_tensor(a, name) < 0) {
+                snprintf(diff, diff_cap, "tensor '%s': only in the second model", name);
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 int ggufmap_models_compare(const ggufmap_model *a, const ggufmap_model *b, unsigned n_threads, bool *same,
                            char *diff, size_t diff_cap, ggufmap_error *err) {
     return ggufmap_models_compare_progress(a, b, n_threads, NULL, NULL, same, diff, diff_cap, err);
@@ -499,39 +540,8 @@ int ggufmap_models_compare_progress(const ggufmap_model *a, const ggufmap_model 
     *same = false;
     if (diff_cap) diff[0] = '\0';
     if (compare_kv(a, b, diff, diff_cap)) return GGUFMAP_OK;
+    if (compare_tables(a, b, diff, diff_cap)) return GGUFMAP_OK;
     int64_t n = ggufmap_model_n_tensors(a);
-    for (int64_t i = 0; i < n; i++) {
-        const ggufmap_tensor *t = ggufmap_model_tensor(a, i);
-        char name[GGUFMAP_MAX_NAME + 1];
-        snprintf(name, sizeof name, "%.*s", (int)t->name_len, t->name);
-        int64_t j = ggufmap_model_find_tensor(b, name);
-        if (j < 0) {
-            snprintf(diff, diff_cap, "tensor '%s': only in the first model", name);
-            return GGUFMAP_OK;
-        }
-        const ggufmap_tensor *o = ggufmap_model_tensor(b, j);
-        bool shape = o->n_dims == t->n_dims;
-        for (uint32_t d = 0; d < GGUFMAP_MAX_DIMS && shape; d++) shape = o->ne[d] == t->ne[d];
-        if (o->type != t->type) {
-            snprintf(diff, diff_cap, "tensor '%s': type %s vs %s", name, type_name(t->type), type_name(o->type));
-            return GGUFMAP_OK;
-        }
-        if (!shape) {
-            snprintf(diff, diff_cap, "tensor '%s': shapes differ", name);
-            return GGUFMAP_OK;
-        }
-    }
-    if (ggufmap_model_n_tensors(b) != n) {
-        for (int64_t j = 0; j < ggufmap_model_n_tensors(b); j++) {
-            const ggufmap_tensor *o = ggufmap_model_tensor(b, j);
-            char name[GGUFMAP_MAX_NAME + 1];
-            snprintf(name, sizeof name, "%.*s", (int)o->name_len, o->name);
-            if (ggufmap_model_find_tensor(a, name) < 0) {
-                snprintf(diff, diff_cap, "tensor '%s': only in the second model", name);
-                return GGUFMAP_OK;
-            }
-        }
-    }
     ggufmap_tensor_hash *ha = calloc((size_t)n + 1, sizeof *ha), *hb = calloc((size_t)n + 1, sizeof *hb);
     int rc = GGUFMAP_OK;
     if (!ha || !hb) {

@@ -36,6 +36,13 @@ void gm_source_set_shard(ggufmap_source *src, uint32_t shard);
  * a key's meaning uses ggufmap_source_find_kv, ggml's rule. */
 int64_t gm_source_find_kv_bytes(const ggufmap_source *src, const char *key, size_t len);
 
+/* ---- placement.c ---- */
+
+/* The ggufmap_buft_kind of a buffer type's name as llama.cpp spells it
+ * ("CPU", "CPU_REPACK", "CUDA_Host", "MTL0", "CUDA1", ...), or -1: the one
+ * reading of a name, for names that come from outside a placement. */
+int gm_buft_kind_of_name(const char *name);
+
 /* ---- fileio.c ---- */
 
 /* pread/pwrite of all n bytes at pos, through short counts and EINTR.
@@ -45,17 +52,16 @@ int64_t gm_source_find_kv_bytes(const ggufmap_source *src, const char *key, size
 int gm_pread_full(int fd, void *buf, size_t n, uint64_t pos);
 int gm_pwrite_full(int fd, const void *buf, size_t n, uint64_t pos);
 
-/* The first byte of data at or after pos, at most end (end when only a hole
- * follows; pos when the file system cannot tell: then all is data). */
-uint64_t gm_next_data(int fd, uint64_t pos, uint64_t end);
-/* The first hole after pos, at most end (the end of the file counts). */
-uint64_t gm_next_hole(int fd, uint64_t pos, uint64_t end);
 /* The next run at or after pos of whole chunks (chunk bytes, counted from
  * base; the last one may end at end) that hold data: [*start, *stop).  A
  * chunk that straddles a hole's edge is in the run, zeros and all, so the
  * run covers every byte of data.  False when only holes remain. */
 bool gm_next_data_run(int fd, uint64_t base, uint64_t end, uint64_t chunk, uint64_t pos, uint64_t *start,
                       uint64_t *stop);
+
+/* Whether all n bytes at p are zero (hash.c, beside its zero page): the
+ * sparse digest leaves such chunks out, and repack does not write them. */
+bool gm_all_zero(const uint8_t *p, size_t n);
 
 /* ---- fileio.c: every output file goes the same way ----
  *
@@ -64,7 +70,7 @@ bool gm_next_data_run(int fd, uint64_t base, uint64_t end, uint64_t chunk, uint6
  *                    when PATH exists;
  *   ... the caller writes through t.fd ...
  *   gm_temp_commit   fsync, close, rename onto PATH without replacing it
- *                    (RENAME_NOREPLACE, or link + unlink), fsync the folder;
+ *                    (gm_os_rename_noreplace), fsync the folder;
  *   gm_temp_discard  on any failure: close and remove the temporary file.
  *
  * A caller that puts several files in place together (repack's shards)
@@ -79,8 +85,8 @@ int gm_temp_create(gm_tempfile *t, const char *path, ggufmap_error *err);
 int gm_temp_sync_close(gm_tempfile *t, ggufmap_error *err);
 int gm_temp_commit(gm_tempfile *t, ggufmap_error *err);
 void gm_temp_discard(gm_tempfile *t);
-/* Renames tmp onto path unless path exists (RENAME_NOREPLACE, or link +
- * unlink where the file system lacks it).  Returns 0 or an error naming path. */
+/* Renames tmp onto path unless path exists (gm_os_rename_noreplace).
+ * Returns 0 or an error naming path. */
 int gm_place_file(const char *tmp, const char *path, ggufmap_error *err);
 /* fsyncs the folder holding path (so a rename into it is durable). */
 void gm_sync_parent(const char *path);

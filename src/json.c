@@ -17,6 +17,8 @@ static void indent(json *j) {
     for (int i = 0; i < j->depth; i++) fputs("  ", j->out);
 }
 
+static bool on_one_line(const json *j) { return j->inline_from > 0 && j->depth >= j->inline_from; }
+
 /* Separator before a value or a key at the current depth. */
 static void before(json *j) {
     if (j->after_key) {
@@ -24,8 +26,8 @@ static void before(json *j) {
         return;
     }
     if (j->depth > 0) {
-        if (!j->first[j->depth]) fputc(',', j->out);
-        indent(j);
+        if (!j->first[j->depth]) fputs(on_one_line(j) ? ", " : ",", j->out);
+        if (!on_one_line(j)) indent(j);
     }
     j->first[j->depth] = false;
 }
@@ -38,10 +40,16 @@ static void open_container(json *j, char c) {
 }
 
 static void close_container(json *j, char c) {
-    bool empty = j->first[j->depth];
+    bool empty = j->first[j->depth], one_line = on_one_line(j);
     if (j->depth > 0) j->depth--;
-    if (!empty) indent(j);
+    if (j->inline_from > j->depth) j->inline_from = 0; /* the one-line object ends here */
+    if (!empty && !one_line) indent(j);
     fputc(c, j->out);
+}
+
+void json_begin_object_inline(json *j) {
+    open_container(j, '{');
+    if (!j->inline_from) j->inline_from = j->depth;
 }
 
 void json_begin_object(json *j) { open_container(j, '{'); }

@@ -17,12 +17,16 @@ typedef struct json {
     int depth;
     bool first[64];   /* no element written yet at this depth */
     bool after_key;
+    int inline_from;  /* depths at or above this one are written on one line (0: none) */
 } json;
 
 void json_init(json *j, FILE *out);
 void json_begin_object(json *j);
 void json_end_object(json *j);
 void json_begin_array(json *j);
+/* An object written on one line with everything in it: {"a": 1, "b": [2]}
+ * (one record a line, for readers that take a line at a time). */
+void json_begin_object_inline(json *j);
 void json_end_array(json *j);
 void json_key(json *j, const char *key);
 void json_string_n(json *j, const char *s, size_t len);

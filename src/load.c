@@ -173,10 +173,7 @@ void ggufmap_map_opts_init(ggufmap_map_opts *opts) {
     opts->shard = -1;
 }
 
-bool ggufmap_buft_is_gpu(const char *buft) {
-    if (strncmp(buft, "MTL", 3) == 0) return true;
-    return strncmp(buft, "CUDA", 4) == 0 && strcmp(buft, "CUDA_Host") != 0;
-}
+bool ggufmap_buft_is_gpu(const char *buft) { return gm_buft_kind_of_name(buft) == GGUFMAP_BUFT_GPU; }
 
 
 static int by_first(const void *a, const void *b) {
@@ -418,14 +415,13 @@ static int copy_allocated(ggufmap_mapped *m, ggufmap_error *err) {
     return rc;
 }
 
-int ggufmap_mapped_open(const ggufmap_plan *plan, const ggufmap_map_opts *opts_in, ggufmap_mapped **out, ggufmap_error *err) {
-    *out = NULL;
-    ggufmap_error_clear(err);
-    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
-    const ggufmap_model *model = ggufmap_placement_model(pl);
+/* The mapped model's records, before anything is mapped: options with
+ * their defaults, the shards, room for every planned range, the map. */
+static int mapped_new(const ggufmap_plan *plan, const ggufmap_map_opts *opts_in, ggufmap_mapped **out,
+                      ggufmap_error *err) {
+    const ggufmap_model *model = ggufmap_placement_model(ggufmap_plan_placement(plan));
     uint32_t ns = ggufmap_model_n_shards(model), nb = ggufmap_plan_n_buffers(plan);
-    int rc = GGUFMAP_OK;
-    ggufmap_mapped *m = calloc(1, sizeof *m);
+    ggufmap_mapped *m = *out = calloc(1, sizeof *m);
     if (!m) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     m->plan = plan;
     if (opts_in) m->opts = *opts_in;
@@ -434,78 +430,101 @@ int ggufmap_mapped_open(const ggufmap_plan *plan, const ggufmap_map_opts *opts_i
     if (!m->opts.cpu) m->opts.cpu = &m->host;
     if (!m->opts.gpu) m->opts.gpu = m->opts.cpu;
     m->stats.page = gm_page_size();
-    if (m->opts.shard >= 0 && (uint32_t)m->opts.shard >= ns) {
-        rc = gm_fail(err, GGUFMAP_EINVAL, "shard %d: the model has %u", m->opts.shard, ns);
-        goto done;
-    }
+    if (m->opts.shard >= 0 && (uint32_t)m->opts.shard >= ns)
+        return gm_fail(err, GGUFMAP_EINVAL, "shard %d: the model has %u", m->opts.shard, ns);
     uint64_t total_ranges = 0;
     for (uint32_t i = 0; i < nb; i++) total_ranges += ggufmap_plan_buffer(plan, i)->n_ranges;
     m->n_shards = ns;
     m->shards = calloc(ns, sizeof *m->shards);
     m->ranges = malloc((size_t)(total_ranges ? total_ranges : 1) * sizeof *m->ranges);
-    if (!m->shards || !m->ranges || ggufmap_bufmap_new(&m->bufmap, err) != GGUFMAP_OK) {
-        rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory for %llu ranges", (unsigned long long)total_ranges);
-        goto done;
-    }
-    /* 1. The files. */
+    if (!m->shards || !m->ranges || ggufmap_bufmap_new(&m->bufmap, err) != GGUFMAP_OK)
+        return gm_fail(err, GGUFMAP_ENOMEM, "out of memory for %llu ranges", (unsigned long long)total_ranges);
+    return GGUFMAP_OK;
+}
+
+/* Step 1: the files (every shard, or the one asked for). */
+static int map_files(ggufmap_mapped *m, ggufmap_error *err) {
     uint64_t t0 = gm_now_ns();
-    for (uint32_t s = 0; s < ns && rc == GGUFMAP_OK; s++)
+    int rc = GGUFMAP_OK;
+    for (uint32_t s = 0; s < m->n_shards && rc == GGUFMAP_OK; s++)
         if (m->opts.shard < 0 || (uint32_t)m->opts.shard == s) rc = map_shard(m, s, err);
     m->stats.map_ns = gm_now_ns() - t0;
-    if (rc) goto done;
-    /* 2. One backend buffer per planned range of every mapped buffer. */
+    return rc;
+}
+
+/* Step 2: one backend buffer per planned range of every mapped buffer. */
+static int add_planned_ranges(ggufmap_mapped *m, ggufmap_error *err) {
+    const ggufmap_plan *plan = m->plan;
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    uint32_t nb = ggufmap_plan_n_buffers(plan);
     uint64_t range_bytes = 0;
     for (uint32_t i = 0; i < nb; i++) {
         const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
         if (b->mapped && m->shards[b->shard].base) range_bytes += b->ranges_bytes;
     }
     if (m->opts.progress) m->opts.progress(m->opts.progress_ctx, 0, range_bytes);
+    int rc = GGUFMAP_OK;
     for (uint32_t i = 0; i < nb && rc == GGUFMAP_OK; i++) {
         const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
         if (!b->mapped || !m->shards[b->shard].base) continue;
-        bool gpu = ggufmap_buft_is_gpu(ggufmap_placement_context(pl, b->context)->buft);
+        bool gpu = ggufmap_placement_context(pl, b->context)->gpu;
         for (uint32_t k = 0; k < b->n_ranges && rc == GGUFMAP_OK; k++) {
             rc = add_range(m, i, b, b->ranges[k].first, b->ranges[k].last, gpu, err);
             if (m->opts.progress) m->opts.progress(m->opts.progress_ctx, m->stats.planned_bytes, range_bytes);
         }
     }
-    if (rc) goto done;
-    /* 3. A catch-all per mapped file for each allocated context. */
+    return rc;
+}
+
+/* Step 3: a catch-all per mapped file for each allocated context. */
+static int add_catch_alls(ggufmap_mapped *m, ggufmap_error *err) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(m->plan);
+    int rc = GGUFMAP_OK;
     for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl) && rc == GGUFMAP_OK; c++) {
         if (ggufmap_placement_context(pl, c)->mapped) continue;
-        for (uint32_t s = 0; s < ns && rc == GGUFMAP_OK; s++) {
+        for (uint32_t s = 0; s < m->n_shards && rc == GGUFMAP_OK; s++) {
             if (!m->shards[s].base) continue;
             ggufmap_bufmap_entry e = {c, s, 0, GGUFMAP_CATCH_ALL_LAST, NULL, -1};
             rc = ggufmap_bufmap_add(m->bufmap, &e, err);
         }
     }
-    if (rc) goto done;
-    /* 4. The pages to keep, per file, and the predicted figures. */
-    for (uint32_t s = 0; s < ns && rc == GGUFMAP_OK; s++) {
+    return rc;
+}
+
+/* Step 4: the pages to keep, per file, and the predicted figures. */
+static int keep_pages(ggufmap_mapped *m, ggufmap_error *err) {
+    const uint64_t page = m->stats.page;
+    m->stats.n_ranges = m->n_ranges;
+    for (uint32_t s = 0; s < m->n_shards; s++) {
         shard_map *sm = &m->shards[s];
         if (!sm->base) continue;
         sm->keep = malloc((m->n_ranges ? m->n_ranges : 1) * sizeof *sm->keep);
-        if (!sm->keep) {
-            rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
-            break;
-        }
+        if (!sm->keep) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
         for (uint32_t i = 0; i < m->n_ranges; i++)
             if (m->ranges[i].shard == s)
-                sm->keep[sm->n_keep++] = (ggufmap_range){gm_floor_to(m->ranges[i].first, m->stats.page),
-                                                         gm_ceil_to(m->ranges[i].last, m->stats.page)};
+                sm->keep[sm->n_keep++] =
+                    (ggufmap_range){gm_floor_to(m->ranges[i].first, page), gm_ceil_to(m->ranges[i].last, page)};
         sm->n_keep = union_pages(sm->keep, sm->n_keep);
         m->stats.planned_pages += pages_bytes(sm->keep, sm->n_keep);
-        if (union_bytes(m, s, 1, m->stats.page, &m->stats.gpu_pages) ||
-            union_bytes(m, s, 0, m->stats.page, &m->stats.cpu_pages))
-            rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+        if (union_bytes(m, s, 1, page, &m->stats.gpu_pages) || union_bytes(m, s, 0, page, &m->stats.cpu_pages))
+            return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     }
-    m->stats.n_ranges = m->n_ranges;
-    if (rc) goto done;
-    /* 5. The allocated contexts' tensors, read in before any page goes. */
-    if (!(m->opts.flags & GGUFMAP_MAP_NO_COPY) && (rc = copy_allocated(m, err))) goto done;
-    /* 6. Release what no range needs. */
-    if (!(m->opts.flags & GGUFMAP_MAP_KEEP_UNPLANNED)) rc = ggufmap_mapped_release(m, NULL, err);
-done:
+    return GGUFMAP_OK;
+}
+
+int ggufmap_mapped_open(const ggufmap_plan *plan, const ggufmap_map_opts *opts_in, ggufmap_mapped **out, ggufmap_error *err) {
+    *out = NULL;
+    ggufmap_error_clear(err);
+    ggufmap_mapped *m = NULL;
+    int rc = mapped_new(plan, opts_in, &m, err);
+    if (!rc) rc = map_files(m, err);
+    if (!rc) rc = add_planned_ranges(m, err);
+    if (!rc) rc = add_catch_alls(m, err);
+    if (!rc) rc = keep_pages(m, err);
+    /* Step 5: the allocated contexts' tensors, read in before any page goes. */
+    if (!rc && !(m->opts.flags & GGUFMAP_MAP_NO_COPY)) rc = copy_allocated(m, err);
+    /* Step 6: release what no range needs. */
+    if (!rc && !(m->opts.flags & GGUFMAP_MAP_KEEP_UNPLANNED)) rc = ggufmap_mapped_release(m, NULL, err);
     if (rc) {
         ggufmap_mapped_free(m);
         return rc;

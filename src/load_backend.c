@@ -1,6 +1,7 @@
 /*
- * load_backend.c - the built-in backends: host, wired (mlock) and cuda
- * (cudaHostRegister through a dlopen'ed libcudart).
+ * load_backend.c - the built-in backends: host, wired (mlock, through the
+ * portability layer: gm_os_lock) and cuda (cudaHostRegister through a
+ * dlopen'ed libcudart).
  *
  * Pinning whole pages.  wired and cuda pin page-aligned intervals.  Two
  * buffers may share a page (ranges of two buffers meeting inside it); a page
@@ -17,14 +18,12 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ggufmap/load.h"
 #include "internal.h"
 #include "load_internal.h"
+#include "os.h"
 
 #define BACKEND_MAGIC 0x676d6265u /* "gmbe": a backend made by ggufmap_backend_open */
 
@@ -65,37 +64,18 @@ typedef struct pin_buffer {
 /* Pin and unpin one piece                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* mlock and munlock as system calls: AddressSanitizer intercepts the libc
- * functions and makes them no-ops, so a sanitized build would wire nothing
- * and the kernel's VmLck would not show what a real build does. */
-static int sys_mlock(const void *p, size_t len) {
-#ifdef SYS_mlock
-    return (int)syscall(SYS_mlock, p, len);
-#else
-    return mlock(p, len);
-#endif
-}
-
-static int sys_munlock(const void *p, size_t len) {
-#ifdef SYS_munlock
-    return (int)syscall(SYS_munlock, p, len);
-#else
-    return munlock(p, len);
-#endif
-}
-
 static int pin(backend_state *st, uintptr_t first, uintptr_t last, ggufmap_error *err) {
     size_t len = (size_t)(last - first);
     uint64_t t0 = gm_now_ns();
     int rc = GGUFMAP_OK;
     if (st->kind == 1) {
-        if (sys_mlock((const void *)first, len) != 0) {
-            int e = errno;
-            struct rlimit rl = {0, 0};
-            getrlimit(RLIMIT_MEMLOCK, &rl);
+        int e = gm_os_lock((const void *)first, len);
+        if (e) {
+            uint64_t limit = gm_os_lock_limit();
             char lim[32];
-            if (rl.rlim_cur == RLIM_INFINITY) snprintf(lim, sizeof lim, "unlimited");
-            else snprintf(lim, sizeof lim, "%llu bytes", (unsigned long long)rl.rlim_cur);
+            if (limit == UINT64_MAX) snprintf(lim, sizeof lim, "unlimited");
+            else if (limit == 0) snprintf(lim, sizeof lim, "unknown");
+            else snprintf(lim, sizeof lim, "%llu bytes", (unsigned long long)limit);
             rc = gm_fail_errno(err, e, "mlock of %zu bytes (RLIMIT_MEMLOCK %s)", len, lim);
         }
     } else if (st->kind == 2) {
@@ -117,7 +97,7 @@ static int pin(backend_state *st, uintptr_t first, uintptr_t last, ggufmap_error
 
 static void unpin(backend_state *st, uintptr_t first, uintptr_t last) {
     uint64_t t0 = gm_now_ns();
-    if (st->kind == 1) sys_munlock((const void *)first, (size_t)(last - first));
+    if (st->kind == 1) gm_os_unlock((const void *)first, (size_t)(last - first));
     else if (st->kind == 2) st->cu_unregister((void *)first);
     st->stats.unpin_ns += gm_now_ns() - t0;
 }

@@ -47,6 +47,25 @@ struct ggufmap_placement {
 
 static const char *gpu_buft_name(ggufmap_device d) { return d == GGUFMAP_DEVICE_METAL ? "MTL0" : "CUDA0"; }
 
+/* The public kind of one of the placement's buffer types. */
+static ggufmap_buft_kind buft_kind(buft b) {
+    switch (b) {
+    case BUFT_CPU: return GGUFMAP_BUFT_CPU;
+    case BUFT_REPACK: return GGUFMAP_BUFT_CPU_REPACK;
+    case BUFT_HOST: return GGUFMAP_BUFT_CUDA_HOST;
+    default: return GGUFMAP_BUFT_GPU;
+    }
+}
+
+int gm_buft_kind_of_name(const char *name) {
+    if (strcmp(name, "CPU") == 0) return GGUFMAP_BUFT_CPU;
+    if (strcmp(name, "CPU_REPACK") == 0) return GGUFMAP_BUFT_CPU_REPACK;
+    if (strcmp(name, "CUDA_Host") == 0) return GGUFMAP_BUFT_CUDA_HOST;
+    /* llama.cpp names devices MTL0, MTL1, CUDA0, CUDA1, ... */
+    if (strncmp(name, "MTL", 3) == 0 || strncmp(name, "CUDA", 4) == 0) return GGUFMAP_BUFT_GPU;
+    return -1;
+}
+
 static const char *buft_name(const ggufmap_placement *p, buft b) {
     switch (b) {
     case BUFT_CPU: return "CPU";
@@ -383,6 +402,8 @@ static int finish_contexts(ggufmap_placement *p, const work *w) {
         const ctx_key *k = &w->keys[order[i]];
         ggufmap_context *c = &p->contexts[i];
         snprintf(c->buft, sizeof c->buft, "%s", buft_name(p, k->b));
+        c->kind = buft_kind(k->b);
+        c->gpu = c->kind == GGUFMAP_BUFT_GPU;
         c->lazy = k->lazy;
         bool from_host_ptr = k->b == BUFT_CPU || (k->b == BUFT_GPU && p->opts.device == GGUFMAP_DEVICE_METAL);
         c->mapped = (!p->opts.no_mmap || k->lazy) && from_host_ptr;

@@ -283,148 +283,195 @@ static int64_t shard_start(const ggufmap_model *m, uint32_t s) {
     return lo;
 }
 
-int ggufmap_plan_build(const ggufmap_placement *pl, const ggufmap_plan_opts *opts, ggufmap_plan **out,
-                       ggufmap_error *err) {
-    *out = NULL;
-    ggufmap_error_clear(err);
-    const ggufmap_model *m = ggufmap_placement_model(pl);
-    int64_t nt = ggufmap_model_n_tensors(m);
-    uint32_t nc = ggufmap_placement_n_contexts(pl), ns = ggufmap_model_n_shards(m);
-    ggufmap_plan *p = calloc(1, sizeof *p);
-    /* Per tensor: a bit per context holding it, and its owner (first instance). */
-    uint32_t *mask = calloc(nt ? (size_t)nt : 1, sizeof *mask);
-    int32_t *owner = malloc((nt ? (size_t)nt : 1) * sizeof *owner);
-    /* Per (context, shard): first, last, count, own bytes of the mapped ones. */
-    size_t cells = (size_t)nc * ns;
-    ggufmap_buffer *cell = calloc(cells ? cells : 1, sizeof *cell);
-    int rc = GGUFMAP_OK;
-    if (!p || !mask || !owner || !cell) {
-        rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
-        goto done;
-    }
-    p->placement = pl;
-    p->opts = *opts;
-    if (p->opts.page == 0) p->opts.page = 1;
-    for (int64_t i = 0; i < nt; i++) owner[i] = -1;
+/* What building a plan works with: the plan being filled, and per tensor
+ * and per (context, shard) cell the facts the buffers are made from.  Owned
+ * here and freed in one place (build_free), except mask and owner, which
+ * the plan keeps. */
+typedef struct build {
+    ggufmap_plan *p;
+    const ggufmap_model *m;
+    int64_t nt;                 /* tensors of the model */
+    uint32_t nc, ns;            /* contexts, shards */
+    uint32_t *mask;             /* per tensor: a bit per context holding it */
+    int32_t *owner;             /* per tensor: the context of its first instance */
+    ggufmap_buffer *cell;       /* per (context, shard): first, last, count, own bytes */
+    ggufmap_range *runs;        /* scratch: the runs of one buffer */
+    size_t used_foreign, used_ranges;
+} build;
+
+static void build_free(build *w) {
+    free(w->mask);
+    free(w->owner);
+    free(w->cell);
+    free(w->runs);
+}
+
+/* Per tensor, the contexts holding it and its owner; per cell, the span,
+ * the count and the own bytes of its tensors. */
+static void index_instances(build *w, const ggufmap_placement *pl) {
+    for (int64_t i = 0; i < w->nt; i++) w->owner[i] = -1;
     for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
         const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
-        const ggufmap_tensor *t = ggufmap_model_tensor(m, in->tensor);
-        bool first_here = !(mask[in->tensor] & (1u << in->context));
-        mask[in->tensor] |= 1u << in->context;
-        if (owner[in->tensor] < 0) owner[in->tensor] = (int32_t)in->context;
-        ggufmap_buffer *c = &cell[(size_t)in->context * ns + t->shard];
+        const ggufmap_tensor *t = ggufmap_model_tensor(w->m, in->tensor);
+        bool first_here = !(w->mask[in->tensor] & (1u << in->context));
+        w->mask[in->tensor] |= 1u << in->context;
+        if (w->owner[in->tensor] < 0) w->owner[in->tensor] = (int32_t)in->context;
+        ggufmap_buffer *c = &w->cell[(size_t)in->context * w->ns + t->shard];
         if (c->n_tensors == 0 || t->offset < c->first) c->first = t->offset;
         if (t->offset + t->size > c->last) c->last = t->offset + t->size;
         c->n_tensors++;
         if (first_here) c->own_bytes += t->size;
     }
-    /* Count buffers, then fill them. */
+}
+
+/* llama.cpp's buffers: one per allocated context that holds a tensor, one
+ * per (mapped context, shard) that does. */
+static uint32_t count_buffers(const build *w, const ggufmap_placement *pl) {
     uint32_t nb = 0;
-    for (uint32_t c = 0; c < nc; c++) {
-        const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
-        if (!ctx->mapped) { nb += ctx->n_instances > 0; continue; }
-        for (uint32_t s = 0; s < ns; s++) nb += cell[(size_t)c * ns + s].n_tensors > 0;
-    }
-    p->buffers = calloc(nb ? nb : 1, sizeof *p->buffers);
-    /* Pools: a tensor is foreign at most once per buffer; ranges <= runs <= tensors + 1 per buffer. */
-    p->foreign_pool = malloc(((size_t)nt * nb + 1) * sizeof *p->foreign_pool);
-    p->range_pool = malloc(((size_t)(nt + 1) * nb + 1) * sizeof *p->range_pool);
-    ggufmap_range *runs = malloc(((size_t)nt + 1) * sizeof *runs);
-    if (!p->buffers || !p->foreign_pool || !p->range_pool || !runs) {
-        free(runs);
-        rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory for %u buffers of %lld tensors", nb, (long long)nt);
-        goto done;
-    }
-    size_t used_foreign = 0, used_ranges = 0;
-    for (uint32_t c = 0; c < nc; c++) {
+    for (uint32_t c = 0; c < w->nc; c++) {
         const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
         if (!ctx->mapped) {
-            if (ctx->n_instances == 0) continue;
-            ggufmap_buffer *b = &p->buffers[p->n_buffers++];
-            snprintf(b->name, sizeof b->name, "%s", ctx->buffer_name);
-            b->context = c;
-            b->size = ctx->alloc_size;
-            b->max_tensor = ctx->max_tensor;
-            b->n_tensors = ctx->n_instances;
-            for (uint32_t s = 0; s < ns; s++) b->own_bytes += cell[(size_t)c * ns + s].own_bytes;
+            nb += ctx->n_instances > 0;
             continue;
         }
-        for (uint32_t s = 0; s < ns; s++) {
-            const ggufmap_buffer *src = &cell[(size_t)c * ns + s];
-            if (src->n_tensors == 0) continue;
-            ggufmap_buffer *b = &p->buffers[p->n_buffers++];
-            *b = *src;
-            snprintf(b->name, sizeof b->name, "%s", ctx->buffer_name);
-            b->context = c;
-            b->mapped = true;
-            b->shard = s;
-            b->size = b->last - b->first;
-            b->max_tensor = ctx->max_tensor;
-            /* Walk the shard's tensors inside [first, last): foreign ones, and runs of own ones. */
-            ggufmap_foreign *fg = p->foreign_pool + used_foreign;
-            uint32_t n_runs = 0;
-            bool run_open = false;
-            for (int64_t i = shard_start(m, s); i < nt; i++) {
-                const ggufmap_tensor *t = ggufmap_model_tensor(m, i);
-                if (t->shard != s || t->offset >= b->last) break;
-                if (t->offset + t->size <= b->first) continue;
-                if (mask[i] & (1u << c)) {
-                    if (run_open) runs[n_runs - 1].last = t->offset + t->size;
-                    else runs[n_runs++] = (ggufmap_range){t->offset, t->offset + t->size};
-                    run_open = true;
-                } else if (t->size > 0) {
-                    fg[b->n_foreign].tensor = i;
-                    fg[b->n_foreign].bytes = t->size;
-                    fg[b->n_foreign].owner = owner[i];
-                    b->foreign_bytes += t->size;
-                    b->n_foreign++;
-                    run_open = false;
-                }
-            }
-            qsort(fg, b->n_foreign, sizeof *fg, by_foreign_size);
-            b->foreign = fg;
-            used_foreign += b->n_foreign;
-            ggufmap_range *rg = p->range_pool + used_ranges;
-            b->n_ranges = ggufmap_plan_ranges(&p->opts.planner, p->opts.page, runs, n_runs, rg);
-            b->ranges = rg;
-            used_ranges += b->n_ranges;
-            for (uint32_t k = 0; k < b->n_ranges; k++) {
-                uint64_t vb;
-                b->ranges_bytes += rg[k].last - rg[k].first;
-                b->ranges_views += ggufmap_metal_views(rg[k].first, rg[k].last, p->opts.page, p->opts.max_buffer,
-                                                       b->max_tensor, &vb);
-                b->ranges_resident += vb;
-            }
-            b->span_views = ggufmap_metal_views(b->first, b->last, p->opts.page, p->opts.max_buffer, b->max_tensor,
-                                                &b->span_resident);
+        for (uint32_t s = 0; s < w->ns; s++) nb += w->cell[(size_t)c * w->ns + s].n_tensors > 0;
+    }
+    return nb;
+}
+
+static void add_allocated_buffer(build *w, uint32_t c, const ggufmap_context *ctx) {
+    ggufmap_buffer *b = &w->p->buffers[w->p->n_buffers++];
+    snprintf(b->name, sizeof b->name, "%s", ctx->buffer_name);
+    b->context = c;
+    b->size = ctx->alloc_size;
+    b->max_tensor = ctx->max_tensor;
+    b->n_tensors = ctx->n_instances;
+    for (uint32_t s = 0; s < w->ns; s++) b->own_bytes += w->cell[(size_t)c * w->ns + s].own_bytes;
+}
+
+/* Walks the tensors of b's shard inside its span: the foreign ones go to
+ * the foreign pool (largest first), the own ones make runs.  Returns the
+ * number of runs (in w->runs). */
+static uint32_t walk_span(build *w, ggufmap_buffer *b) {
+    const uint32_t c = b->context;
+    ggufmap_foreign *fg = w->p->foreign_pool + w->used_foreign;
+    uint32_t n_runs = 0;
+    bool run_open = false;
+    for (int64_t i = shard_start(w->m, b->shard); i < w->nt; i++) {
+        const ggufmap_tensor *t = ggufmap_model_tensor(w->m, i);
+        if (t->shard != b->shard || t->offset >= b->last) break;
+        if (t->offset + t->size <= b->first) continue;
+        if (w->mask[i] & (1u << c)) {
+            if (run_open) w->runs[n_runs - 1].last = t->offset + t->size;
+            else w->runs[n_runs++] = (ggufmap_range){t->offset, t->offset + t->size};
+            run_open = true;
+        } else if (t->size > 0) {
+            fg[b->n_foreign++] = (ggufmap_foreign){.tensor = i, .bytes = t->size, .owner = w->owner[i]};
+            b->foreign_bytes += t->size;
+            run_open = false;
         }
     }
-    free(runs);
-    /* ggml_backend_cpu_buffer_from_ptr asserts a 32-byte aligned pointer: a
-     * CPU span starting off 32 (general.alignment < 32) aborts the load. */
+    qsort(fg, b->n_foreign, sizeof *fg, by_foreign_size);
+    b->foreign = fg;
+    w->used_foreign += b->n_foreign;
+    return n_runs;
+}
+
+/* The planner's ranges over the runs, their bytes and Metal views, and the
+ * span's. */
+static void plan_ranges(build *w, ggufmap_buffer *b, uint32_t n_runs) {
+    const ggufmap_plan_opts *o = &w->p->opts;
+    ggufmap_range *rg = w->p->range_pool + w->used_ranges;
+    b->n_ranges = ggufmap_plan_ranges(&o->planner, o->page, w->runs, n_runs, rg);
+    b->ranges = rg;
+    w->used_ranges += b->n_ranges;
+    for (uint32_t k = 0; k < b->n_ranges; k++) {
+        uint64_t vb;
+        b->ranges_bytes += rg[k].last - rg[k].first;
+        b->ranges_views += ggufmap_metal_views(rg[k].first, rg[k].last, o->page, o->max_buffer, b->max_tensor, &vb);
+        b->ranges_resident += vb;
+    }
+    b->span_views = ggufmap_metal_views(b->first, b->last, o->page, o->max_buffer, b->max_tensor, &b->span_resident);
+}
+
+static void add_mapped_buffer(build *w, uint32_t c, uint32_t s, const ggufmap_context *ctx) {
+    ggufmap_buffer *b = &w->p->buffers[w->p->n_buffers++];
+    *b = w->cell[(size_t)c * w->ns + s];
+    snprintf(b->name, sizeof b->name, "%s", ctx->buffer_name);
+    b->context = c;
+    b->mapped = true;
+    b->shard = s;
+    b->size = b->last - b->first;
+    b->max_tensor = ctx->max_tensor;
+    plan_ranges(w, b, walk_span(w, b));
+}
+
+/* ggml_backend_cpu_buffer_from_ptr asserts a 32-byte aligned pointer: a
+ * CPU span starting off 32 (general.alignment < 32) aborts the load. */
+static void check_cpu_alignment(ggufmap_plan *p, const ggufmap_placement *pl, const ggufmap_model *m) {
     for (uint32_t i = 0; i < p->n_buffers && !p->failure[0]; i++) {
         const ggufmap_buffer *b = &p->buffers[i];
-        if (b->mapped && b->first % 32 != 0 && strcmp(ggufmap_placement_context(pl, b->context)->buft, "CPU") == 0)
+        if (b->mapped && b->first % 32 != 0 && ggufmap_placement_context(pl, b->context)->kind == GGUFMAP_BUFT_CPU)
             snprintf(p->failure, sizeof p->failure,
                      "%s: llama.cpp aborts the load: its %s buffer would start at offset %llu, not a multiple of 32 "
                      "(ggml_backend_cpu_buffer_from_ptr asserts an aligned pointer; general.alignment is %u)",
                      ggufmap_source_path(ggufmap_model_shard(m, b->shard)), b->name, (unsigned long long)b->first,
                      ggufmap_source_alignment(ggufmap_model_shard(m, b->shard)));
     }
-done:
-    if (p && !rc) {
-        p->mask = mask;
-        p->owner = owner;
-    } else {
-        free(mask);
-        free(owner);
+}
+
+/* The buffers and the pools they point into: a tensor is foreign at most
+ * once per buffer; ranges <= runs <= tensors + 1 per buffer. */
+static bool alloc_buffers(build *w, uint32_t nb) {
+    ggufmap_plan *p = w->p;
+    p->buffers = calloc(nb ? nb : 1, sizeof *p->buffers);
+    p->foreign_pool = malloc(((size_t)w->nt * nb + 1) * sizeof *p->foreign_pool);
+    p->range_pool = malloc(((size_t)(w->nt + 1) * nb + 1) * sizeof *p->range_pool);
+    w->runs = malloc(((size_t)w->nt + 1) * sizeof *w->runs);
+    return p->buffers && p->foreign_pool && p->range_pool && w->runs;
+}
+
+int ggufmap_plan_build(const ggufmap_placement *pl, const ggufmap_plan_opts *opts, ggufmap_plan **out,
+                       ggufmap_error *err) {
+    *out = NULL;
+    ggufmap_error_clear(err);
+    build w = {.m = ggufmap_placement_model(pl), .nc = ggufmap_placement_n_contexts(pl)};
+    w.nt = ggufmap_model_n_tensors(w.m);
+    w.ns = ggufmap_model_n_shards(w.m);
+    size_t n = w.nt ? (size_t)w.nt : 1, cells = (size_t)w.nc * w.ns;
+    w.p = calloc(1, sizeof *w.p);
+    w.mask = calloc(n, sizeof *w.mask);
+    w.owner = malloc(n * sizeof *w.owner);
+    w.cell = calloc(cells ? cells : 1, sizeof *w.cell);
+    int rc = w.p && w.mask && w.owner && w.cell ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    uint32_t nb = 0;
+    if (!rc) {
+        w.p->placement = pl;
+        w.p->opts = *opts;
+        if (w.p->opts.page == 0) w.p->opts.page = 1;
+        index_instances(&w, pl);
+        nb = count_buffers(&w, pl);
+        if (!alloc_buffers(&w, nb))
+            rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory for %u buffers of %lld tensors", nb, (long long)w.nt);
     }
-    free(cell);
+    for (uint32_t c = 0; !rc && c < w.nc; c++) {
+        const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
+        if (!ctx->mapped && ctx->n_instances > 0) add_allocated_buffer(&w, c, ctx);
+        for (uint32_t s = 0; ctx->mapped && s < w.ns; s++)
+            if (w.cell[(size_t)c * w.ns + s].n_tensors > 0) add_mapped_buffer(&w, c, s, ctx);
+    }
     if (rc) {
-        ggufmap_plan_free(p);
+        ggufmap_plan_free(w.p);
+        build_free(&w);
         return rc;
     }
-    *out = p;
+    check_cpu_alignment(w.p, pl, w.m);
+    w.p->mask = w.mask; /* the plan keeps these two */
+    w.p->owner = w.owner;
+    w.mask = NULL;
+    w.owner = NULL;
+    build_free(&w);
+    *out = w.p;
     return GGUFMAP_OK;
 }
 
@@ -451,15 +498,11 @@ int32_t ggufmap_plan_tensor_owner(const ggufmap_plan *p, int64_t i) {
 void ggufmap_plan_working_set(const ggufmap_plan *p, uint64_t *llama_bytes, uint64_t *planned_bytes) {
     const ggufmap_placement *pl = p->placement;
     bool gpu_only = false;
-    for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++) {
-        const char *b = ggufmap_placement_context(pl, c)->buft;
-        gpu_only |= strcmp(b, "MTL0") == 0 || strcmp(b, "CUDA0") == 0;
-    }
+    for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++) gpu_only |= ggufmap_placement_context(pl, c)->gpu;
     *llama_bytes = *planned_bytes = 0;
     for (uint32_t i = 0; i < p->n_buffers; i++) {
         const ggufmap_buffer *b = &p->buffers[i];
-        const char *buft = ggufmap_placement_context(pl, b->context)->buft;
-        if (gpu_only && strcmp(buft, "MTL0") != 0 && strcmp(buft, "CUDA0") != 0) continue;
+        if (gpu_only && !ggufmap_placement_context(pl, b->context)->gpu) continue;
         *llama_bytes += b->mapped ? b->span_resident : b->size;
         *planned_bytes += b->mapped ? b->ranges_resident : b->size;
     }

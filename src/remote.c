@@ -33,6 +33,7 @@
 #include <sys/mman.h>
 
 #include "internal.h"
+#include "os.h"
 #include "remote_internal.h"
 
 #define MAX_REDIRECTS 10
@@ -128,8 +129,8 @@ static bool reserve(remote_file *f, uint64_t size) {
     f->bs.base = NULL;
     f->bs.have = 0;
     if (cap == 0) return true;
-    void *m = mmap(NULL, (size_t)cap, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED)
+    void *m = gm_os_reserve((size_t)cap);
+    if (!m)
         return file_fail(f, GGUFMAP_ENOMEM, "cannot reserve %" PRIu64 " bytes of address space", cap);
     f->buf = m;
     f->reserved = cap;

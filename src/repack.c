@@ -30,6 +30,7 @@
 #include "ggufmap/model.h"
 #include "ggufmap/repack.h"
 #include "ggufmap/writer.h"
+#include "os.h"
 #include "repack_internal.h"
 
 /* ------------------------------------------------------------------------ */
@@ -198,10 +199,10 @@ static int fill_result(repack *r, const char *out_path, ggufmap_error *err) {
 /* Adds the data and hole bytes of [pos, end) of fd to the result. */
 static void count_holes(ggufmap_repack_result *res, int fd, uint64_t pos, uint64_t end) {
     while (pos < end) {
-        uint64_t d = gm_next_data(fd, pos, end);
+        uint64_t d = gm_os_next_data(fd, pos, end);
         res->hole_bytes += d - pos;
         if (d >= end) return;
-        uint64_t h = gm_next_hole(fd, d, end);
+        uint64_t h = gm_os_next_hole(fd, d, end);
         res->data_bytes += h - d;
         pos = h;
     }
@@ -239,13 +240,33 @@ static char *parent_of(const char *path) {
     return strndup(path, slash == path ? 1 : (size_t)(slash - path));
 }
 
-/* Bytes the outputs need: the data, the headers, and room for metadata. */
+/* The bytes the input files have allocated on their disks (st_blocks, XSI). */
+static uint64_t allocated_bytes(const ggufmap_model *m) {
+    uint64_t sum = 0;
+    struct stat st;
+    for (uint32_t s = 0; s < ggufmap_model_n_shards(m); s++)
+        sum += fstat(ggufmap_source_fd(ggufmap_model_shard(m, s)), &st) == 0 ? (uint64_t)st.st_blocks * 512
+                                                                             : ggufmap_source_file_size(ggufmap_model_shard(m, s));
+    return sum;
+}
+
 /* Free space: the data and headers, and a margin for the file system's own
  * blocks (extent trees, indirect blocks, a journal's share).  Once the
- * tasks have counted the data bytes. */
+ * tasks have counted the data bytes.  Where the system cannot say where the
+ * holes are (os.h: posix), every byte counted as data; but only what the
+ * inputs have allocated can hold anything but zeros, and all-zero chunks
+ * are not written, so that bounds the data (a 103.7 GiB sparse replica
+ * needs kilobytes, not 103.7 GiB). */
 static void count_space(repack *r) {
     const rp_layout *l = &r->ch.layout;
     ggufmap_repack_result *res = r->res;
+    if (!gm_os_sees_holes()) {
+        uint64_t allocated = allocated_bytes(r->m);
+        if (allocated < res->data_bytes) {
+            res->hole_bytes += res->data_bytes - allocated;
+            res->data_bytes = allocated;
+        }
+    }
     res->space_margin = (uint64_t)l->n * 8192 + (uint64_t)l->n_shards * (16u << 20);
     for (uint32_t s = 0; s < l->n_shards; s++) {
         uint64_t data_at = ggufmap_writer_tensor_offset(l->w[s], 0);
@@ -357,7 +378,7 @@ static int copy_and_verify(repack *r, ggufmap_error *err) {
                  .n_threads = o->n_threads, .cancel = o->cancel, .progress = o->progress,
                  .progress_ctx = o->progress_ctx, .total = r->total,
                  .kernel_copy = o->copy == GGUFMAP_COPY_KERNEL ||
-                                (o->copy == GGUFMAP_COPY_AUTO && rp_kernel_copy_pays(r->out[0].fd))};
+                                (o->copy == GGUFMAP_COPY_AUTO && gm_os_copy_range_pays(r->out[0].fd))};
     uint64_t t0 = gm_now_ns();
     int rc = rp_copy_all(&c, err);
     if (rc && o->cancel && *o->cancel)

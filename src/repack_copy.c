@@ -9,10 +9,11 @@
  *
  *   piece k:           read it from the input, add it to the copy digest,
  *                      write it at its output offset, and ask the kernel to
- *                      start writing it to the disk (sync_file_range);
+ *                      start writing it to the disk (gm_os_writeback_start);
  *   piece k-CHECK_LAG: wait until the disk has it, read it back from the
  *                      output file, add it to the read-back digest, and drop
- *                      it from the page cache.
+ *                      it from the page cache (gm_os_writeback_wait,
+ *                      gm_os_drop_cache).
  *
  * When a tensor ends both digests must agree.  Why this shape: at most
  * CHECK_LAG pieces per worker are dirty or cached at any moment, so a 100 GiB
@@ -25,7 +26,10 @@
  * Holes: each piece is a run of whole 64 KiB chunks (counted from the
  * tensor's first byte) that hold data; chunks wholly inside a hole of the
  * input are neither read nor written, so they stay holes in the output and
- * count as all-zero chunks in the sparse digest (ggufmap/hash.h).
+ * count as all-zero chunks in the sparse digest (ggufmap/hash.h).  Where
+ * the system cannot say where the holes are (os.h, posix) every chunk is
+ * read, and an all-zero chunk is not written: the output was sized with
+ * ftruncate, so it reads back as zeros and stays a hole all the same.
  *
  * Test hooks (compiled only with GGUFMAP_TEST_HOOKS, the test build of the
  * library): GGUFMAP_REPACK_TEST_DELAY_US sleeps after each piece,
@@ -37,10 +41,11 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ggufmap/hash.h"
+#include "os.h"
 #include "repack_internal.h"
 
 #define COPY_CHUNK (8u << 20)
@@ -50,9 +55,9 @@
 typedef struct engine {
     rp_copy *c;
     atomic_ullong done;   /* tensor bytes copied, holes included: progress */
-    atomic_int use_cfr;   /* copy_file_range; cleared when the kernel refuses */
+    atomic_int use_cfr;   /* gm_os_copy_range; cleared when the kernel refuses */
     atomic_int cfr_used;
-    atomic_int use_sfr;   /* sync_file_range works on the output */
+    atomic_int use_sfr;   /* gm_os_writeback_wait works on the output */
     unsigned delay_us;    /* test hook */
     const char *flip;     /* test hook */
 } engine;
@@ -61,42 +66,6 @@ typedef struct piece {
     uint64_t rel;         /* offset from the tensor's first byte */
     size_t len;
 } piece;
-
-/* ------------------------------------------------------------------------ */
-/* Kernel copies                                                             */
-/* ------------------------------------------------------------------------ */
-
-bool rp_kernel_copy_pays(int fd) {
-    static const unsigned long magic[] = {
-        0x9123683EUL, /* btrfs */ 0x58465342UL, /* xfs */  0xCA451A4EUL, /* bcachefs */
-        0x2FC12FC1UL, /* zfs */   0x7461636FUL, /* ocfs2 */ 0x6969UL,    /* nfs */
-        0xFE534D42UL, /* smb2 */  0xFF534D42UL, /* cifs */
-    };
-    struct statfs fs;
-    if (fstatfs(fd, &fs) != 0) return false;
-    for (size_t i = 0; i < sizeof magic / sizeof magic[0]; i++)
-        if ((unsigned long)fs.f_type == magic[i]) return true;
-    return false;
-}
-
-/* Has the kernel copy k bytes; *copied says how many it did.  Returns 0, an
- * errno, or -1 where copy_file_range cannot copy between these files (the
- * caller writes the rest itself). */
-static int kernel_copy(int in_fd, uint64_t in, int out_fd, uint64_t out, size_t k, size_t *copied) {
-    loff_t a = (loff_t)in, b = (loff_t)out;
-    *copied = 0;
-    while (*copied < k) {
-        ssize_t r = copy_file_range(in_fd, &a, out_fd, &b, k - *copied, 0);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP || errno == EBADF ||
-                      errno == EPERM))
-            return -1;
-        if (r < 0) return errno;
-        if (r == 0) return EIO;
-        *copied += (size_t)r;
-    }
-    return 0;
-}
 
 /* ------------------------------------------------------------------------ */
 /* One piece                                                                 */
@@ -116,31 +85,46 @@ static int digest_piece(ggufmap_sparse *sp, uint64_t rel, const uint8_t *bytes, 
     return 0;
 }
 
+/* Writes n bytes at out in chunks, leaving out the all-zero ones (they
+ * read back as zeros from the file ftruncate sized).  0 or an errno; *done
+ * says how far it got. */
+static int write_data_chunks(int fd, const uint8_t *buf, size_t n, uint64_t out, size_t *done) {
+    const size_t ch = GGUFMAP_SPARSE_CHUNK;
+    for (*done = 0; *done < n; *done += ch) {
+        size_t k = n - *done < ch ? n - *done : ch;
+        if (gm_all_zero(buf + *done, k)) continue;
+        int sys = gm_pwrite_full(fd, buf + *done, k, out + *done);
+        if (sys) return sys;
+    }
+    *done = n;
+    return 0;
+}
+
 /* Copies one piece and adds it to the copy digest.  The digest needs the
  * bytes in memory, so they are always read into buf; the kernel then copies
- * them with copy_file_range where it can (a reflink on XFS or Btrfs: no data
- * moves), else buf is written.  The second read of the input costs little:
- * it comes from the page cache the first one filled. */
+ * them with gm_os_copy_range where it can (a reflink on XFS or Btrfs: no
+ * data moves), else buf is written.  The second read of the input costs
+ * little: it comes from the page cache the first one filled. */
 static int copy_piece(engine *en, const rp_task *t, const piece *p, uint8_t *buf, ggufmap_sparse *sp,
                       ggufmap_error *e) {
     int dfd = en->c->out[t->shard].fd, sys;
     uint64_t in = t->src_off + p->rel, out = t->dst_off + p->rel;
-    size_t done = 0;
+    size_t done = 0, written = 0;
     if ((sys = read_piece(t->src_fd, buf, p->len, in)))
         return gm_fail_errno(e, sys, "%s: read at offset %llu (tensor '%s')", t->src_path, (unsigned long long)in,
                              t->name);
     if (digest_piece(sp, p->rel, buf, p->len)) return gm_fail(e, GGUFMAP_ENOMEM, "SHA-256 failed");
     if (atomic_load(&en->use_cfr)) {
-        sys = kernel_copy(t->src_fd, in, dfd, out, p->len, &done);
+        sys = gm_os_copy_range(t->src_fd, in, dfd, out, p->len, &done);
         if (sys > 0) goto write_failed;
-        if (sys < 0) atomic_store(&en->use_cfr, 0);
+        if (sys == GM_OS_UNSUPPORTED) atomic_store(&en->use_cfr, 0);
         else atomic_store(&en->cfr_used, 1);
     }
-    if (done < p->len && (sys = gm_pwrite_full(dfd, buf + done, p->len - done, out + done))) goto write_failed;
+    if (done < p->len && (sys = write_data_chunks(dfd, buf + done, p->len - done, out + done, &written))) goto write_failed;
     return GGUFMAP_OK;
 write_failed:
     return gm_fail_errno(e, sys, "%s: write at offset %llu (tensor '%s')", en->c->out[t->shard].tmp,
-                         (unsigned long long)(out + done), t->name);
+                         (unsigned long long)(out + done + written), t->name);
 }
 
 /* Waits for one written piece to reach the disk, reads it back from the
@@ -149,20 +133,16 @@ static int check_piece(engine *en, const rp_task *t, const piece *p, uint8_t *bu
                        ggufmap_error *e) {
     const gm_tempfile *o = &en->c->out[t->shard];
     uint64_t out = t->dst_off + p->rel;
-    if (atomic_load(&en->use_sfr) &&
-        sync_file_range(o->fd, (off64_t)out, (off64_t)p->len,
-                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
-        if (errno != EINVAL && errno != ESPIPE && errno != ENOSYS)
-            return gm_fail_errno(e, errno, "%s: writing offset %llu (tensor '%s') to the disk", o->tmp,
-                                 (unsigned long long)out, t->name);
-        atomic_store(&en->use_sfr, 0);
-    }
-    int sys = read_piece(o->fd, buf, p->len, out);
-    if (sys)
+    int sys = atomic_load(&en->use_sfr) ? gm_os_writeback_wait(o->fd, out, p->len) : GM_OS_UNSUPPORTED;
+    if (sys > 0)
+        return gm_fail_errno(e, sys, "%s: writing offset %llu (tensor '%s') to the disk", o->tmp,
+                             (unsigned long long)out, t->name);
+    if (sys == GM_OS_UNSUPPORTED) atomic_store(&en->use_sfr, 0);
+    if ((sys = read_piece(o->fd, buf, p->len, out)))
         return gm_fail_errno(e, sys, "%s: read back at offset %llu (tensor '%s')", o->tmp, (unsigned long long)out,
                              t->name);
     if (digest_piece(sp, p->rel, buf, p->len)) return gm_fail(e, GGUFMAP_ENOMEM, "SHA-256 failed");
-    if (atomic_load(&en->use_sfr)) posix_fadvise(o->fd, (off_t)out, (off_t)p->len, POSIX_FADV_DONTNEED);
+    if (atomic_load(&en->use_sfr)) gm_os_drop_cache(o->fd, out, p->len);
     return GGUFMAP_OK;
 }
 
@@ -201,12 +181,10 @@ static int copy_run(engine *en, const rp_task *t, uint64_t s, uint64_t stop, uin
         if ((rc = copy_piece(en, t, &p, buf, cs, e))) return rc;
 #ifdef GGUFMAP_TEST_HOOKS
         if (*flip && (rc = flip_byte(en, t, &p, e))) return rc;
-        if (en->delay_us) usleep(en->delay_us);
+        if (en->delay_us) nanosleep(&(struct timespec){en->delay_us / 1000000u, (long)(en->delay_us % 1000000u) * 1000L}, NULL);
 #endif
         *flip = false;
-        if (atomic_load(&en->use_sfr))
-            sync_file_range(en->c->out[t->shard].fd, (off64_t)(t->dst_off + p.rel), (off64_t)p.len,
-                            SYNC_FILE_RANGE_WRITE);
+        if (atomic_load(&en->use_sfr)) gm_os_writeback_start(en->c->out[t->shard].fd, t->dst_off + p.rel, p.len);
         if (ring->queued == CHECK_LAG) {
             if ((rc = check_piece(en, t, &ring->p[ring->head], buf, rs, e))) return rc;
             ring->head = (ring->head + 1) % CHECK_LAG;

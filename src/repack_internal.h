@@ -88,7 +88,7 @@ typedef struct rp_copy {
     const gm_tempfile *out;     /* per output shard: descriptor and temporary path */
     char *const *final_path;    /* per output shard, for messages */
     unsigned n_threads;         /* 0: gm_workers_count's default */
-    bool kernel_copy;           /* start with copy_file_range */
+    bool kernel_copy;           /* start with gm_os_copy_range (os.h) */
     volatile sig_atomic_t *cancel;
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
@@ -100,9 +100,5 @@ typedef struct rp_copy {
  * Returns GGUFMAP_OK; EFORMAT when a read-back digest differs; EIO/ENOSPC
  * for the system's errors; EIO "interrupted" on cancellation. */
 int rp_copy_all(rp_copy *c, ggufmap_error *err);
-
-/* Whether copy_file_range on fd's file system can do better than copy the
- * bytes through the page cache a second time. */
-bool rp_kernel_copy_pays(int fd);
 
 #endif

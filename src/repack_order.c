@@ -104,7 +104,7 @@ static void rank_by_plan(const ggufmap_plan *plan, int64_t n, tinfo *ti) {
             const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
             if (!ctx->mapped) continue;
             if (ctx->lazy) lazy = true;
-            else if (strncmp(ctx->buft, "CPU", 3) == 0) cpu = true;
+            else if (!ctx->gpu) cpu = true; /* CPU, CPU_REPACK, CUDA_Host: host memory */
             else gpu = true;
         }
         ti[i].rank = gpu && !cpu ? 0 : gpu ? 1 : cpu ? 2 : lazy ? 3 : any ? 4 : 5;

@@ -54,10 +54,12 @@ const char *gm_context_label(const ggufmap_context *c, char *buf, size_t cap) {
 
 gm_buffer_kind gm_context_kind(const ggufmap_context *c) {
     if (c->lazy) return GM_KIND_LAZY;
-    if (strcmp(c->buft, "CPU") == 0) return GM_KIND_CPU;
-    if (strcmp(c->buft, "CPU_REPACK") == 0) return GM_KIND_CPU_REPACK;
-    if (strcmp(c->buft, "CUDA_Host") == 0) return GM_KIND_CUDA_HOST;
-    return GM_KIND_GPU;
+    switch (c->kind) {
+    case GGUFMAP_BUFT_CPU: return GM_KIND_CPU;
+    case GGUFMAP_BUFT_CPU_REPACK: return GM_KIND_CPU_REPACK;
+    case GGUFMAP_BUFT_CUDA_HOST: return GM_KIND_CUDA_HOST;
+    default: return GM_KIND_GPU;
+    }
 }
 
 /* One row per kind: colour, letter, legend.  Colours from a palette that
@@ -106,11 +108,15 @@ gm_totals gm_plan_totals(const ggufmap_plan *plan) {
 const char *gm_plan_gpu_name(const ggufmap_plan *plan) {
     const ggufmap_placement *pl = ggufmap_plan_placement(plan);
     for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++)
-        if (gm_context_kind(ggufmap_placement_context(pl, c)) == GM_KIND_GPU) return ggufmap_placement_context(pl, c)->buft;
+        if (ggufmap_placement_context(pl, c)->gpu) return ggufmap_placement_context(pl, c)->buft;
     return NULL;
 }
 
 bool gm_plan_has_gpu(const ggufmap_plan *plan) { return gm_plan_gpu_name(plan) != NULL; }
+
+bool gm_plan_is_metal(const ggufmap_plan *plan) {
+    return ggufmap_placement_options(ggufmap_plan_placement(plan))->device == GGUFMAP_DEVICE_METAL;
+}
 
 void gm_shard_cells(const ggufmap_plan *plan, uint32_t s, uint32_t width, int *cell_owner) {
     const ggufmap_placement *pl = ggufmap_plan_placement(plan);
@@ -388,8 +394,7 @@ static void print_verdict(FILE *out, const ggufmap_plan *plan, uint64_t limit, c
     char label[96];
     ggufmap_plan_working_set(plan, &llama, &planned);
     ggufmap_plan_cpu_side(plan, &cpu_llama, &cpu_planned);
-    const char *gpu_name = gm_plan_gpu_name(plan);
-    bool gpu = gpu_name != NULL, metal = gpu && strncmp(gpu_name, "MTL", 3) == 0;
+    bool gpu = gm_plan_has_gpu(plan), metal = gpu && gm_plan_is_metal(plan);
     snprintf(label, sizeof label, "loader, %s", planner);
     if (gpu)
         fprintf(out, "\nworking set (GPU buffers, page-aligned; KV cache and compute buffers not included)\n");

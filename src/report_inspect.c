@@ -241,97 +241,113 @@ static void json_kv(json *j, const ggufmap_kv *kv, bool full) {
     json_end_object(j);
 }
 
+/* "architecture", "name" (null when missing), the byte counts, and what
+ * reading over HTTP cost. */
+static void json_summary(json *j, const ggufmap_model *m) {
+    int len = 0;
+    const char *arch = kv_text(m, "general.architecture", &len);
+    json_key(j, "architecture");
+    arch ? json_string_n(j, arch, (size_t)len) : json_null(j);
+    const char *name = kv_text(m, "general.name", &len);
+    json_key(j, "name");
+    name ? json_string_n(j, name, (size_t)len) : json_null(j);
+    json_key(j, "file_bytes");
+    json_uint(j, ggufmap_model_file_bytes(m));
+    json_key(j, "tensor_bytes");
+    json_uint(j, ggufmap_model_tensor_bytes(m));
+    json_key(j, "n_tensors");
+    json_int(j, ggufmap_model_n_tensors(m));
+    uint64_t fetched, requests;
+    if (ggufmap_model_fetch_stats(m, &fetched, &requests)) /* read over HTTP: what it cost */
+        json_key(j, "fetched_bytes"), json_uint(j, fetched), json_key(j, "requests"), json_uint(j, requests);
+}
+
+static void json_shards(json *j, const ggufmap_model *m) {
+    uint64_t fetched, requests;
+    json_key(j, "shards");
+    json_begin_array(j);
+    for (uint32_t s = 0; s < ggufmap_model_n_shards(m); s++) {
+        const ggufmap_source *src = ggufmap_model_shard(m, s);
+        json_begin_object(j);
+        json_key(j, "index"), json_uint(j, s);
+        json_key(j, "path"), json_string(j, ggufmap_source_path(src));
+        json_key(j, "file_size"), json_uint(j, ggufmap_source_file_size(src));
+        json_key(j, "version"), json_uint(j, ggufmap_source_version(src));
+        json_key(j, "alignment"), json_uint(j, ggufmap_source_alignment(src));
+        json_key(j, "data_offset"), json_uint(j, ggufmap_source_data_offset(src));
+        json_key(j, "data_size"), json_uint(j, ggufmap_source_data_size(src));
+        json_key(j, "n_kv"), json_int(j, ggufmap_source_n_kv(src));
+        json_key(j, "n_tensors"), json_int(j, ggufmap_source_n_tensors(src));
+        ggufmap_source_fetch_stats(src, &fetched, &requests);
+        if (ggufmap_source_is_remote(src))
+            json_key(j, "fetched_bytes"), json_uint(j, fetched), json_key(j, "requests"), json_uint(j, requests);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
+static void json_types(json *j, const ggufmap_model *m) {
+    char buf[32];
+    size_t n_types = 0;
+    type_total *types = type_totals(m, &n_types);
+    json_key(j, "types");
+    json_begin_array(j);
+    for (size_t k = 0; types && k < n_types; k++) {
+        ggufmap_tensor probe = {.type = types[k].type};
+        json_begin_object(j);
+        json_key(j, "type"), json_string(j, type_name(&probe, buf, sizeof buf));
+        json_key(j, "type_id"), json_int(j, types[k].type);
+        json_key(j, "n_tensors"), json_int(j, types[k].count);
+        json_key(j, "bytes"), json_uint(j, types[k].bytes);
+        json_end_object(j);
+    }
+    json_end_array(j);
+    free(types);
+}
+
+static void json_tensors(json *j, const ggufmap_model *m, unsigned flags) {
+    char buf[32];
+    json_key(j, "tensors");
+    json_begin_array(j);
+    for (int64_t i = 0; i < ((flags & GGUFMAP_REPORT_NO_TENSORS) ? 0 : ggufmap_model_n_tensors(m)); i++) {
+        const ggufmap_tensor *t = ggufmap_model_tensor(m, i);
+        json_begin_object(j);
+        json_key(j, "index"), json_int(j, i);
+        json_key(j, "name"), json_string_n(j, t->name, t->name_len);
+        json_key(j, "shard"), json_uint(j, t->shard);
+        json_key(j, "type"), json_string(j, type_name(t, buf, sizeof buf));
+        json_key(j, "type_id"), json_int(j, t->type);
+        json_key(j, "shape");
+        json_begin_array(j);
+        for (uint32_t d = 0; d < t->n_dims; d++) json_int(j, t->ne[d]);
+        json_end_array(j);
+        json_key(j, "offset"), json_uint(j, t->offset);
+        json_key(j, "size"), json_uint(j, t->size);
+        json_key(j, "size_estimated"), json_bool(j, t->size_estimated);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
+/* The ggufmap.inspect/1 document (README). */
 static void inspect_json(FILE *out, const ggufmap_model *m, unsigned flags) {
     json j;
-    char buf[32];
-    int len = 0;
     json_init(&j, out);
     json_begin_object(&j);
     json_key(&j, "schema");
     json_string(&j, "ggufmap.inspect/1");
-    const char *arch = kv_text(m, "general.architecture", &len);
-    json_key(&j, "architecture");
-    arch ? json_string_n(&j, arch, (size_t)len) : json_null(&j);
-    const char *name = kv_text(m, "general.name", &len);
-    json_key(&j, "name");
-    name ? json_string_n(&j, name, (size_t)len) : json_null(&j);
-    json_key(&j, "file_bytes");
-    json_uint(&j, ggufmap_model_file_bytes(m));
-    json_key(&j, "tensor_bytes");
-    json_uint(&j, ggufmap_model_tensor_bytes(m));
-    json_key(&j, "n_tensors");
-    json_int(&j, ggufmap_model_n_tensors(m));
-    uint64_t fetched, requests;
-    if (ggufmap_model_fetch_stats(m, &fetched, &requests)) /* read over HTTP: what it cost */
-        json_key(&j, "fetched_bytes"), json_uint(&j, fetched), json_key(&j, "requests"), json_uint(&j, requests);
-
-    json_key(&j, "shards");
-    json_begin_array(&j);
-    for (uint32_t s = 0; s < ggufmap_model_n_shards(m); s++) {
-        const ggufmap_source *src = ggufmap_model_shard(m, s);
-        json_begin_object(&j);
-        json_key(&j, "index"), json_uint(&j, s);
-        json_key(&j, "path"), json_string(&j, ggufmap_source_path(src));
-        json_key(&j, "file_size"), json_uint(&j, ggufmap_source_file_size(src));
-        json_key(&j, "version"), json_uint(&j, ggufmap_source_version(src));
-        json_key(&j, "alignment"), json_uint(&j, ggufmap_source_alignment(src));
-        json_key(&j, "data_offset"), json_uint(&j, ggufmap_source_data_offset(src));
-        json_key(&j, "data_size"), json_uint(&j, ggufmap_source_data_size(src));
-        json_key(&j, "n_kv"), json_int(&j, ggufmap_source_n_kv(src));
-        json_key(&j, "n_tensors"), json_int(&j, ggufmap_source_n_tensors(src));
-        ggufmap_source_fetch_stats(src, &fetched, &requests);
-        if (ggufmap_source_is_remote(src))
-            json_key(&j, "fetched_bytes"), json_uint(&j, fetched), json_key(&j, "requests"), json_uint(&j, requests);
-        json_end_object(&j);
-    }
-    json_end_array(&j);
-
-    size_t n_types = 0;
-    type_total *types = type_totals(m, &n_types);
-    json_key(&j, "types");
-    json_begin_array(&j);
-    for (size_t k = 0; types && k < n_types; k++) {
-        ggufmap_tensor probe = {.type = types[k].type};
-        json_begin_object(&j);
-        json_key(&j, "type"), json_string(&j, type_name(&probe, buf, sizeof buf));
-        json_key(&j, "type_id"), json_int(&j, types[k].type);
-        json_key(&j, "n_tensors"), json_int(&j, types[k].count);
-        json_key(&j, "bytes"), json_uint(&j, types[k].bytes);
-        json_end_object(&j);
-    }
-    json_end_array(&j);
-    free(types);
-
+    json_summary(&j, m);
+    json_shards(&j, m);
+    json_types(&j, m);
     json_key(&j, "metadata");
     json_begin_array(&j);
     const ggufmap_source *first = ggufmap_model_shard(m, 0);
     for (int64_t i = 0; i < ggufmap_source_n_kv(first); i++) json_kv(&j, ggufmap_source_kv(first, i), (flags & GGUFMAP_REPORT_FULL));
     json_end_array(&j);
-
-    json_key(&j, "tensors");
-    json_begin_array(&j);
-    for (int64_t i = 0; i < ((flags & GGUFMAP_REPORT_NO_TENSORS) ? 0 : ggufmap_model_n_tensors(m)); i++) {
-        const ggufmap_tensor *t = ggufmap_model_tensor(m, i);
-        json_begin_object(&j);
-        json_key(&j, "index"), json_int(&j, i);
-        json_key(&j, "name"), json_string_n(&j, t->name, t->name_len);
-        json_key(&j, "shard"), json_uint(&j, t->shard);
-        json_key(&j, "type"), json_string(&j, type_name(t, buf, sizeof buf));
-        json_key(&j, "type_id"), json_int(&j, t->type);
-        json_key(&j, "shape");
-        json_begin_array(&j);
-        for (uint32_t d = 0; d < t->n_dims; d++) json_int(&j, t->ne[d]);
-        json_end_array(&j);
-        json_key(&j, "offset"), json_uint(&j, t->offset);
-        json_key(&j, "size"), json_uint(&j, t->size);
-        json_key(&j, "size_estimated"), json_bool(&j, t->size_estimated);
-        json_end_object(&j);
-    }
-    json_end_array(&j);
+    json_tensors(&j, m, flags);
     json_end_object(&j);
     json_finish(&j);
 }
-
 
 void ggufmap_report_inspect(FILE *out, const ggufmap_model *m, unsigned flags) {
     if (flags & GGUFMAP_REPORT_JSON)

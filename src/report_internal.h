@@ -54,6 +54,9 @@ const char *gm_gpu_layers(const ggufmap_plan *plan, char *buf, size_t cap);
  * ("MTL0", "CUDA0"; NULL without one). */
 bool gm_plan_has_gpu(const ggufmap_plan *plan);
 const char *gm_plan_gpu_name(const ggufmap_plan *plan);
+/* Whether the placement's device is Metal (unified memory: the CPU side
+ * shares the Mac's RAM with the working set). */
+bool gm_plan_is_metal(const ggufmap_plan *plan);
 
 /* For shard s: per cell of width cells, the context owning most bytes in it
  * (-1: no tensor, -2: a tensor llama.cpp creates no tensor for). */

@@ -263,7 +263,7 @@ static void totals(figure *f, uint64_t limit) {
     label(f->out, 36, f->y + 66, limit && planned > limit ? "font-size=\"12\" fill=\"#b00000\"" : "font-size=\"12\"", text);
     f->y += 74;
     if (!gpu) return;
-    bool metal = strncmp(gm_plan_gpu_name(f->plan), "MTL", 3) == 0;
+    bool metal = gm_plan_is_metal(f->plan);
     snprintf(text, sizeof text, "CPU side: llama.cpp %s, loader %s%s", gm_fmt_bytes(a, sizeof a, cpu_llama),
              gm_fmt_bytes(b, sizeof b, cpu_planned), metal ? " (on a Mac, in the same unified memory)" : "");
     label(f->out, 36, f->y + 10, "font-size=\"12\"", text);

@@ -19,10 +19,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "internal.h"
+#include "os.h"
 
 /* Without a request: the CPUs online, at most this many (more workers than
  * disks seldom helps; hash and repack share the rule). */
@@ -30,8 +29,8 @@
 
 unsigned gm_workers_count(unsigned requested) {
     if (requested) return requested > GM_WORKERS_MAX ? GM_WORKERS_MAX : requested;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    return cpus < 1 ? 1 : cpus > (long)DEFAULT_MAX_WORKERS ? DEFAULT_MAX_WORKERS : (unsigned)cpus;
+    unsigned cpus = gm_os_cpu_count();
+    return cpus > DEFAULT_MAX_WORKERS ? DEFAULT_MAX_WORKERS : cpus;
 }
 
 typedef struct pool {
@@ -78,9 +77,7 @@ static void wait_all(pool *p) {
     unsigned ms = job->tick_ms ? job->tick_ms : 100;
     pthread_mutex_lock(&p->lock);
     while (p->running > 0) {
-        uint64_t at = gm_now_ns() + (uint64_t)ms * 1000000u; /* the condition's clock is CLOCK_MONOTONIC */
-        struct timespec until = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
-        int w = pthread_cond_timedwait(&p->done, &p->lock, &until);
+        int w = gm_os_cond_wait_ms(&p->done, &p->lock, ms);
         if (w == ETIMEDOUT && p->running > 0 && job->tick) {
             pthread_mutex_unlock(&p->lock);
             job->tick(job->tick_ctx);
@@ -94,12 +91,8 @@ int gm_workers_run(const gm_workers_job *job, ggufmap_error *err) {
     pool p = {.job = job};
     atomic_init(&p.next, 0);
     atomic_init(&p.failed, 0);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&p.lock, NULL);
-    pthread_cond_init(&p.done, &ca);
-    pthread_condattr_destroy(&ca);
+    gm_os_cond_init(&p.done);
     unsigned n = gm_workers_count(job->n_threads);
     if ((int64_t)n > job->n_items) n = job->n_items > 0 ? (unsigned)job->n_items : 1;
     pthread_t tids[GM_WORKERS_MAX];

@@ -1,9 +1,11 @@
 /*
  * cmd_load.c - `ggufmap load MODEL [placement flags] --backend B --planner P`:
  * maps the model as the loader library does (one backend buffer per planned
- * range), resolves every tensor, and prints what the kernel measured (VmLck,
- * VmPin, VmRSS from /proc/self/status, wall time) beside the plan's
- * prediction.
+ * range), resolves every tensor, and prints what the kernel measured (locked,
+ * pinned, resident and mapped bytes as the system reports them, through the
+ * portability layer: VmLck, VmPin, VmRSS, VmSize on Linux; wired, resident
+ * and virtual bytes on macOS; nothing under plain POSIX) beside the plan's
+ * prediction, and the wall time.
  *
  * The placement flags spell llama.cpp's own options, as in `ggufmap plan`
  * (tools/placement_args.c).
@@ -11,13 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ggufmap/ggufmap.h"
 #include "ggufmap/load.h"
 #include "commands.h"
-#include "internal.h" /* gm_now_ns */
+#include "internal.h" /* gm_now_ns, gm_page_size */
 #include "json.h"     /* the library's JSON writer */
+#include "os.h"       /* gm_os_memory_read */
 #include "placement_args.h"
 #include "util.h"
 
@@ -91,33 +93,23 @@ static int apply(void *ctx, int code, const char *value) {
 static void settle_plan(load_args *a) {
     placement_args_finish(&a->pa);
     planning_args_finish(&a->planning, a->pa.opts.device, &a->plan);
-    if (!a->planning.page_given) a->plan.page = (uint64_t)sysconf(_SC_PAGESIZE);
+    if (!a->planning.page_given) a->plan.page = gm_page_size();
 }
 
 /* ------------------------------------------------------------------------ */
 /* The kernel's figures                                                      */
 /* ------------------------------------------------------------------------ */
 
-typedef struct proc_status {
-    uint64_t vm_size, vm_lck, vm_pin, vm_rss; /* bytes */
-} proc_status;
+/* A figure the system does not report (gm_os_memory's known bits), and a
+ * column a row has nothing for. */
+#define NOT_KNOWN (UINT64_MAX - 1)
+#define NOT_SHOWN UINT64_MAX
 
-static void read_status(proc_status *s) {
-    memset(s, 0, sizeof *s);
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return;
-    char line[256];
-    unsigned long long kb;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "VmSize: %llu kB", &kb) == 1) s->vm_size = kb * 1024;
-        else if (sscanf(line, "VmLck: %llu kB", &kb) == 1) s->vm_lck = kb * 1024;
-        else if (sscanf(line, "VmPin: %llu kB", &kb) == 1) s->vm_pin = kb * 1024;
-        else if (sscanf(line, "VmRSS: %llu kB", &kb) == 1) s->vm_rss = kb * 1024;
-    }
-    fclose(f);
+/* after - before of one gm_os_memory field, NOT_KNOWN unless both have it. */
+static uint64_t grown(const gm_os_memory *before, const gm_os_memory *after, unsigned bit, uint64_t b, uint64_t a) {
+    if (!(before->known & after->known & bit)) return NOT_KNOWN;
+    return a > b ? a - b : 0;
 }
-
-static uint64_t sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 /* llama.cpp's spans of the same buffers (gpu: the GPU's; else all), page-aligned. */
 static uint64_t span_pages(const ggufmap_plan *plan, int gpu, int32_t shard, uint64_t page) {
@@ -126,9 +118,8 @@ static uint64_t span_pages(const ggufmap_plan *plan, int gpu, int32_t shard, uin
     for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
         const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
         if (!b->mapped || (shard >= 0 && b->shard != (uint32_t)shard)) continue;
-        if (gpu >= 0 && ggufmap_buft_is_gpu(ggufmap_placement_context(pl, b->context)->buft) != (gpu != 0)) continue;
-        uint64_t f = b->first - b->first % page, l = b->last % page ? b->last + page - b->last % page : b->last;
-        sum += l - f;
+        if (gpu >= 0 && ggufmap_placement_context(pl, b->context)->gpu != (gpu != 0)) continue;
+        sum += gm_ceil_to(b->last, page) - gm_floor_to(b->first, page);
     }
     return sum;
 }
@@ -136,28 +127,49 @@ static uint64_t span_pages(const ggufmap_plan *plan, int gpu, int32_t shard, uin
 static double ms(uint64_t ns) { return (double)ns / 1e6; }
 
 /* ------------------------------------------------------------------------ */
-/* The JSON document (ggufmap.load/1), through the library's JSON writer     */
+/* One load: the session and everything the report shows                    */
 /* ------------------------------------------------------------------------ */
 
-/* Everything the report shows, gathered once by cmd_load. */
 typedef struct load_report {
     const char *path;
-    const ggufmap_model *m;
     const load_args *a;
-    const char *planner;
+    ggufmap_model *m;
+    ggufmap_placement *pl;
+    ggufmap_plan *plan;
+    ggufmap_mapped *mapped;
+    ggufmap_backend *gpu_be, *cpu_be;
+    char planner[64];
     bool has_gpu;
-    const ggufmap_plan *plan;
-    const ggufmap_mapped *mapped;
     ggufmap_mapped_stats ms;
     int64_t n_resolved, n_in_ranges, n_failed;
-    uint64_t predicted, span_pred, vmlck, vmpin, pinned, touched, pin_ns;
-    proc_status before, after;
+    uint64_t predicted, span_pred, pinned, touched, pin_ns;
+    uint64_t vmlck, vmpin, rss_grown, size_grown; /* NOT_KNOWN where the system does not say */
+    gm_os_memory before, after;
     uint64_t t_map, t_resolve, t_touch;
 } load_report;
 
+static void report_free(load_report *r) {
+    ggufmap_mapped_free(r->mapped);
+    ggufmap_backend_free(r->cpu_be);
+    ggufmap_backend_free(r->gpu_be);
+    ggufmap_plan_free(r->plan);
+    ggufmap_placement_free(r->pl);
+    ggufmap_model_free(r->m);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The JSON document (ggufmap.load/1), through the library's JSON writer     */
+/* ------------------------------------------------------------------------ */
+
+/* A measured figure: null where the system does not report it. */
+static void json_figure(json *j, uint64_t v) {
+    if (v == NOT_KNOWN) json_null(j);
+    else json_uint(j, v);
+}
+
 static void json_field_u(json *j, const char *key, uint64_t v) {
     json_key(j, key);
-    json_uint(j, v);
+    json_figure(j, v);
 }
 
 static void json_ranges(json *j, const load_report *r) {
@@ -189,6 +201,9 @@ static void json_counts(json *j, const char *key, const char *const *names, cons
 #define JSON_COUNTS(j, key, names, ...) \
     json_counts(j, key, names, (const uint64_t[]){__VA_ARGS__}, sizeof names / sizeof names[0])
 
+/* A gm_os_memory field, or NOT_KNOWN. */
+static uint64_t known(const gm_os_memory *m, unsigned bit, uint64_t v) { return m->known & bit ? v : NOT_KNOWN; }
+
 static void json_figures(json *j, const load_report *r) {
     static const char *const tensors[] = {"resolved", "in_ranges", "failed"};
     JSON_COUNTS(j, "tensors", tensors, (uint64_t)r->n_resolved, (uint64_t)r->n_in_ranges, (uint64_t)r->n_failed);
@@ -202,31 +217,33 @@ static void json_figures(json *j, const load_report *r) {
     static const char *const measured[] = {"vmlck_bytes",  "vmpin_bytes",   "backend_pinned_bytes",
                                            "vmrss_before", "vmrss_after",   "vmsize_before",
                                            "vmsize_after", "touched_bytes"};
-    JSON_COUNTS(j, "measured", measured, r->vmlck, r->vmpin, r->pinned, r->before.vm_rss, r->after.vm_rss,
-                r->before.vm_size, r->after.vm_size, r->touched);
+    const gm_os_memory *b = &r->before, *a = &r->after;
+    JSON_COUNTS(j, "measured", measured, r->vmlck, r->vmpin, r->pinned, known(b, GM_OS_MEM_RESIDENT, b->resident),
+                known(a, GM_OS_MEM_RESIDENT, a->resident), known(b, GM_OS_MEM_VIRTUAL, b->virtual_bytes),
+                known(a, GM_OS_MEM_VIRTUAL, a->virtual_bytes), r->touched);
+}
+
+static void json_text_field(json *j, const char *key, const char *value) {
+    json_key(j, key);
+    json_string(j, value);
 }
 
 static void print_json(const load_report *r) {
     json j;
     json_init(&j, stdout);
     json_begin_object(&j);
-    json_key(&j, "schema");
-    json_string(&j, "ggufmap.load/1");
-    json_key(&j, "model");
-    json_string(&j, r->path);
-    json_key(&j, "device");
-    json_string(&j, ggufmap_device_name(r->a->pa.opts.device));
-    json_key(&j, "planner");
-    json_string(&j, r->planner);
+    json_text_field(&j, "schema", "ggufmap.load/1");
+    json_text_field(&j, "model", r->path);
+    json_text_field(&j, "device", ggufmap_device_name(r->a->pa.opts.device));
+    json_text_field(&j, "planner", r->planner);
     json_field_u(&j, "page", r->ms.page);
     json_key(&j, "shard");
     json_int(&j, r->a->shard);
+    json_text_field(&j, "system", gm_os_name());
     json_key(&j, "backends");
     json_begin_object(&j);
-    json_key(&j, "gpu");
-    json_string(&j, r->a->backend);
-    json_key(&j, "cpu");
-    json_string(&j, r->has_gpu ? r->a->cpu_backend : r->a->backend);
+    json_text_field(&j, "gpu", r->a->backend);
+    json_text_field(&j, "cpu", r->has_gpu ? r->a->cpu_backend : r->a->backend);
     json_end_object(&j);
     json_ranges(&j, r);
     json_figures(&j, r);
@@ -267,12 +284,29 @@ static void print_ranges(const ggufmap_mapped *mapped, const ggufmap_plan *plan)
     if (n > shown) printf("  ... %u more\n", n - shown);
 }
 
-/* One row of the plan-versus-kernel table; a missing figure is UINT64_MAX. */
+/* One row of the plan-versus-kernel table: a figure, blank (NOT_SHOWN), or
+ * "n/a" where the system does not report it (NOT_KNOWN). */
 static void figure_row(const char *what, uint64_t plan, uint64_t kernel) {
     char a[32], b[32];
-    printf("%-34s %12s", what, plan == UINT64_MAX ? "" : ggufmap_format_bytes(a, sizeof a, plan));
-    if (kernel != UINT64_MAX) printf(" %12s", ggufmap_format_bytes(b, sizeof b, kernel));
+    printf("%-34s %12s", what, plan == NOT_SHOWN ? "" : ggufmap_format_bytes(a, sizeof a, plan));
+    if (kernel != NOT_SHOWN) printf(" %12s", kernel == NOT_KNOWN ? "n/a" : ggufmap_format_bytes(b, sizeof b, kernel));
     putchar('\n');
+}
+
+static void print_figures(const load_report *r) {
+    printf("\n%-34s %12s %12s\n", "", "plan", "kernel");
+    figure_row("pinned (VmLck; wired)", r->predicted, r->vmlck);
+    figure_row("pinned (VmPin)", NOT_SHOWN, r->vmpin);
+    figure_row("pinned (backend's own count)", r->predicted, r->pinned);
+    figure_row("llama.cpp's spans would pin", r->span_pred, NOT_SHOWN);
+    figure_row("mapped after release (VmSize +)",
+               (r->a->keep ? r->ms.file_bytes : r->ms.planned_pages) + r->ms.alloc_bytes, r->size_grown);
+    figure_row("resident (VmRSS +)", (r->a->touch ? r->ms.planned_pages : r->predicted) + r->ms.alloc_bytes,
+               r->rss_grown);
+    figure_row("released (pages outside ranges)", r->ms.released_bytes, NOT_SHOWN);
+    if (!r->after.known)
+        printf("(n/a: this build's system interface, %s, has no call for a process's locked or resident bytes)\n",
+               gm_os_name());
 }
 
 /* The report for people: what was mapped where, the figures beside the
@@ -295,29 +329,114 @@ static void print_text(const load_report *r) {
     printf("allocated: %u buffer%s, %s, %u tensors (%s) read in before the release, %.1f ms\n", r->ms.n_alloc_buffers,
            r->ms.n_alloc_buffers == 1 ? "" : "s", ggufmap_format_bytes(alloc, sizeof alloc, r->ms.alloc_bytes),
            r->ms.n_copied, ggufmap_format_bytes(copied, sizeof copied, r->ms.copied_bytes), ms(r->ms.copy_ns));
-    printf("\n%-34s %12s %12s\n", "", "plan", "kernel");
-    figure_row("pinned (VmLck; wired)", r->predicted, r->vmlck);
-    figure_row("pinned (VmPin)", UINT64_MAX, r->vmpin);
-    figure_row("pinned (backend's own count)", r->predicted, r->pinned);
-    figure_row("llama.cpp's spans would pin", r->span_pred, UINT64_MAX);
-    figure_row("mapped after release (VmSize +)",
-               (r->a->keep ? r->ms.file_bytes : r->ms.planned_pages) + r->ms.alloc_bytes,
-               sub0(r->after.vm_size, r->before.vm_size));
-    figure_row("resident (VmRSS +)", (r->a->touch ? r->ms.planned_pages : r->predicted) + r->ms.alloc_bytes,
-               sub0(r->after.vm_rss, r->before.vm_rss));
-    figure_row("released (pages outside ranges)", r->ms.released_bytes, UINT64_MAX);
+    print_figures(r);
     printf("\ntime: load %.1f ms (mmap %.1f, GPU backend %.1f, CPU backend %.1f, release %.1f), resolve %.1f ms",
            ms(r->t_map), ms(r->ms.map_ns), ms(r->ms.gpu_ns), ms(r->ms.cpu_ns), ms(r->ms.release_ns), ms(r->t_resolve));
     char touched_text[32];
     if (r->a->touch)
-        printf(", touch %.1f ms (%s)", ms(r->t_touch),
-               ggufmap_format_bytes(touched_text, sizeof touched_text, r->touched));
+        printf(", touch %.1f ms (%s)", ms(r->t_touch), ggufmap_format_bytes(touched_text, sizeof touched_text, r->touched));
     printf("\n");
 }
 
 /* ------------------------------------------------------------------------ */
 /* The command                                                               */
 /* ------------------------------------------------------------------------ */
+
+/* Opens the model, places and plans it, opens the backends.  GGUFMAP_OK, a
+ * status with err filled, or -1 after a usage error was reported. */
+static int prepare(load_report *r, ggufmap_error *err) {
+    const load_args *a = r->a;
+    int st = ggufmap_model_open(r->path, 0, &r->m, err);
+    if (st) return st;
+    if (a->shard >= 0 && (uint32_t)a->shard >= ggufmap_model_n_shards(r->m)) {
+        cli_usage_error("load", "--shard %d: the model has %u shard%s", a->shard + 1, ggufmap_model_n_shards(r->m),
+                        ggufmap_model_n_shards(r->m) == 1 ? "" : "s");
+        return -1;
+    }
+    r->has_gpu = a->pa.opts.device != GGUFMAP_DEVICE_CPU;
+    ggufmap_planner_format(&a->plan.planner, r->planner, sizeof r->planner);
+    st = ggufmap_placement_build(r->m, &a->pa.opts, &r->pl, err);
+    if (!st) st = ggufmap_plan_build(r->pl, &a->plan, &r->plan, err);
+    if (!st) st = ggufmap_backend_open(a->backend, &r->gpu_be, err);
+    if (!st && r->has_gpu) st = ggufmap_backend_open(a->cpu_backend, &r->cpu_be, err);
+    return st;
+}
+
+/* Resolves every tensor of the mapped shards; the first failures are said. */
+static void resolve_all(load_report *r) {
+    uint64_t t0 = gm_now_ns();
+    for (int64_t i = 0; i < ggufmap_placement_n_instances(r->pl); i++) {
+        const ggufmap_instance *in = ggufmap_placement_instance(r->pl, i);
+        const ggufmap_tensor *t = ggufmap_model_tensor(r->m, in->tensor);
+        if (r->a->shard >= 0 && t->shard != (uint32_t)r->a->shard) continue;
+        ggufmap_resolved res;
+        ggufmap_error rerr;
+        if (ggufmap_mapped_resolve(r->mapped, i, &res, &rerr) != GGUFMAP_OK) {
+            if (r->n_failed++ < 10) cli_fail("load", 0, rerr.message);
+            continue;
+        }
+        r->n_resolved++;
+        r->n_in_ranges += res.range >= 0;
+    }
+    r->t_resolve = gm_now_ns() - t0;
+}
+
+/* Maps the plan, resolves, touches if asked; the system's memory figures
+ * before and after. */
+static int map_and_measure(load_report *r, ggufmap_error *err) {
+    const load_args *a = r->a;
+    ggufmap_map_opts mo;
+    ggufmap_map_opts_init(&mo);
+    mo.gpu = r->gpu_be;
+    mo.cpu = r->has_gpu ? r->cpu_be : r->gpu_be;
+    mo.shard = a->shard;
+    mo.flags = a->keep ? GGUFMAP_MAP_KEEP_UNPLANNED : 0;
+    progress_line line = progress_start("load");
+    if (cli_progress_on(&a->common)) {
+        mo.progress = progress_show;
+        mo.progress_ctx = &line;
+    }
+    gm_os_memory_read(&r->before);
+    uint64_t t0 = gm_now_ns();
+    int st = ggufmap_mapped_open(r->plan, &mo, &r->mapped, err);
+    if (st) return st;
+    r->t_map = gm_now_ns() - t0;
+    resolve_all(r);
+    if (a->touch) {
+        t0 = gm_now_ns();
+        r->touched = ggufmap_mapped_touch(r->mapped);
+        r->t_touch = gm_now_ns() - t0;
+    }
+    gm_os_memory_read(&r->after);
+    return GGUFMAP_OK;
+}
+
+/* The plan's side of the table and the kernel's growth. */
+static void settle_figures(load_report *r) {
+    const load_args *a = r->a;
+    ggufmap_mapped_get_stats(r->mapped, &r->ms);
+    ggufmap_backend_stats gs, cs;
+    ggufmap_backend_get_stats(r->gpu_be, &gs);
+    ggufmap_backend_get_stats(r->has_gpu ? r->cpu_be : NULL, &cs);
+    /* Prediction: the page-rounded union of the ranges each pinning backend holds. */
+    bool gpu_pins = strcmp(a->backend, "host") != 0, cpu_pins = r->has_gpu && strcmp(a->cpu_backend, "host") != 0;
+    uint64_t page = r->ms.page;
+    if (r->has_gpu) {
+        r->predicted = (gpu_pins ? r->ms.gpu_pages : 0) + (cpu_pins ? r->ms.cpu_pages : 0);
+        r->span_pred = (gpu_pins ? span_pages(r->plan, 1, a->shard, page) : 0) +
+                       (cpu_pins ? span_pages(r->plan, 0, a->shard, page) : 0);
+    } else {
+        r->predicted = gpu_pins ? r->ms.planned_pages : 0;
+        r->span_pred = gpu_pins ? span_pages(r->plan, -1, a->shard, page) : 0;
+    }
+    const gm_os_memory *b = &r->before, *f = &r->after;
+    r->vmlck = grown(b, f, GM_OS_MEM_LOCKED, b->locked, f->locked);
+    r->vmpin = grown(b, f, GM_OS_MEM_PINNED, b->pinned, f->pinned);
+    r->rss_grown = grown(b, f, GM_OS_MEM_RESIDENT, b->resident, f->resident);
+    r->size_grown = grown(b, f, GM_OS_MEM_VIRTUAL, b->virtual_bytes, f->virtual_bytes);
+    r->pinned = gs.pinned_bytes + cs.pinned_bytes;
+    r->pin_ns = gs.pin_ns + cs.pin_ns;
+}
 
 static int run(const cli_command *cmd, int argc, char **argv) {
     static load_args a;
@@ -332,112 +451,26 @@ static int run(const cli_command *cmd, int argc, char **argv) {
         return cli_parse_status(cmd, rc);
     }
     settle_plan(&a);
-
-    ggufmap_model *m = NULL;
-    ggufmap_placement *pl = NULL;
-    ggufmap_plan *plan = NULL;
-    ggufmap_mapped *mapped = NULL;
-    ggufmap_backend *gpu_be = NULL, *cpu_be = NULL;
+    load_report r = {.path = argv[first], .a = &a};
     ggufmap_error err;
-    proc_status before, after_map, after;
-    const char *path = argv[first];
-    uint64_t t_start = 0, t_map = 0, t_resolve = 0, t_touch = 0, touched = 0;
-    int64_t n_resolved = 0, n_failed = 0, n_in_ranges = 0;
-    int st;
-    bool in_map = false;
-
-    if ((st = ggufmap_model_open(path, 0, &m, &err)) != GGUFMAP_OK) goto fail;
-    if (a.shard >= 0 && (uint32_t)a.shard >= ggufmap_model_n_shards(m)) {
-        rc = cli_usage_error("load", "--shard %d: the model has %u shard%s", a.shard + 1, ggufmap_model_n_shards(m),
-                             ggufmap_model_n_shards(m) == 1 ? "" : "s");
-        goto done;
-    }
-    if ((st = ggufmap_placement_build(m, &a.pa.opts, &pl, &err)) != GGUFMAP_OK) goto fail;
-    if ((st = ggufmap_plan_build(pl, &a.plan, &plan, &err)) != GGUFMAP_OK) goto fail;
-    bool has_gpu = a.pa.opts.device != GGUFMAP_DEVICE_CPU;
-    if ((st = ggufmap_backend_open(a.backend, &gpu_be, &err)) != GGUFMAP_OK) goto fail;
-    if (has_gpu && (st = ggufmap_backend_open(a.cpu_backend, &cpu_be, &err)) != GGUFMAP_OK) goto fail;
-
-    ggufmap_map_opts mo;
-    ggufmap_map_opts_init(&mo);
-    mo.gpu = gpu_be;
-    mo.cpu = has_gpu ? cpu_be : gpu_be;
-    mo.shard = a.shard;
-    mo.flags = a.keep ? GGUFMAP_MAP_KEEP_UNPLANNED : 0;
-    progress_line line = progress_start("load");
-    if (cli_progress_on(&a.common)) {
-        mo.progress = progress_show;
-        mo.progress_ctx = &line;
-    }
-    in_map = true;
-    read_status(&before);
-    t_start = gm_now_ns();
-    if ((st = ggufmap_mapped_open(plan, &mo, &mapped, &err)) != GGUFMAP_OK) goto fail;
-    t_map = gm_now_ns() - t_start;
-    read_status(&after_map);
-    uint64_t t0 = gm_now_ns();
-    for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
-        const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
-        const ggufmap_tensor *t = ggufmap_model_tensor(m, in->tensor);
-        if (a.shard >= 0 && t->shard != (uint32_t)a.shard) continue;
-        ggufmap_resolved r;
-        ggufmap_error rerr;
-        if (ggufmap_mapped_resolve(mapped, i, &r, &rerr) != GGUFMAP_OK) {
-            if (n_failed++ < 10) cli_fail("load", 0, rerr.message);
-            continue;
+    int st = prepare(&r, &err);
+    bool in_map = st == GGUFMAP_OK;
+    if (!st) st = map_and_measure(&r, &err);
+    if (st < 0) {
+        rc = EXIT_USAGE;
+    } else if (st) {
+        rc = cli_fail("load", st == GGUFMAP_EINVAL && !in_map ? EXIT_USAGE : EXIT_BAD_INPUT, err.message);
+    } else {
+        settle_figures(&r);
+        if (!a.common.quiet && a.common.json) print_json(&r);
+        else if (!a.common.quiet) print_text(&r);
+        rc = cli_finish_stdout("load", EXIT_OK);
+        if (r.n_failed) {
+            fprintf(stderr, "ggufmap load: %lld tensor(s) did not resolve\n", (long long)r.n_failed);
+            rc = EXIT_BAD_INPUT;
         }
-        n_resolved++;
-        n_in_ranges += r.range >= 0;
     }
-    t_resolve = gm_now_ns() - t0;
-    if (a.touch) {
-        t0 = gm_now_ns();
-        touched = ggufmap_mapped_touch(mapped);
-        t_touch = gm_now_ns() - t0;
-    }
-    read_status(&after);
-
-    ggufmap_mapped_stats ms_;
-    ggufmap_mapped_get_stats(mapped, &ms_);
-    ggufmap_backend_stats gs, cs;
-    ggufmap_backend_get_stats(gpu_be, &gs);
-    ggufmap_backend_get_stats(has_gpu ? cpu_be : NULL, &cs);
-    /* Prediction: the page-rounded union of the ranges each pinning backend holds. */
-    bool gpu_pins = strcmp(a.backend, "host") != 0, cpu_pins = has_gpu && strcmp(a.cpu_backend, "host") != 0;
-    uint64_t predicted = has_gpu ? (gpu_pins ? ms_.gpu_pages : 0) + (cpu_pins ? ms_.cpu_pages : 0)
-                                 : (gpu_pins ? ms_.planned_pages : 0);
-    uint64_t page = ms_.page;
-    uint64_t span_pred = has_gpu ? (gpu_pins ? span_pages(plan, 1, a.shard, page) : 0) +
-                                       (cpu_pins ? span_pages(plan, 0, a.shard, page) : 0)
-                                 : (gpu_pins ? span_pages(plan, -1, a.shard, page) : 0);
-    uint64_t vmlck = sub0(after.vm_lck, before.vm_lck), vmpin = sub0(after.vm_pin, before.vm_pin);
-    uint64_t pinned = gs.pinned_bytes + cs.pinned_bytes;
-    char pbuf[64];
-    ggufmap_planner_format(&a.plan.planner, pbuf, sizeof pbuf);
-
-    load_report rep = {.path = path, .m = m, .a = &a, .planner = pbuf, .has_gpu = has_gpu, .plan = plan,
-                       .mapped = mapped, .ms = ms_, .n_resolved = n_resolved, .n_in_ranges = n_in_ranges,
-                       .n_failed = n_failed, .predicted = predicted, .span_pred = span_pred, .vmlck = vmlck,
-                       .vmpin = vmpin, .pinned = pinned, .touched = touched, .pin_ns = gs.pin_ns + cs.pin_ns,
-                       .before = before, .after = after, .t_map = t_map, .t_resolve = t_resolve, .t_touch = t_touch};
-    if (!a.common.quiet && a.common.json) print_json(&rep);
-    else if (!a.common.quiet) print_text(&rep);
-    rc = cli_finish_stdout("load", rc);
-    if (n_failed) {
-        fprintf(stderr, "ggufmap load: %lld tensor(s) did not resolve\n", (long long)n_failed);
-        rc = EXIT_BAD_INPUT;
-    }
-    goto done;
-fail:
-    rc = cli_fail("load", st == GGUFMAP_EINVAL && !in_map ? EXIT_USAGE : EXIT_BAD_INPUT, err.message);
-done:
-    (void)after_map;
-    ggufmap_mapped_free(mapped);
-    ggufmap_backend_free(cpu_be);
-    ggufmap_backend_free(gpu_be);
-    ggufmap_plan_free(plan);
-    ggufmap_placement_free(pl);
-    ggufmap_model_free(m);
+    report_free(&r);
     placement_args_free(&a.pa);
     return rc;
 }
@@ -449,8 +482,8 @@ const cli_command load_command = {
     .description =
         "Maps MODEL (any shard of a split model) as the ggufmap loader does: every file read-only and whole, one "
         "backend buffer per planned range, the pages outside every range released; resolves every tensor to its "
-        "buffer and address; and prints the kernel's own figures (VmLck, VmPin, VmRSS from /proc/self/status, wall "
-        "time) beside the plan's prediction.",
+        "buffer and address; and prints the kernel's own figures (VmLck, VmPin, VmRSS, VmSize on Linux; wired, resident and virtual "
+        "bytes on macOS), and the wall time, beside the plan's prediction.",
     .groups = load_groups,
     .n_groups = 2,
     .status_ok = "done, every tensor resolved",

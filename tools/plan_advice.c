@@ -190,7 +190,7 @@ static const ggufmap_buffer *worst_gpu_buffer(const ggufmap_plan *plan) {
     const ggufmap_buffer *worst = NULL;
     for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
         const ggufmap_buffer *b = ggufmap_plan_buffer(plan, i);
-        if (b->mapped && b->n_foreign && ggufmap_buft_is_gpu(ggufmap_placement_context(pl, b->context)->buft) &&
+        if (b->mapped && b->n_foreign && ggufmap_placement_context(pl, b->context)->gpu &&
             (!worst || b->foreign_bytes > worst->foreign_bytes))
             worst = b;
     }

@@ -131,6 +131,15 @@ typedef struct ggufmap_instance {
     bool duplicate;              /* a second copy (tied output, rope_freqs) */
 } ggufmap_instance;
 
+/* What a buffer type is.  Every part of ggufmap asks a context's kind (or
+ * its gpu flag), never its name: one place (the placement) decides it. */
+typedef enum ggufmap_buft_kind {
+    GGUFMAP_BUFT_CPU = 0,        /* "CPU": host memory (mapped: "CPU_Mapped") */
+    GGUFMAP_BUFT_CPU_REPACK = 1, /* "CPU_REPACK": weights rearranged for the CPU's kernels (always allocated) */
+    GGUFMAP_BUFT_CUDA_HOST = 2,  /* "CUDA_Host": pinned host memory the CUDA device reads; not the GPU's */
+    GGUFMAP_BUFT_GPU = 3         /* the device's own: "MTL0" (Metal), "CUDA0" */
+} ggufmap_buft_kind;
+
 typedef struct ggufmap_context {
     char buft[32];               /* "CPU", "CPU_REPACK", "MTL0", "CUDA0", "CUDA_Host" */
     bool lazy;
@@ -140,6 +149,9 @@ typedef struct ggufmap_context {
     uint64_t alloc_size;         /* for allocated contexts: the buffer size llama.cpp allocates */
     uint32_t alignment;          /* buffer type alignment */
     int64_t n_instances;
+    ggufmap_buft_kind kind;      /* buft's kind: compare this, not the name */
+    bool gpu;                    /* kind == GGUFMAP_BUFT_GPU: counts in the GPU working set, its mapped
+                                    buffers go to the gpu backend (CUDA_Host is host memory: false) */
 } ggufmap_context;
 
 typedef struct ggufmap_placement ggufmap_placement;

@@ -131,7 +131,8 @@ typedef struct ggufmap_repack_result {
     uint32_t n_shards;
     char **paths;                 /* output paths (final names), n_shards */
     uint64_t file_bytes;          /* bytes of the output files (apparent size) */
-    uint64_t data_bytes;          /* bytes to write: tensor data that is not a hole */
+    uint64_t data_bytes;          /* bytes to write: tensor data that is not a hole (where the system
+                                     cannot find holes, at most the input files' allocated bytes) */
     uint64_t hole_bytes;          /* tensor bytes left as holes */
     uint64_t space_needed;        /* free bytes the output's file system needs: data + headers + margin */
     uint64_t space_headers;       /* of which the shards' headers */

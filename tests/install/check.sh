@@ -31,9 +31,23 @@ man=$(find "$work/prefix" -path '*/man1/ggufmap.1')
 comp=$(find "$work/prefix" -path '*/bash-completion/completions/ggufmap')
 [[ -n $man ]] && cmp -s "$man" <("$work/prefix/bin/ggufmap" help --man) && ok || bad "man page not installed or stale: '$man'"
 [[ -n $comp ]] && cmp -s "$comp" <("$work/prefix/bin/ggufmap" completion bash) && ok || bad "completion not installed or stale: '$comp'"
-# make install PREFIX=DIR installs into DIR (the recipe, without running it)
+# make install PREFIX=DIR installs into DIR: run for real, with the build
+# itself taken as done (-o build: this tree is built, and a test must not
+# reconfigure the tree the other tests run from)
 root=$(cd "$(dirname "$0")/../.." && pwd)
-make -s -n -C "$root" install BUILD="$build" PREFIX="$work/mk" 2>/dev/null | grep -q -- "--install $build --prefix $work/mk" &&
-  ok || bad "make install PREFIX= does not pass --prefix: $(make -s -n -C "$root" install BUILD="$build" PREFIX="$work/mk" 2>&1 | tail -3)"
+make -s -C "$root" -o build install BUILD="$build" PREFIX="$work/mk" >"$work/mk.log" 2>&1 && ok ||
+  bad "make install PREFIX=$work/mk failed: $(tail -3 "$work/mk.log")"
+for f in bin/ggufmap include/ggufmap/ggufmap.h; do
+  [[ -e $work/mk/$f ]] && ok || bad "make install PREFIX= did not install $f under the prefix"
+done
+[[ -n $(find "$work/mk" -name ggufmapConfig.cmake) && -n $(find "$work/mk" -name 'libggufmap.so*') ]] && ok ||
+  bad "make install PREFIX= did not install the library and its CMake package: $(cd "$work/mk" && find . | head -20)"
+# make build and make install ask deps.sh for what building needs only (not
+# the tests' node, qemu or cross compilers); make test asks for the tests' too
+recipe() { make -s -n -C "$root" "$1" BUILD="$build" 2>/dev/null | grep -o 'deps\.sh [a-z]*' | sort -u | tr '\n' ' '; }
+for target in build install demo; do
+  [[ $(recipe $target) == "deps.sh build " ]] && ok || bad "make $target runs: $(recipe $target)(expected deps.sh build only)"
+done
+[[ $(recipe test) == *"deps.sh test"* ]] && ok || bad "make test runs: $(recipe test)(expected deps.sh test)"
 echo "$passed passed, $failed failed"
 (( failed == 0 && passed > 0 ))

@@ -8,6 +8,7 @@
  * tensor missing or left over, as llama.cpp does.
  */
 #include "check.h"
+#include "ggufmap/load.h"
 #include "ggufmap/placement.h"
 #include "scratch.h"
 
@@ -147,8 +148,31 @@ static int refused(const char *file, const spec *sp, char *msg, size_t cap) {
     return rc;
 }
 
+/* Every context's kind and GPU flag, against the name llama.cpp gives its
+ * buffer type: CUDA_Host is host memory (not the GPU's), MTL0 and CUDA0 are
+ * the GPU's, and ggufmap_buft_is_gpu reads a name the same way.  Counts the
+ * kinds seen into seen[]. */
+static void check_kinds(const ggufmap_placement *p, int seen[4]) {
+    static const struct { const char *buft; ggufmap_buft_kind kind; bool gpu; } want[] = {
+        {"CPU", GGUFMAP_BUFT_CPU, false},        {"CPU_REPACK", GGUFMAP_BUFT_CPU_REPACK, false},
+        {"CUDA_Host", GGUFMAP_BUFT_CUDA_HOST, false}, {"MTL0", GGUFMAP_BUFT_GPU, true},
+        {"CUDA0", GGUFMAP_BUFT_GPU, true},
+    };
+    for (uint32_t c = 0; p && c < ggufmap_placement_n_contexts(p); c++) {
+        const ggufmap_context *ctx = ggufmap_placement_context(p, c);
+        size_t k = 0;
+        while (k < sizeof want / sizeof want[0] && strcmp(want[k].buft, ctx->buft) != 0) k++;
+        CHECK_MSG(k < sizeof want / sizeof want[0], "context %u: unexpected buffer type %s", c, ctx->buft);
+        if (k == sizeof want / sizeof want[0]) continue;
+        CHECK_MSG(ctx->kind == want[k].kind && ctx->gpu == want[k].gpu && ggufmap_buft_is_gpu(ctx->buft) == want[k].gpu,
+                  "%s: kind %d, gpu %d", ctx->buft, (int)ctx->kind, (int)ctx->gpu);
+        seen[ctx->kind]++;
+    }
+}
+
 int main(int argc, char **argv) {
     scratch_init(argc > 1 ? argv[1] : "tmp-test_placement");
+    int kinds_seen[4] = {0};
     char b[128], msg[1024];
     ggufmap_placement_opts o;
 
@@ -168,6 +192,7 @@ int main(int argc, char **argv) {
     CHECK(p && strcmp(bufts_of(p, "blk.2.attn_q.weight", b, sizeof b), "CPU_REPACK") == 0);
     CHECK(p && strcmp(bufts_of(p, "blk.2.attn_norm.weight", b, sizeof b), "CPU") == 0);
     CHECK(p && strcmp(bufts_of(p, "rope_freqs.weight", b, sizeof b), "CPU") == 0);
+    check_kinds(p, kinds_seen); /* CPU, CPU_REPACK, MTL0 */
     ggufmap_placement_free(p);
     o.n_gpu_layers = 2; /* output + layer 2: rope_freqs in both contexts */
     p = place(m, &o);
@@ -220,7 +245,12 @@ int main(int argc, char **argv) {
     o.no_mmap = true;
     p = place(m, &o);
     CHECK(p && strcmp(bufts_of(p, "blk.0.attn_q.weight", b, sizeof b), "CUDA_Host") == 0);
+    check_kinds(p, kinds_seen); /* CUDA_Host, CUDA0 */
     ggufmap_placement_free(p);
+    for (int k = 0; k < 4; k++) CHECK_MSG(kinds_seen[k] > 0, "no context of kind %d was placed", k);
+    /* Names from outside a placement: llama.cpp's device names by prefix. */
+    CHECK(ggufmap_buft_is_gpu("CUDA1") && ggufmap_buft_is_gpu("MTL0") && !ggufmap_buft_is_gpu("CUDA_Host") &&
+          !ggufmap_buft_is_gpu("CPU_REPACK") && !ggufmap_buft_is_gpu("CPU") && !ggufmap_buft_is_gpu("Metal"));
     o.no_mmap = false;
     o.no_host = true;
     p = place(m, &o);

@@ -1,0 +1,365 @@
+/*
+ * os.c - the portability layer (the contract and the table of what each
+ * system does are in os.h).
+ *
+ * Why one file with #if blocks rather than one file per system: each
+ * facility is a few lines per system, and its Linux, macOS and POSIX ways
+ * read best side by side, with the fallback the native way takes when the
+ * kernel refuses right there.  The choice is made once, here:
+ *
+ *   GM_OS_LINUX    Linux, unless built with GGUFMAP_PORTABLE=posix;
+ *   GM_OS_DARWIN   macOS, unless built with GGUFMAP_PORTABLE=posix;
+ *   neither        POSIX.1-2008 alone.
+ *
+ * The rest of the library is compiled with _XOPEN_SOURCE=700 (SUSv4), so
+ * the headers do not even declare a non-POSIX function there; this file
+ * alone asks for the system's extensions (_GNU_SOURCE, _DARWIN_C_SOURCE),
+ * and in the posix build it does not ask either, so the compiler holds the
+ * fallbacks to POSIX too.
+ *
+ * The macOS branches are written against Apple's documented interfaces
+ * but are not built on this project's CI (Linux only; see the README).
+ */
+#if !defined(GGUFMAP_PORTABLE_POSIX) && defined(__linux__)
+#define GM_OS_LINUX 1
+#define _GNU_SOURCE
+#elif !defined(GGUFMAP_PORTABLE_POSIX) && defined(__APPLE__)
+#define GM_OS_DARWIN 1
+#define _DARWIN_C_SOURCE
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#if GM_OS_LINUX
+#include <sys/random.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#elif GM_OS_DARWIN
+#include <libproc.h>
+#include <mach/mach.h>
+#endif
+
+#include "os.h"
+
+const char *gm_os_name(void) {
+#if GM_OS_LINUX
+    return "linux";
+#elif GM_OS_DARWIN
+    return "darwin";
+#else
+    return "posix";
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* Files                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* The POSIX way: link() refuses an existing path, then the old name goes. */
+static int link_then_unlink(const char *from, const char *to) {
+    if (link(from, to) != 0) return errno;
+    unlink(from);
+    return 0;
+}
+
+int gm_os_rename_noreplace(const char *from, const char *to) {
+#if GM_OS_LINUX
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
+    if (errno != EINVAL && errno != ENOSYS) return errno; /* else: this file system lacks the flag */
+#elif GM_OS_DARWIN
+    if (renamex_np(from, to, RENAME_EXCL) == 0) return 0;
+    if (errno != ENOTSUP && errno != EINVAL) return errno;
+#endif
+    return link_then_unlink(from, to);
+}
+
+int gm_os_fsync(int fd) {
+#if GM_OS_DARWIN
+    if (fcntl(fd, F_FULLFSYNC) == 0) return 0; /* else: the file system cannot; fsync is the best left */
+#endif
+    while (fsync(fd) != 0)
+        if (errno != EINTR) return errno;
+    return 0;
+}
+
+/* The POSIX way: /dev/urandom (not in POSIX, but on every Unix). */
+static bool urandom(void *buf, size_t n) {
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t got = read(fd, buf, n);
+    close(fd);
+    return got == (ssize_t)n;
+}
+
+bool gm_os_random(void *buf, size_t n) {
+#if GM_OS_LINUX
+    if (getrandom(buf, n, GRND_NONBLOCK) == (ssize_t)n) return true;
+#elif GM_OS_DARWIN
+    arc4random_buf(buf, n);
+    return true;
+#endif
+    return urandom(buf, n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sparse files                                                              */
+/* ------------------------------------------------------------------------ */
+
+#if (GM_OS_LINUX || GM_OS_DARWIN) && defined(SEEK_DATA) && defined(SEEK_HOLE)
+#define GM_OS_SEEK_HOLES 1
+#endif
+
+bool gm_os_sees_holes(void) {
+#if GM_OS_SEEK_HOLES
+    return true;
+#else
+    return false;
+#endif
+}
+
+uint64_t gm_os_next_data(int fd, uint64_t pos, uint64_t end) {
+#if GM_OS_SEEK_HOLES
+    off_t d = lseek(fd, (off_t)pos, SEEK_DATA);
+    if (d < 0) return errno == ENXIO ? end : pos; /* ENXIO: only a hole follows; else cannot tell */
+    return (uint64_t)d > end ? end : (uint64_t)d;
+#else
+    (void)fd;
+    (void)end;
+    return pos;
+#endif
+}
+
+uint64_t gm_os_next_hole(int fd, uint64_t pos, uint64_t end) {
+#if GM_OS_SEEK_HOLES
+    off_t h = lseek(fd, (off_t)pos, SEEK_HOLE);
+    if (h < 0 || (uint64_t)h <= pos) return end;
+    return (uint64_t)h > end ? end : (uint64_t)h;
+#else
+    (void)fd;
+    (void)pos;
+    return end;
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* Copying and write-back                                                    */
+/* ------------------------------------------------------------------------ */
+
+bool gm_os_copy_range_pays(int fd) {
+#if GM_OS_LINUX
+    static const unsigned long magic[] = {
+        0x9123683EUL, /* btrfs */ 0x58465342UL, /* xfs */  0xCA451A4EUL, /* bcachefs */
+        0x2FC12FC1UL, /* zfs */   0x7461636FUL, /* ocfs2 */ 0x6969UL,    /* nfs */
+        0xFE534D42UL, /* smb2 */  0xFF534D42UL, /* cifs */
+    };
+    struct statfs fs;
+    if (fstatfs(fd, &fs) != 0) return false;
+    for (size_t i = 0; i < sizeof magic / sizeof magic[0]; i++)
+        if ((unsigned long)fs.f_type == magic[i]) return true;
+#else
+    (void)fd;
+#endif
+    return false;
+}
+
+int gm_os_copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, size_t n, size_t *copied) {
+    *copied = 0;
+#if GM_OS_LINUX
+    loff_t a = (loff_t)in_off, b = (loff_t)out_off;
+    while (*copied < n) {
+        ssize_t r = copy_file_range(in_fd, &a, out_fd, &b, n - *copied, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
+                      errno == EBADF || errno == EPERM))
+            return GM_OS_UNSUPPORTED; /* not between these files: the caller writes */
+        if (r < 0) return errno;
+        if (r == 0) return EIO;
+        *copied += (size_t)r;
+    }
+    return 0;
+#else
+    (void)in_fd, (void)in_off, (void)out_fd, (void)out_off, (void)n;
+    return GM_OS_UNSUPPORTED;
+#endif
+}
+
+void gm_os_writeback_start(int fd, uint64_t off, uint64_t len) {
+#if GM_OS_LINUX
+    sync_file_range(fd, (off64_t)off, (off64_t)len, SYNC_FILE_RANGE_WRITE);
+#else
+    (void)fd, (void)off, (void)len; /* POSIX cannot ask without waiting */
+#endif
+}
+
+int gm_os_writeback_wait(int fd, uint64_t off, uint64_t len) {
+#if GM_OS_LINUX
+    if (sync_file_range(fd, (off64_t)off, (off64_t)len,
+                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) == 0)
+        return 0;
+    return errno == EINVAL || errno == ESPIPE || errno == ENOSYS ? GM_OS_UNSUPPORTED : errno;
+#elif GM_OS_DARWIN
+    (void)fd, (void)off, (void)len; /* nothing can drop the pages after: no point in waiting */
+    return GM_OS_UNSUPPORTED;
+#else
+    /* All of fd's data: the few pieces in flight (the copy engine keeps
+     * only a handful dirty), so about what a range would cost. */
+    (void)off, (void)len;
+    while (fdatasync(fd) != 0)
+        if (errno != EINTR) return errno == EINVAL ? GM_OS_UNSUPPORTED : errno;
+    return 0;
+#endif
+}
+
+void gm_os_drop_cache(int fd, uint64_t off, uint64_t len) {
+#if !GM_OS_DARWIN && defined(POSIX_FADV_DONTNEED)
+    posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
+#else
+    (void)fd, (void)off, (void)len; /* macOS has no posix_fadvise */
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* Memory                                                                    */
+/* ------------------------------------------------------------------------ */
+
+void *gm_os_reserve(size_t len) {
+#if GM_OS_LINUX
+    void *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+#elif GM_OS_DARWIN
+    void *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANON, -1, 0);
+#else
+    int fd = open("/dev/zero", O_RDWR | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    void *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE, fd, 0);
+    close(fd); /* the mapping keeps what it needs */
+#endif
+    return m == MAP_FAILED ? NULL : m;
+}
+
+int gm_os_lock(const void *p, size_t len) {
+#if GM_OS_LINUX && defined(SYS_mlock)
+    return syscall(SYS_mlock, p, len) == 0 ? 0 : errno;
+#else
+    return mlock(p, len) == 0 ? 0 : errno;
+#endif
+}
+
+int gm_os_unlock(const void *p, size_t len) {
+#if GM_OS_LINUX && defined(SYS_munlock)
+    return syscall(SYS_munlock, p, len) == 0 ? 0 : errno;
+#else
+    return munlock(p, len) == 0 ? 0 : errno;
+#endif
+}
+
+uint64_t gm_os_lock_limit(void) {
+#ifdef RLIMIT_MEMLOCK
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0) return 0;
+    return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+#else
+    return 0;
+#endif
+}
+
+#if GM_OS_LINUX
+/* "VmLck:     1234 kB" lines of /proc/self/status. */
+static bool read_proc_status(gm_os_memory *m) {
+    const struct { const char *format; unsigned bit; uint64_t *field; } rows[] = {
+        {"VmLck: %llu kB", GM_OS_MEM_LOCKED, &m->locked},
+        {"VmPin: %llu kB", GM_OS_MEM_PINNED, &m->pinned},
+        {"VmRSS: %llu kB", GM_OS_MEM_RESIDENT, &m->resident},
+        {"VmSize: %llu kB", GM_OS_MEM_VIRTUAL, &m->virtual_bytes},
+    };
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return false;
+    char line[256];
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f))
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            if (sscanf(line, rows[i].format, &kb) == 1) {
+                *rows[i].field = (uint64_t)kb * 1024;
+                m->known |= rows[i].bit;
+            }
+    fclose(f);
+    return m->known != 0;
+}
+#elif GM_OS_DARWIN
+/* Resident and virtual bytes from the task, wired bytes from its rusage. */
+static bool read_task_info(gm_os_memory *m) {
+    mach_task_basic_info_data_t info;
+    mach_msg_type_number_t count = MACH_TASK_BASIC_INFO_COUNT;
+    if (task_info(mach_task_self(), MACH_TASK_BASIC_INFO, (task_info_t)&info, &count) == KERN_SUCCESS) {
+        m->resident = info.resident_size;
+        m->virtual_bytes = info.virtual_size;
+        m->known |= GM_OS_MEM_RESIDENT | GM_OS_MEM_VIRTUAL;
+    }
+    struct rusage_info_v2 ri;
+    if (proc_pid_rusage(getpid(), RUSAGE_INFO_V2, (rusage_info_t *)&ri) == 0) {
+        m->locked = ri.ri_wired_size;
+        m->known |= GM_OS_MEM_LOCKED;
+    }
+    return m->known != 0;
+}
+#endif
+
+bool gm_os_memory_read(gm_os_memory *m) {
+    memset(m, 0, sizeof *m);
+#if GM_OS_LINUX
+    return read_proc_status(m);
+#elif GM_OS_DARWIN
+    return read_task_info(m);
+#else
+    return false; /* POSIX has no call for a process's locked or resident bytes */
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* Threads                                                                   */
+/* ------------------------------------------------------------------------ */
+
+unsigned gm_os_cpu_count(void) {
+#ifdef _SC_NPROCESSORS_ONLN
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 4096 ? 4096 : (unsigned)n;
+#else
+    return 1;
+#endif
+}
+
+int gm_os_cond_init(pthread_cond_t *c) {
+#if GM_OS_DARWIN
+    return pthread_cond_init(c, NULL); /* no pthread_condattr_setclock: the wait is relative instead */
+#else
+    pthread_condattr_t ca;
+    int e = pthread_condattr_init(&ca);
+    if (e) return e;
+    e = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    if (!e) e = pthread_cond_init(c, &ca);
+    pthread_condattr_destroy(&ca);
+    return e;
+#endif
+}
+
+int gm_os_cond_wait_ms(pthread_cond_t *c, pthread_mutex_t *m, unsigned ms) {
+#if GM_OS_DARWIN
+    struct timespec rel = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};
+    return pthread_cond_timedwait_relative_np(c, m, &rel);
+#else
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now); /* the condition's clock (gm_os_cond_init) */
+    uint64_t at = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec + (uint64_t)ms * 1000000u;
+    struct timespec until = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
+    int e = pthread_cond_timedwait(c, m, &until);
+    return e == ETIMEDOUT ? ETIMEDOUT : 0;
+#endif
+}
