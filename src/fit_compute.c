@@ -123,9 +123,11 @@ static void make_memory(gm_llm *l) {
     const ggufmap_fit_context *s = &l->cp->sizes;
     memset(&l->kv_swa, 0, sizeof l->kv_swa);
     memset(&l->kv_idx, 0, sizeof l->kv_idx);
-    if (hp->memory != GM_MEMORY_RECURRENT) make_cache(l, &l->kv, GM_CACHE_KV, s->kv_size);
-    if (hp->memory == GM_MEMORY_KV_ISWA) make_cache(l, &l->kv_swa, GM_CACHE_KV_SWA, s->kv_size_swa);
-    if (hp->memory == GM_MEMORY_HYBRID_IDX && hp->indexer_head_size > 0) make_cache(l, &l->kv_idx, GM_CACHE_IDX, s->kv_size);
+    if (hp->memory != GM_MEMORY_NONE && hp->memory != GM_MEMORY_RECURRENT) make_cache(l, &l->kv, GM_CACHE_KV, s->kv_size);
+    if (hp->memory == GM_MEMORY_KV_ISWA || hp->memory == GM_MEMORY_HYBRID_ISWA)
+        make_cache(l, &l->kv_swa, GM_CACHE_KV_SWA, s->kv_size_swa);
+    if ((hp->memory == GM_MEMORY_HYBRID_IDX && hp->indexer_head_size > 0) || hp->memory == GM_MEMORY_KV_DSA)
+        make_cache(l, &l->kv_idx, GM_CACHE_IDX, s->kv_size);
     if (hp->memory >= GM_MEMORY_RECURRENT) make_recurrent(l);
 }
 

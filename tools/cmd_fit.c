@@ -19,8 +19,10 @@
 #include "placement_args.h"
 #include "util.h"
 
+/* a one-letter option's code is its letter: getopt returns the letter (cli.h) */
 enum {
-    OPT_CTX = 0x100, OPT_NP, OPT_CTK, OPT_CTV, OPT_FA, OPT_B, OPT_UB, OPT_SWA_FULL, OPT_KV_UNIFIED, OPT_NKVO,
+    OPT_CTX = 'c', OPT_B = 'b',
+    OPT_NP = 0x100, OPT_CTK, OPT_CTV, OPT_FA, OPT_UB, OPT_SWA_FULL, OPT_KV_UNIFIED, OPT_NKVO,
     OPT_EMBD, OPT_NO_OP_OFFLOAD, OPT_LIMIT, OPT_MEM, OPT_MAX_CTX
 };
 

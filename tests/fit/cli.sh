@@ -8,7 +8,7 @@
 #                    q8_0 K/V and -ngl N (or --n-cpu-moe N), fit suggests
 #                    exactly that N, and llama.cpp at N+1 GPU layers (N-1
 #                    CPU-side expert layers) exceeds the limit.
-# Plans use --page 1 so that totals are the buffers' bytes, as the fake
+# Plans use --page 1B so that totals are the buffers' bytes, as the fake
 # Metal allocates them (it does not round to pages).
 #
 # usage: tests/fit/cli.sh GGUFMAP FIXTURE ORACLE WORKDIR
@@ -48,10 +48,19 @@ expect_rc 1 "--limit and --mem" "$L" --limit 1G --mem 2G
 expect_rc 1 "--max-ctx without a limit" "$L" --max-ctx
 expect_rc 2 "a missing file" "$WORK/none.gguf"
 grep -q 'none.gguf' "$WORK/err" || fail "the missing file's error does not name it"
-# an architecture llama.cpp loads and fit does not model yet
+# an architecture llama.cpp loads and fit does not model (none of the
+# fixtures'): the qwen2 fixture renamed to dream (a diffusion model on
+# qwen2's tensors), key prefixes included (same length)
 "$FIXTURE" --arch qwen2 -o "$WORK/qwen2.gguf" >/dev/null || fail "fixture qwen2"
-expect_rc 2 "an unmodelled architecture" "$WORK/qwen2.gguf"
-grep -q "architecture 'qwen2' is not modelled" "$WORK/err" || fail "the unmodelled architecture is not named"
+node -e '
+  const fs = require("fs"); const d = fs.readFileSync(process.argv[1]);
+  const from = Buffer.from("qwen2"), to = Buffer.from("dream");
+  for (let i = d.indexOf(from); i >= 0; i = d.indexOf(from, i + 1)) to.copy(d, i);
+  fs.writeFileSync(process.argv[2], d);' "$WORK/qwen2.gguf" "$WORK/dream.gguf" || fail "renaming qwen2 to dream"
+"$ORACLE" --ctx 256 "$WORK/dream.gguf" >"$WORK/oracle.out" 2>&1
+grep -q '^CTX ok' "$WORK/oracle.out" || fail "llama.cpp does not create a context for the dream fixture"
+expect_rc 2 "an unmodelled architecture" "$WORK/dream.gguf"
+grep -q "architecture 'dream' is not modelled" "$WORK/err" || fail "the unmodelled architecture is not named"
 expect_rc 2 "--mtp (not modelled yet)" "$L" --mtp
 # a key of the wrong type: llama.cpp refuses to load the model, and so does fit
 node -e '
@@ -72,7 +81,7 @@ expect_rc 3 "a limit below the weights" "$L" --limit 1M
 grep -q 'EXCEEDS the limit of 1.00 MiB' "$WORK/out" || fail "the text verdict does not show the limit"
 
 # --- the JSON document -----------------------------------------------------
-"$GGUFMAP" fit "$M" --device metal -c 8192 --limit 20M --max-ctx --page 1 --json >"$WORK/doc.json"
+"$GGUFMAP" fit "$M" --device metal -c 8192 --limit 20M --max-ctx --page 1B --json >"$WORK/doc.json"
 rc=$?
 [ $rc -eq 3 ] || fail "qwen3moe at 20 MiB: exit $rc, want 3"
 if node - "$WORK/doc.json" <<'EOF'; then ok "the ggufmap.fit/1 document has its fields"; else fail "the ggufmap.fit/1 document"; fi
@@ -125,7 +134,7 @@ real() {
 
 # --max-ctx on llama at 40 MiB: llama.cpp at R fits, at R + 256 does not
 LIMIT=$((40 * 1048576))
-R=$("$GGUFMAP" fit "$L" --device metal -c 65536 --limit "$LIMIT" --max-ctx --page 1 --json |
+R=$("$GGUFMAP" fit "$L" --device metal -c 65536 --limit "${LIMIT}B" --max-ctx --page 1B --json |
     node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).max_ctx)')
 at_r=$(real --ctx "$R" "$L")
 at_r1=$(real --ctx "$((R + 256))" "$L")
@@ -150,7 +159,7 @@ suggest() {
   if [ -z "$limit" ] || [ -z "$over" ] || [ "$over" -le "$limit" ]; then
     fail "$name: llama.cpp holds '$limit' B at $n and '$over' B at $next: no boundary to find"; return
   fi
-  "$GGUFMAP" fit "$model" --device metal -c 16384 --page 1 -nr --no-mmap --limit "$limit" "$@" --json >"$WORK/sugg.json"
+  "$GGUFMAP" fit "$model" --device metal -c 16384 --page 1B -nr --no-mmap --limit "${limit}B" "$@" --json >"$WORK/sugg.json"
   if node - "$WORK/sugg.json" "$name $n" "$limit" <<'EOF'; then
 const f = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));
 const [want, limit] = [process.argv[3], +process.argv[4]];

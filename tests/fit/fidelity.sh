@@ -103,7 +103,7 @@ check() {
   mkdir -p "$dir"
   mapfile -t oargs < <(to_oracle "$@")
   n_cases=$((n_cases + 1))
-  "$GGUFMAP" fit "$model" "$@" -nr --page 1 --json >"$dir/fit.json" 2>"$dir/fit.err"
+  "$GGUFMAP" fit "$model" "$@" -nr --page 1B --json >"$dir/fit.json" 2>"$dir/fit.err"
   local rc=$?
   if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then
     fails+=("$name: ggufmap fit exited $rc: $(head -c 300 "$dir/fit.err")"); n_fail=$((n_fail + 1)); return
@@ -148,7 +148,7 @@ check_decode() {
   mkdir -p "$dir"
   mapfile -t oargs < <(to_oracle "$@")
   n_cases=$((n_cases + 1))
-  "$GGUFMAP" fit "$model" "$@" -nr --page 1 --json >"$dir/fit.json" 2>/dev/null
+  "$GGUFMAP" fit "$model" "$@" -nr --page 1B --json >"$dir/fit.json" 2>/dev/null
   node "$HERE/fit_lines.js" "$dir/fit.json" >"$dir/fit.lines" || { fails+=("$name: bad JSON"); n_fail=$((n_fail + 1)); return; }
   n_batch=$(sed -n 's/^CTX ok .* n_batch=\([0-9]*\) .*/\1/p' "$dir/fit.lines")
   "$ORACLE" --no-repack "${oargs[@]}" --decode "$n_batch" --logits-all "$model" >"$dir/oracle.out" 2>&1

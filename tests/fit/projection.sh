@@ -59,7 +59,7 @@ row() {
       -fa) of+=(--fa "${cf[$((i + 1))]}"); pj+=(--fa "${cf[$((i + 1))]}"); i=$((i + 1)) ;;
     esac
   done
-  "$GGUFMAP" fit "$WORK/$model.gguf" "${pf[@]}" "${cf[@]}" -nr --page 1 --json >"$dir/fit.json" 2>/dev/null
+  "$GGUFMAP" fit "$WORK/$model.gguf" "${pf[@]}" "${cf[@]}" -nr --page 1B --json >"$dir/fit.json" 2>/dev/null
   # the batch sizes fit resolved (llama.cpp's CLI defaults unless given):
   # the oracle's --decode N would otherwise set n_batch = n_ubatch = N
   local nb nub
