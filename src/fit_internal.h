@@ -63,6 +63,10 @@ int32_t gm_cache_reuse(const gm_hparams *hp, uint32_t il);
 /* fit_compute.c: the compute buffers of the scheduler's backends. */
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err);
 
+/* fit_bound.c: an upper bound of the compute buffers for an architecture
+ * without a graph in fit_compute.c (every buffer exact = false). */
+int gm_fit_compute_bound(ggufmap_fit *fit);
+
 /* fit.c helpers for the modules above */
 ggufmap_fit_buffer *gm_fit_add_buffer(ggufmap_fit *fit, ggufmap_fit_kind kind, const char *buft, uint64_t bytes);
 bool gm_fit_layer_on_gpu(const ggufmap_fit *fit, uint32_t il);
