@@ -90,6 +90,12 @@ static bool is_output_head(const ggufmap_instance *in, const char *name) {
            strcmp(name, "output.weight") == 0;
 }
 
+/* the layers a context's graph runs: the trunk, or the MTP layers in the
+ * MTP draft context (its LLM_GRAPH_TYPE_DECODER_MTP graph) */
+static bool in_context(const gm_hparams *hp, int32_t il) {
+    return il >= 0 && (uint32_t)il < hp->n_layer_all && ((uint32_t)il < hp->n_layer) != hp->ctx_mtp;
+}
+
 static bool sum_weights(const ggufmap_fit *fit, weight_sums *w) {
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
     const ggufmap_model *m = ggufmap_placement_model(pl);
@@ -110,6 +116,7 @@ static bool sum_weights(const ggufmap_fit *fit, weight_sums *w) {
         const uint64_t nbytes = gm_buft_alloc_size(ctx->buft, t->type, t->ne);
         const uint64_t ow = output_width(fit->hp, t, name);
         if (in->cls == GGUFMAP_CLASS_LAYER && in->layer >= 0 && in->layer < GM_MAX_LAYERS) {
+            if (!in_context(fit->hp, in->layer)) continue;
             if (ow > w->layer_width_one) w->layer_width_one = ow;
             width[in->layer] += ow;
             if (host) bytes[in->layer] += nbytes;
@@ -278,7 +285,8 @@ typedef struct layout {
 
 static layout layout_of(const ggufmap_fit *fit) {
     layout lo = { .gpu = gm_fit_gpu_buft(fit) != NULL };
-    for (uint32_t il = 0; il < fit->hp->n_layer; il++) {
+    for (uint32_t il = 0; il < fit->hp->n_layer_all; il++) {
+        if (!in_context(fit->hp, (int32_t)il)) continue;
         if (gm_fit_layer_on_gpu(fit, il)) lo.gpu_layers = true;
         else lo.cpu_layers = true;
     }

@@ -170,7 +170,7 @@ static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const u
 }
 
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
-    arch_graph build = graph_of(fit->hp->arch);
+    arch_graph build = fit->hp->ctx_mtp ? NULL : graph_of(fit->hp->arch); /* no MTP graph is modelled op for op */
     if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);

@@ -73,7 +73,12 @@ static bool refused_before_constructor(ggufmap_fit *fit, ggufmap_flash_attn *fa)
         snprintf(fit->refusal, sizeof fit->refusal, "n_ctx and model->hparams.n_ctx_train cannot both be zero");
         return true;
     }
-    return cache_types_refused(fit, fa);
+    if (cache_types_refused(fit, fa)) return true;
+    if (fit->hp->ctx_mtp && fit->hp->n_layer_nextn == 0) { /* :3822-3826 */
+        snprintf(fit->refusal, sizeof fit->refusal, "context type MTP requested but model doesn't contain MTP layers");
+        return true;
+    }
+    return false;
 }
 
 /* llama_context::llama_context (:91-305). */

@@ -38,6 +38,11 @@ struct ggufmap_fit {
     gm_cparams cp;
     char refusal[256];          /* "" when llama.cpp creates the context */
     bool aborts;
+    /* --mtp: the MTP draft context (its buffers are in buffers[] with mtp set) */
+    bool mtp_built;             /* the main context was created, so the draft was tried */
+    ggufmap_fit_context mtp_sizes;
+    char mtp_refusal[256];
+    bool mtp_aborts;
     ggufmap_fit_buffer *buffers;
     uint32_t n_buffers, cap_buffers;
     ggufmap_fit_device devices[2];

@@ -138,7 +138,8 @@ static bool is_hybrid(const gm_hparams *hp) {
  * llama-kv-cache-iswa.cpp:52-66, llama-kv-cache-dsa.cpp:14-54): a plain
  * cache holds the trunk layers only when the model has MTP blocks; a
  * hybrid's the layers of its attention filter; an iswa pair splits them by
- * SWA; the indexer caches hold the attention layers of the trunk (qwen4exp)
+ * SWA; in the MTP draft context a plain cache holds the MTP layers instead;
+ * the indexer caches hold the attention layers of the trunk (qwen4exp)
  * or the indexed ones (DSA); the state the recurrent layers of the trunk. */
 bool gm_cache_has_layer(const gm_hparams *hp, gm_cache cache, uint32_t il) {
     const bool trunk = il < hp->n_layer;
@@ -147,7 +148,8 @@ bool gm_cache_has_layer(const gm_hparams *hp, gm_cache cache, uint32_t il) {
     case GM_CACHE_KV:
     case GM_CACHE_KV_SWA:
         if (!gm_has_kv(hp, il)) return false;
-        if (is_hybrid(hp) ? !hybrid_attention_layer(hp, il) : hp->n_layer_nextn > 0 && !trunk) return false;
+        /* a plain cache of a model with MTP layers: the trunk's, or in the MTP context the MTP layers' */
+        if (is_hybrid(hp) ? !hybrid_attention_layer(hp, il) : hp->n_layer_nextn > 0 && trunk == hp->ctx_mtp) return false;
         if (iswa) return hp->is_swa[il] == (cache == GM_CACHE_KV_SWA);
         return cache == GM_CACHE_KV;
     case GM_CACHE_IDX:

@@ -563,6 +563,13 @@ int gm_hparams_read(const ggufmap_model *model, gm_hparams *hp, ggufmap_error *e
     return r.status;
 }
 
+void gm_hparams_for_mtp(gm_hparams *hp) {
+    hp->ctx_mtp = true;
+    const bool plain_for_mtp = hp->arch == GM_ARCH_QWEN35 || hp->arch == GM_ARCH_QWEN35MOE ||
+                               hp->arch == GM_ARCH_QWEN3NEXT || hp->arch == GM_ARCH_NEMOTRON_H_MOE;
+    if (hp->memory == GM_MEMORY_KV_DSA || (hp->memory == GM_MEMORY_HYBRID && plain_for_mtp)) hp->memory = GM_MEMORY_KV;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Derived sizes (llama-hparams.cpp)                                         */
 /* ------------------------------------------------------------------------ */

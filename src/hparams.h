@@ -73,6 +73,7 @@ typedef struct gm_hparams {
     char arch_name[64];          /* general.architecture */
     gm_memory_kind memory;
     gm_attn_filter attn_filter;
+    bool ctx_mtp;                /* the MTP draft context's view (LLAMA_CONTEXT_TYPE_MTP): gm_hparams_for_mtp */
 
     uint32_t n_layer_all;        /* <arch>.block_count */
     uint32_t n_layer_nextn;      /* <arch>.nextn_predict_layers (MTP blocks, at the end) */
@@ -127,6 +128,12 @@ typedef struct gm_hparams {
  * still filled in); GGUFMAP_EFORMAT with a message naming the key when a key
  * llama.cpp requires is missing or malformed. */
 int gm_hparams_read(const ggufmap_model *model, gm_hparams *hp, ggufmap_error *err);
+
+/* The same model as the MTP draft context sees it: create_memory with
+ * ctx_type MTP (llama-model.cpp:2274-2760) gives the DSA archs and the
+ * qwen3.5/qwen3next/nemotron_h_moe hybrids a plain cache, and every cache
+ * holds the MTP layers (il >= n_layer) instead of the trunk. */
+void gm_hparams_for_mtp(gm_hparams *hp);
 
 /* Per-layer sizes as llama_hparams computes them (src/llama-hparams.cpp:140-260). */
 uint32_t gm_head_k(const gm_hparams *hp, uint32_t il);

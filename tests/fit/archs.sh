@@ -12,7 +12,8 @@
 # the maker makes it (n_embd 64, heads of 16) and wider (n_embd 256, heads
 # of 64, 3 layers: quantized caches need heads of whole blocks).  Cases: a
 # named list (the refusals, aborts and flash-attention resolutions fit
-# models per architecture, decodes of a full batch), then N_PER_ARCH
+# models per architecture, the MTP draft contexts of the 11 archs with MTP
+# layers, decodes of a full batch), then N_PER_ARCH
 # (default 6) drawn per architecture with a fixed seed over -c 256 .. 256K x
 # -np 1..4 x cache types x flash attention x -ub x --swa-full /
 # --kv-unified / -nkvo x CPU, fake Metal at -ngl 0, 1, 2, all and fake
@@ -82,6 +83,23 @@ check mamba2-state mamba2-w -c 4096 -np 4 --device metal -ngl all
 check rwkv7-state rwkv7 -c 4096 -np 3 -nkvo --device cuda -ngl all
 check olmoe-v-widened olmoe -c 2048 -fa off --device metal -ngl 2
 check qwen2-256k qwen2-w -c 262144 -ctk q4_0 -ctv q4_0 -fa on --device metal -ngl all
+# --mtp: the MTP draft context (--spec-type draft-mtp) beside the main one,
+# on one load with the MTP layers; llama.cpp refuses it without MTP layers
+# and when the loader skips them (exaone4)
+check mtp-glm4moe glm4moe -c 8192 -np 2 --mtp
+check mtp-glm4moe-metal glm4moe-w -c 16384 --device metal -ngl 2 --mtp
+check mtp-step35-swa step35 -c 4096 --swa-full --device cuda -ngl all --mtp
+check mtp-cohere2moe cohere2moe-w -c 8192 -fa off --mtp
+check mtp-hy_v3 hy_v3 -c 32768 -np 3 --device metal -ngl 0 --mtp
+check mtp-deepseek2 deepseek2 -c 4096 -ctk q8_0 -ctv q8_0 --device cuda -ngl 1 --mtp
+check mtp-deepseek32 deepseek32-w -c 32768 -fa off --device metal -ngl all --mtp
+check mtp-glm-dsa glm-dsa -c 8192 -np 2 -nkvo --device cuda -ngl all --mtp
+check mtp-qwen35 qwen35 -c 16384 --device metal -ngl all --mtp
+check mtp-qwen35moe qwen35moe-w -c 4096 -np 4 --kv-unified --mtp
+check mtp-qwen3next qwen3next -c 65536 -fa off --mtp
+check mtp-nemotron_h_moe nemotron_h_moe -c 8192 --device cuda -ngl 2 --mtp
+check mtp-exaone4-skipped exaone4 -c 4096 --mtp
+check mtp-none llama -c 4096 --mtp
 check_decode decode-qwen2 qwen2 -c 1024 -b 64 -ub 32
 check_decode decode-deepseek2 deepseek2 -c 1024 -b 64 -ub 64 --device metal -ngl all
 check_decode decode-gemma2 gemma2 -c 512 -b 96 -ub 32 --device cuda -ngl 2

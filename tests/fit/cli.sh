@@ -61,7 +61,8 @@ node -e '
 grep -q '^CTX ok' "$WORK/oracle.out" || fail "llama.cpp does not create a context for the dream fixture"
 expect_rc 2 "an unmodelled architecture" "$WORK/dream.gguf"
 grep -q "architecture 'dream' is not modelled" "$WORK/err" || fail "the unmodelled architecture is not named"
-expect_rc 2 "--mtp (not modelled yet)" "$L" --mtp
+expect_rc 3 "--mtp on a model without MTP layers (llama.cpp refuses the draft context)" "$L" --mtp
+grep -q "refuses the MTP draft context.*doesn't contain MTP layers" "$WORK/out" || fail "the MTP refusal is not reported"
 # a key of the wrong type: llama.cpp refuses to load the model, and so does fit
 node -e '
   const fs = require("fs"); const d = fs.readFileSync(process.argv[1]);

@@ -35,6 +35,7 @@ to_oracle() {
       --embedding) out+=(--embd) ;;
       --device) out+=(--fake-gpu "$2"); shift ;;
       -ngl) out+=(--ngl "$2"); shift ;;
+      --mtp) out+=(--mtp-draft) ;;
       *) echo "lib.sh: no oracle spelling for '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -59,6 +60,18 @@ oracle_lines() {
     }' "$1"
 }
 
+# oracle_lines_mtp OUT: the same for a --mtp-draft run: the main context's
+# lines, then DRAFT mtp and the draft context's (none when the main one failed)
+oracle_lines_mtp() {
+  awk '/^DRAFT mtp/ { exit } { print }' "$1" >"$1.main"
+  oracle_lines "$1.main"
+  if grep -q '^DRAFT mtp' "$1"; then
+    echo "DRAFT mtp"
+    awk 'd { print } /^DRAFT mtp/ { d = 1 }' "$1" >"$1.draft"
+    oracle_lines "$1.draft"
+  fi
+}
+
 # compare FIT_LINES ORACLE_LINES: exact lines as they are; an upper bound
 # stands in for llama.cpp's value when not below it.  Prints the ratio of
 # each bound; exit status 1 when they differ.
@@ -80,13 +93,16 @@ compare() {
     }'
 }
 
-# check NAME FIXTURE ARGS...: one configuration
+# check NAME FIXTURE ARGS...: one configuration (with --mtp: and the MTP
+# draft context, the oracle's --mtp-draft)
 check() {
   local name=$1 fx=$2
   shift 2
-  local model="$WORK/$fx.gguf" dir="$WORK/case-$n_cases" oargs r
+  local model="$WORK/$fx.gguf" dir="$WORK/case-$n_cases" oargs r mtp=false lines=oracle_lines
   mkdir -p "$dir"
+  for r in "$@"; do [ "$r" = --mtp ] && mtp=true; done
   mapfile -t oargs < <(to_oracle "$@")
+  if $mtp; then lines=oracle_lines_mtp; fi
   n_cases=$((n_cases + 1))
   "$GGUFMAP" fit "$model" "$@" -nr --page 1B --json >"$dir/fit.json" 2>"$dir/fit.err"
   local rc=$?
@@ -97,7 +113,7 @@ check() {
     fails+=("$name: inconsistent JSON: $(head -c 300 "$dir/fit_lines.err")"); n_fail=$((n_fail + 1)); return
   fi
   "$ORACLE" --no-repack "${oargs[@]}" "$model" >"$dir/oracle.out" 2>&1
-  oracle_lines "$dir/oracle.out" >"$dir/oracle.lines"
+  $lines "$dir/oracle.out" >"$dir/oracle.lines"
   if ! compare "$dir/fit.lines" "$dir/oracle.lines" >"$dir/ratios"; then
     fails+=("$name ($fx $*): fit and llama.cpp differ:
 $(diff "$dir/fit.lines" "$dir/oracle.lines" | grep -v OUTMAX | head -8)"); n_fail=$((n_fail + 1)); return
@@ -105,7 +121,8 @@ $(diff "$dir/fit.lines" "$dir/oracle.lines" | grep -v OUTMAX | head -8)"); n_fai
   for r in $(cat "$dir/ratios"); do ratios+=("$r $fx"); done
   if grep -q '^CTX \(fail\|abort\)' "$dir/oracle.lines"; then n_refused=$((n_refused + 1)); fi
   local k
-  for k in $(awk '$1 == "CTXBUF" { sub(/^kind=/, "", $2); print $2 } $1 == "BOUND" { sub(/^kind=/, "", $2); print $2 "_bound" }' "$dir/fit.lines"); do
+  for k in $(awk '$1 == "DRAFT" { d = "mtp_" } $1 == "CTXBUF" { sub(/^kind=/, "", $2); print d $2 }
+                 $1 == "BOUND" { sub(/^kind=/, "", $2); print d $2 "_bound" }' "$dir/fit.lines"); do
     N_KIND[$k]=$(( ${N_KIND[$k]:-0} + 1 ))
   done
   rm -rf "$dir"
@@ -142,8 +159,12 @@ report() {
   local label=$1 k summary
   summary="$n_cases configurations ($n_refused refused or aborted by llama.cpp, identically), buffers equal:"
   for k in kv rs output compute output_max; do summary+=" $k ${N_KIND[$k]:-0}"; done
-  if [ "${N_KIND[compute_bound]:-0}" -gt 0 ]; then
-    summary+="; compute upper bounds never below: ${N_KIND[compute_bound]}, bound / llama.cpp"
+  if [ -n "${N_KIND[mtp_kv]:-}${N_KIND[mtp_output]:-}" ]; then
+    summary+="; MTP draft contexts: kv ${N_KIND[mtp_kv]:-0} output ${N_KIND[mtp_output]:-0}"
+    summary+=" compute bounds ${N_KIND[mtp_compute_bound]:-0}"
+  fi
+  if [ "${#ratios[@]}" -gt 0 ]; then
+    summary+="; compute upper bounds never below: ${#ratios[@]}, bound / llama.cpp"
     summary+=" $(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ r[NR] = $1 } END {
       printf "min %.2f median %.2f p90 %.2f max %.2f", r[1], r[int((NR + 1) / 2)], r[int(NR * 0.9 + 0.5)], r[NR] }')"
   fi
