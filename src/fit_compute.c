@@ -27,7 +27,10 @@ typedef void (*arch_graph)(gm_llm *l);
 static arch_graph graph_of(gm_arch a) {
     switch (a) {
     case GM_ARCH_LLAMA: return gm_arch_llama;
+    case GM_ARCH_QWEN2: return gm_arch_llama;
+    case GM_ARCH_SMOLLM3: return gm_arch_smollm3;
     case GM_ARCH_QWEN3MOE: return gm_arch_qwen3moe;
+    case GM_ARCH_QWEN3: return gm_arch_qwen3moe;
     case GM_ARCH_GEMMA4: return gm_arch_gemma4;
     case GM_ARCH_QWEN4EXP: return gm_arch_qwen4exp;
     default: return NULL;
@@ -170,7 +173,9 @@ static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const u
 }
 
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
-    arch_graph build = fit->hp->ctx_mtp ? NULL : graph_of(fit->hp->arch); /* no MTP graph is modelled op for op */
+    /* no MTP graph and no pooling head is modelled op for op */
+    const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0;
+    arch_graph build = fit->hp->ctx_mtp || pooled ? NULL : graph_of(fit->hp->arch);
     if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);

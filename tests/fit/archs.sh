@@ -2,9 +2,9 @@
 # `ggufmap fit` on every architecture ggufmap-fixture makes, against the real
 # llama.cpp v0.5.0 (the oracle): KV caches, recurrent state and output
 # buffers to the byte, compute buffers exact (llama, qwen3moe, gemma4,
-# qwen4exp: fidelity.sh covers those at length) or an upper bound that is
-# never below what llama.cpp allocates; llama.cpp's refusals and aborts
-# alike.  The comparison is lib.sh's (fidelity.sh's).
+# qwen4exp, which fidelity.sh covers at length, and qwen2, qwen3, smollm3) or
+# an upper bound that is never below what llama.cpp allocates; llama.cpp's
+# refusals and aborts alike.  The comparison is lib.sh's (fidelity.sh's).
 #
 # usage: tests/fit/archs.sh GGUFMAP FIXTURE ORACLE WORKDIR [N_PER_ARCH]
 #
@@ -43,6 +43,8 @@ for a in "${ARCHS[@]}"; do
   make_fixture "$a-w" --arch "$a" --n-embd 256 --n-head 4 --n-head-kv 2 --n-ff 256 --layers 3
 done
 make_fixture nemotron_h-4 --arch nemotron_h --layers 4          # attention followed by a Mamba layer
+make_fixture smollm3-5 --arch smollm3 --layers 5                # layer 3 without RoPE
+make_fixture qwen3-cls --arch qwen3 --cls 2                      # a reranker: rank pooling
 
 # the options a pooled model runs with (the oracle turns embeddings on for them)
 pooled() { case $1 in bert*|nomic-bert*|t5encoder*) echo --embedding ;; esac; }
@@ -100,6 +102,8 @@ check mtp-qwen3next qwen3next -c 65536 -fa off --mtp
 check mtp-nemotron_h_moe nemotron_h_moe -c 8192 --device cuda -ngl 2 --mtp
 check mtp-exaone4-skipped exaone4 -c 4096 --mtp
 check mtp-none llama -c 4096 --mtp
+check smollm3-nope smollm3-5 -c 8192 -np 2 -fa off --device metal -ngl 3
+check qwen3-cls-pooled qwen3-cls -c 2048 --embedding --device cuda -ngl all
 check_decode decode-qwen2 qwen2 -c 1024 -b 64 -ub 32
 check_decode decode-deepseek2 deepseek2 -c 1024 -b 64 -ub 64 --device metal -ngl all
 check_decode decode-gemma2 gemma2 -c 512 -b 96 -ub 32 --device cuda -ngl 2
