@@ -166,10 +166,68 @@ void ggufmap_fit_opts_init(ggufmap_fit_opts *o) {
 static int build_context(ggufmap_fit *fit, ggufmap_error *err) {
     gm_fit_context(fit);
     if (fit->refusal[0]) return GGUFMAP_OK;
-    const uint32_t n_weights = fit->n_buffers;
+    const uint32_t n_before = fit->n_buffers;
     int rc = gm_fit_memory(fit, err);
     if (rc == GGUFMAP_OK && !fit->refusal[0]) rc = gm_fit_compute(fit, err);
-    if (fit->refusal[0]) fit->n_buffers = n_weights; /* a refused context has no buffers */
+    if (fit->refusal[0]) fit->n_buffers = n_before; /* a refused context has no buffers */
+    return rc;
+}
+
+/* Whether the plan created the MTP layers' tensors: an architecture that
+ * skips them always (exaone4.cpp:39-43) has a draft graph with no layer and
+ * llama.cpp fails ("failed to initialize the context"). */
+static bool mtp_layers_loaded(const ggufmap_fit *fit) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
+    for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++)
+        if (ggufmap_placement_instance(pl, i)->layer >= (int32_t)fit->hp->n_layer &&
+            ggufmap_placement_instance(pl, i)->cls == GGUFMAP_CLASS_LAYER)
+            return true;
+    return false;
+}
+
+/* The MTP draft context (common/speculative.cpp:2536-2590): built as a fit
+ * of its own on the same plan with the draft's parameters and the MTP view of
+ * the model, its buffers then moved behind the main context's.  The main
+ * context's output buffer grows by n_embd_out rows per batch token: the
+ * draft reads the target's hidden states (llama_set_embeddings_nextn, not
+ * masked, speculative.cpp:1420; output_reserve llama-context.cpp:2132). */
+static int build_mtp_context(ggufmap_fit *fit, ggufmap_error *err) {
+    ggufmap_fit d;
+    memset(&d, 0, sizeof d);
+    d.plan = fit->plan;
+    d.device = fit->device;
+    d.opts = fit->opts;
+    d.opts.n_ctx = fit->cp.sizes.n_ctx;               /* llama_n_ctx(ctx_tgt) */
+    d.opts.type_k = d.opts.type_v = 1;                 /* the draft's cache types: f16 unless -ctkd/-ctvd */
+    d.opts.n_outputs_max = fit->cp.sizes.n_seq_max;    /* n_parallel */
+    d.opts.embeddings = false;
+    d.hp = malloc(sizeof *d.hp);
+    if (!d.hp) return GGUFMAP_ENOMEM;
+    *d.hp = *fit->hp;
+    gm_hparams_for_mtp(d.hp);
+    fit->mtp_built = true;
+    int rc = GGUFMAP_OK;
+    gm_fit_context(&d);
+    if (!d.refusal[0] && !mtp_layers_loaded(fit))
+        snprintf(d.refusal, sizeof d.refusal, "failed to initialize the context: the model's loader skips its "
+                 "MTP layers");
+    if (!d.refusal[0]) rc = build_context(&d, err);
+    for (uint32_t i = 0; rc == GGUFMAP_OK && i < d.n_buffers; i++) {
+        ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, d.buffers[i].kind, d.buffers[i].buft, d.buffers[i].bytes);
+        if (!b) rc = GGUFMAP_ENOMEM;
+        else {
+            *b = d.buffers[i];
+            b->mtp = true;
+        }
+    }
+    memcpy(fit->mtp_refusal, d.refusal, sizeof fit->mtp_refusal);
+    fit->mtp_aborts = d.aborts;
+    fit->mtp_sizes = d.cp.sizes;
+    for (uint32_t i = 0; rc == GGUFMAP_OK && !d.refusal[0] && i < fit->n_buffers; i++)
+        if (fit->buffers[i].kind == GGUFMAP_FIT_OUTPUT && !fit->buffers[i].mtp)
+            fit->buffers[i].bytes_max += 4ull * fit->hp->n_embd_out * fit->cp.sizes.n_batch;
+    free(d.buffers);
+    free(d.hp);
     return rc;
 }
 
@@ -189,12 +247,9 @@ int ggufmap_fit_build(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, gg
     fit->device = ggufmap_placement_options(pl)->device;
     init_devices(fit);
     int rc = gm_hparams_read(ggufmap_placement_model(pl), fit->hp, err);
-    /* the hook for --mtp: the MTP head's layers and cache come with the arch table */
-    if (rc == GGUFMAP_OK && opts->mtp)
-        rc = gm_fail(err, GGUFMAP_ENOTFOUND, "%s: --mtp: the MTP head's context is not modelled yet",
-                     ggufmap_source_path(ggufmap_model_shard(ggufmap_placement_model(pl), 0)));
     if (rc == GGUFMAP_OK) rc = add_weights(fit);
     if (rc == GGUFMAP_OK) rc = build_context(fit, err);
+    if (rc == GGUFMAP_OK && opts->mtp && !fit->refusal[0]) rc = build_mtp_context(fit, err);
     if (rc != GGUFMAP_OK) {
         if (rc == GGUFMAP_ENOMEM) gm_fail(err, rc, "out of memory");
         ggufmap_fit_free(fit);
@@ -222,8 +277,18 @@ const char *ggufmap_fit_kind_name(ggufmap_fit_kind kind) {
 }
 
 const char *ggufmap_fit_refusal(const ggufmap_fit *fit, bool *aborts) {
+    if (!fit->refusal[0] && fit->mtp_refusal[0]) return ggufmap_fit_mtp_refusal(fit, aborts);
     if (aborts) *aborts = fit->aborts;
     return fit->refusal[0] ? fit->refusal : NULL;
+}
+
+const char *ggufmap_fit_mtp_refusal(const ggufmap_fit *fit, bool *aborts) {
+    if (aborts) *aborts = fit->mtp_aborts;
+    return fit->mtp_refusal[0] ? fit->mtp_refusal : NULL;
+}
+
+const ggufmap_fit_context *ggufmap_fit_mtp_sizes(const ggufmap_fit *fit) {
+    return fit->mtp_built && !fit->mtp_refusal[0] ? &fit->mtp_sizes : NULL;
 }
 
 const ggufmap_fit_context *ggufmap_fit_context_sizes(const ggufmap_fit *fit) { return &fit->cp.sizes; }
@@ -241,7 +306,7 @@ const ggufmap_fit_device *ggufmap_fit_device_at(const ggufmap_fit *fit, uint32_t
 uint32_t ggufmap_fit_limited_device(const ggufmap_fit *fit) { return fit->n_devices - 1; }
 
 bool ggufmap_fit_fits(const ggufmap_fit *fit, bool planned) {
-    if (fit->refusal[0]) return false;
+    if (fit->refusal[0] || fit->mtp_refusal[0]) return false;
     if (fit->opts.limit == 0) return true;
     const ggufmap_fit_device *d = &fit->devices[ggufmap_fit_limited_device(fit)];
     return (planned ? d->total_planned : d->total) <= fit->opts.limit;

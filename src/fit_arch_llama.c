@@ -1,7 +1,10 @@
 /*
- * fit_arch_llama.c - the graphs of llama (src/models/llama.cpp) and
- * qwen3moe (src/models/qwen3moe.cpp): attention over a KV cache, then a
- * SwiGLU FFN or routed experts, per layer.
+ * fit_arch_llama.c - the graphs of llama (src/models/llama.cpp), qwen3moe
+ * (src/models/qwen3moe.cpp) and the dense decoders that build the same ops:
+ * qwen2 (llama's with Q/K/V and output biases, qwen2.cpp), qwen3 (qwen3moe's
+ * with a dense FFN, qwen3.cpp), smollm3 (llama's without RoPE on every
+ * fourth layer, smollm3.cpp).  Attention over a KV cache, then a SwiGLU FFN
+ * or routed experts, per layer; each proven exact by tests/fit/archs.sh.
  */
 #include "fit_llm.h"
 
@@ -10,7 +13,7 @@
  * (models/qwen3moe.cpp:62-178), which norms q and k before rope (and reads
  * no rope factors) and whose FFN is always routed experts.  A layer with
  * ffn_gate_inp takes the experts, any other the SwiGLU FFN. */
-static void decoder_graph(gm_llm *l, bool qk_norm) {
+static void decoder_graph(gm_llm *l, bool qk_norm, int no_rope_step) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
     const int64_t head = hp->head_v_full;
@@ -28,12 +31,12 @@ static void decoder_graph(gm_llm *l, bool qk_norm) {
             if (rope_factors == GM_NONE) rope_factors = gm_w(l, "rope_freqs.weight", 0);
         }
         int32_t q, k, v;
-        gm_build_qkv(l, gm_w(l, "blk.%d.attn_q.weight", il), gm_w(l, "blk.%d.attn_k.weight", il),
-                     gm_w(l, "blk.%d.attn_v.weight", il), cur, head, hp->n_head[il], hp->n_head_kv[il], head, &q, &k, &v);
+        gm_build_qkv(l, il, cur, head, hp->n_head[il], hp->n_head_kv[il], head, &q, &k, &v);
+        const bool use_rope = no_rope_step == 0 || (il + 1) % no_rope_step != 0;
         if (qk_norm) q = gm_build_norm_rms(l, q, gm_w(l, "blk.%d.attn_q_norm.weight", il), il);
-        q = gm_rope(g, q, pos, rope_factors);
+        if (use_rope) q = gm_rope(g, q, pos, rope_factors);
         if (qk_norm) k = gm_build_norm_rms(l, k, gm_w(l, "blk.%d.attn_k_norm.weight", il), il);
-        k = gm_rope(g, k, pos, rope_factors);
+        if (use_rope) k = gm_rope(g, k, pos, rope_factors);
         cur = gm_build_attn(l, &inp, gm_w(l, "blk.%d.attn_output.weight", il), q, k, v, il, false);
         if (il == (int)hp->n_layer - 1) {
             cur = gm_get_rows(g, cur, out_ids);
@@ -54,10 +57,16 @@ static void decoder_graph(gm_llm *l, bool qk_norm) {
     int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "output_norm.weight", 0), -1);
     l->t_embd = cur;
     cur = gm_build_lora_mm(l, gm_w_output(l), cur);
+    const int32_t output_b = gm_w(l, "output.bias", 0); /* qwen2 */
+    if (output_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, output_b);
     l->t_logits = cur;
     gm_expand(g, cur);
 }
 
-void gm_arch_llama(gm_llm *l) { decoder_graph(l, false); }
+void gm_arch_llama(gm_llm *l) { decoder_graph(l, false, 0); }
 
-void gm_arch_qwen3moe(gm_llm *l) { decoder_graph(l, true); }
+void gm_arch_qwen3moe(gm_llm *l) { decoder_graph(l, true, 0); }
+
+/* smollm3.cpp:19-60: llama's, without RoPE on every fourth layer
+ * (n_no_rope_layer_step) */
+void gm_arch_smollm3(gm_llm *l) { decoder_graph(l, false, 4); }

@@ -27,7 +27,10 @@ typedef void (*arch_graph)(gm_llm *l);
 static arch_graph graph_of(gm_arch a) {
     switch (a) {
     case GM_ARCH_LLAMA: return gm_arch_llama;
+    case GM_ARCH_QWEN2: return gm_arch_llama;
+    case GM_ARCH_SMOLLM3: return gm_arch_smollm3;
     case GM_ARCH_QWEN3MOE: return gm_arch_qwen3moe;
+    case GM_ARCH_QWEN3: return gm_arch_qwen3moe;
     case GM_ARCH_GEMMA4: return gm_arch_gemma4;
     case GM_ARCH_QWEN4EXP: return gm_arch_qwen4exp;
     default: return NULL;
@@ -123,9 +126,11 @@ static void make_memory(gm_llm *l) {
     const ggufmap_fit_context *s = &l->cp->sizes;
     memset(&l->kv_swa, 0, sizeof l->kv_swa);
     memset(&l->kv_idx, 0, sizeof l->kv_idx);
-    if (hp->memory != GM_MEMORY_RECURRENT) make_cache(l, &l->kv, GM_CACHE_KV, s->kv_size);
-    if (hp->memory == GM_MEMORY_KV_ISWA) make_cache(l, &l->kv_swa, GM_CACHE_KV_SWA, s->kv_size_swa);
-    if (hp->memory == GM_MEMORY_HYBRID_IDX && hp->indexer_head_size > 0) make_cache(l, &l->kv_idx, GM_CACHE_IDX, s->kv_size);
+    if (hp->memory != GM_MEMORY_NONE && hp->memory != GM_MEMORY_RECURRENT) make_cache(l, &l->kv, GM_CACHE_KV, s->kv_size);
+    if (hp->memory == GM_MEMORY_KV_ISWA || hp->memory == GM_MEMORY_HYBRID_ISWA)
+        make_cache(l, &l->kv_swa, GM_CACHE_KV_SWA, s->kv_size_swa);
+    if ((hp->memory == GM_MEMORY_HYBRID_IDX && hp->indexer_head_size > 0) || hp->memory == GM_MEMORY_KV_DSA)
+        make_cache(l, &l->kv_idx, GM_CACHE_IDX, s->kv_size);
     if (hp->memory >= GM_MEMORY_RECURRENT) make_recurrent(l);
 }
 
@@ -168,8 +173,10 @@ static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const u
 }
 
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
-    arch_graph build = graph_of(fit->hp->arch);
-    if (!build) return GGUFMAP_OK;
+    /* no MTP graph and no pooling head is modelled op for op */
+    const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0;
+    arch_graph build = fit->hp->ctx_mtp || pooled ? NULL : graph_of(fit->hp->arch);
+    if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
     const int64_t n_models = ggufmap_model_n_tensors(ggufmap_placement_model(pl));

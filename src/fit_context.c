@@ -29,11 +29,17 @@ static const char *type_name(int32_t type) {
 }
 
 /* llama_init_from_model's checks of K and V types against every layer's
- * head size (:3781-3812): a quantized cache needs heads that are whole
- * blocks, and a quantized V needs flash attention. */
+ * head size (:3776-3812): MLA takes one type for both, a quantized cache
+ * needs heads that are whole blocks, and a quantized V needs flash
+ * attention. */
 static bool cache_types_refused(ggufmap_fit *fit, ggufmap_flash_attn *fa) {
     const gm_hparams *hp = fit->hp;
     const int32_t tk = fit->opts.type_k, tv = fit->opts.type_v;
+    if (hp->is_mla && tk != tv) { /* one latent tensor stands for both (:3776-3779) */
+        snprintf(fit->refusal, sizeof fit->refusal, "model does not support different K (%s) and V (%s) cache types",
+                 type_name(tk), type_name(tv));
+        return true;
+    }
     if (is_quantized(tv) && *fa != GGUFMAP_FA_ON) {
         if (*fa == GGUFMAP_FA_AUTO) {
             *fa = GGUFMAP_FA_ON; /* "enabling flash_attn since it is required for quantized V cache" */
@@ -67,7 +73,12 @@ static bool refused_before_constructor(ggufmap_fit *fit, ggufmap_flash_attn *fa)
         snprintf(fit->refusal, sizeof fit->refusal, "n_ctx and model->hparams.n_ctx_train cannot both be zero");
         return true;
     }
-    return cache_types_refused(fit, fa);
+    if (cache_types_refused(fit, fa)) return true;
+    if (fit->hp->ctx_mtp && fit->hp->n_layer_nextn == 0) { /* :3822-3826 */
+        snprintf(fit->refusal, sizeof fit->refusal, "context type MTP requested but model doesn't contain MTP layers");
+        return true;
+    }
+    return false;
 }
 
 /* llama_context::llama_context (:91-305). */
@@ -85,7 +96,7 @@ static void derive_sizes(ggufmap_fit *fit, ggufmap_flash_attn fa) {
     s->n_batch = hp->causal && n_ctx < o->n_batch ? n_ctx : o->n_batch;
     const uint32_t ub = o->n_ubatch == 0 ? o->n_batch : o->n_ubatch;
     s->n_ubatch = ub < s->n_batch ? ub : s->n_batch;
-    s->n_outputs_max = o->n_outputs_max == 0 ? s->n_batch : o->n_outputs_max;
+    s->n_outputs_max = o->n_outputs_max == 0 || hp->has_encoder ? s->n_batch : o->n_outputs_max;
     n_ctx = (uint32_t)gm_pad(n_ctx, 256);
     if (o->kv_unified) {
         s->n_ctx_seq = n_ctx;
@@ -103,10 +114,72 @@ static void derive_sizes(ggufmap_fit *fit, ggufmap_flash_attn fa) {
     s->kv_size = s->n_ctx_seq;
     s->flash_attn = fa != GGUFMAP_FA_OFF; /* auto resolves on: every modelled device runs FLASH_ATTN_EXT */
     s->v_trans = fa == GGUFMAP_FA_OFF;    /* the memory sees "auto" as on */
-    if (hp->memory == GM_MEMORY_KV_ISWA) {
+    if (hp->memory == GM_MEMORY_KV_ISWA || hp->memory == GM_MEMORY_HYBRID_ISWA) {
         uint64_t swa = (uint64_t)hp->n_swa * (o->kv_unified ? s->n_seq_max : 1) + s->n_ubatch;
         s->kv_size_swa = o->swa_full ? s->kv_size : (uint32_t)gm_pad(swa < s->kv_size ? swa : s->kv_size, 256);
     }
+}
+
+/* Flash attention "auto" is turned off after the fact when the probe graph
+ * puts a layer's FLASH_ATTN_EXT on another device than the layer
+ * (resolve_fused_ops, llama-context.cpp:506-560).  The scheduler gives the
+ * op the device of its neighbours in node order (ggml-backend.cpp's
+ * expansion passes).  Measured on the fixtures (tests/fit), every
+ * architecture keeps it, except:
+ *   - the Mamba/short-conv hybrids (granitehybrid, lfm2, nemotron_h*),
+ *     whose attention op is followed in the graph by the next layer's state
+ *     views: when that next layer is recurrent, the op takes its device, or
+ *     the CPU's with -nkvo (the state stays there);
+ *   - falcon-h1, whose attention follows its CPU-side state under -nkvo;
+ *   - t5, whose decoder attention runs on the GPU whenever one is present. */
+static bool hybrid_fa_moves(const ggufmap_fit *fit) {
+    const gm_hparams *hp = fit->hp;
+    for (uint32_t il = 0; il + 1 < hp->n_layer; il++) {
+        if (hp->is_recr[il] || !hp->is_recr[il + 1] || !gm_cache_has_layer(hp, GM_CACHE_KV, il)) continue;
+        const bool op_on_gpu = !fit->opts.no_kv_offload && gm_fit_layer_on_gpu(fit, il + 1);
+        if (op_on_gpu != gm_fit_layer_on_gpu(fit, il)) return true;
+    }
+    return false;
+}
+
+static bool auto_fa_turns_off(const ggufmap_fit *fit) {
+    const gm_hparams *hp = fit->hp;
+    bool gpu_layer = false, cpu_layer = false;
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        if (gm_fit_layer_on_gpu(fit, il)) gpu_layer = true;
+        else cpu_layer = true;
+    }
+    switch (hp->arch) {
+    case GM_ARCH_FALCON_H1: return gpu_layer && fit->opts.no_kv_offload;
+    case GM_ARCH_T5: return gm_fit_gpu_buft(fit) && cpu_layer;
+    case GM_ARCH_GRANITEHYBRID:
+    case GM_ARCH_LFM2:
+    case GM_ARCH_NEMOTRON_H:
+    case GM_ARCH_NEMOTRON_H_MOE: return gm_fit_gpu_buft(fit) && hybrid_fa_moves(fit);
+    default: return false;
+    }
+}
+
+/* Graphs ggml refuses to build when the reserve builds them (GGML_ASSERT:
+ * the process aborts): T5's relative position bias [n_kv, n_tokens, n_head]
+ * cannot broadcast over several KV streams (t5.cpp:147, ggml.c:2063); mean
+ * pooling multiplies the last layer's n_outputs rows by a [n_tokens, n_seqs]
+ * matrix, and graph_reserve rounds n_tokens up to a multiple of n_seq_max
+ * after n_outputs was taken (llama-context.cpp:2492, llama-graph.cpp:3711,
+ * ggml.c:3345). */
+static void graph_aborts(ggufmap_fit *fit) {
+    const gm_hparams *hp = fit->hp;
+    const ggufmap_fit_context *s = &fit->cp.sizes;
+    const uint32_t n_tokens = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
+    if (hp->arch == GM_ARCH_T5 && s->n_stream > 1)
+        snprintf(fit->refusal, sizeof fit->refusal, "T5's position bias over %u KV streams: ggml asserts "
+                 "(ggml_can_repeat; use --kv-unified or -np 1)", s->n_stream);
+    else if (hp->pooling_type == 1 && fit->cp.embeddings && n_tokens % s->n_seq_max != 0)
+        snprintf(fit->refusal, sizeof fit->refusal, "mean pooling over a %u-token reserve rounded up to a multiple "
+                 "of -np %u: ggml asserts (ggml_can_mul_mat)", n_tokens, s->n_seq_max);
+    else
+        return;
+    fit->aborts = true;
 }
 
 void gm_fit_context(ggufmap_fit *fit) {
@@ -123,4 +196,7 @@ void gm_fit_context(ggufmap_fit *fit) {
     cp->n_rs_seq = 0;
     if (refused_before_constructor(fit, &fa)) return;
     derive_sizes(fit, fa);
+    if (fit->refusal[0]) return;
+    if (fa == GGUFMAP_FA_AUTO && auto_fa_turns_off(fit)) cp->sizes.flash_attn = false;
+    graph_aborts(fit);
 }

@@ -38,6 +38,11 @@ struct ggufmap_fit {
     gm_cparams cp;
     char refusal[256];          /* "" when llama.cpp creates the context */
     bool aborts;
+    /* --mtp: the MTP draft context (its buffers are in buffers[] with mtp set) */
+    bool mtp_built;             /* the main context was created, so the draft was tried */
+    ggufmap_fit_context mtp_sizes;
+    char mtp_refusal[256];
+    bool mtp_aborts;
     ggufmap_fit_buffer *buffers;
     uint32_t n_buffers, cap_buffers;
     ggufmap_fit_device devices[2];
@@ -62,6 +67,10 @@ int32_t gm_cache_reuse(const gm_hparams *hp, uint32_t il);
 
 /* fit_compute.c: the compute buffers of the scheduler's backends. */
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err);
+
+/* fit_bound.c: an upper bound of the compute buffers for an architecture
+ * without a graph in fit_compute.c (every buffer exact = false). */
+int gm_fit_compute_bound(ggufmap_fit *fit);
 
 /* fit.c helpers for the modules above */
 ggufmap_fit_buffer *gm_fit_add_buffer(ggufmap_fit *fit, ggufmap_fit_kind kind, const char *buft, uint64_t bytes);

@@ -175,13 +175,20 @@ int32_t gm_build_norm_rms(gm_llm *l, int32_t cur, int32_t w, int il) {
     return cur;
 }
 
-void gm_build_qkv(gm_llm *l, int32_t wq, int32_t wk, int32_t wv, int32_t cur, int64_t head_k, int64_t n_head,
-                  int64_t n_head_kv, int64_t head_v, int32_t *q, int32_t *k, int32_t *v) {
+/* build_qkv's separate path (llama-graph.cpp:1633-1745): each projection
+ * with its bias when the model has one, then the reshapes */
+void gm_build_qkv(gm_llm *l, int il, int32_t cur, int64_t head_k, int64_t n_head, int64_t n_head_kv, int64_t head_v,
+                  int32_t *q, int32_t *k, int32_t *v) {
+    static const char *const w_names[3] = { "blk.%d.attn_q.weight", "blk.%d.attn_k.weight", "blk.%d.attn_v.weight" };
+    static const char *const b_names[3] = { "blk.%d.attn_q.bias", "blk.%d.attn_k.bias", "blk.%d.attn_v.bias" };
     gm_graph *g = l->g;
+    int32_t *out[3] = { q, k, v };
+    for (int i = 0; i < 3; i++) {
+        *out[i] = gm_build_lora_mm(l, gm_w(l, w_names[i], il), cur);
+        const int32_t bias = gm_w(l, b_names[i], il);
+        if (bias != GM_NONE) *out[i] = gm_binary(g, GM_OP_ADD, *out[i], bias);
+    }
     const int64_t n = l->ub.n_tokens;
-    *q = gm_build_lora_mm(l, wq, cur);
-    *k = gm_build_lora_mm(l, wk, cur);
-    *v = gm_build_lora_mm(l, wv, cur);
     *q = gm_reshape_3d(g, *q, head_k, n_head, n);
     *k = gm_reshape_3d(g, *k, head_k, n_head_kv, n);
     *v = gm_reshape_3d(g, *v, head_v, n_head_kv, n);

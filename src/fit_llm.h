@@ -78,9 +78,9 @@ void gm_attn_inp_kv_iswa(gm_llm *l, gm_attn_inp *base, gm_attn_inp *swa);
 /* ---- blocks ---- */
 int32_t gm_build_norm_rms(gm_llm *l, int32_t cur, int32_t w, int il);
 int32_t gm_build_lora_mm(gm_llm *l, int32_t w, int32_t cur);
-/* separate Q/K/V projections reshaped to heads (build_qkv) */
-void gm_build_qkv(gm_llm *l, int32_t wq, int32_t wk, int32_t wv, int32_t cur, int64_t head_k, int64_t n_head,
-                  int64_t n_head_kv, int64_t head_v, int32_t *q, int32_t *k, int32_t *v);
+/* layer il's separate Q/K/V projections, with their biases, reshaped to heads (build_qkv) */
+void gm_build_qkv(gm_llm *l, int il, int32_t cur, int64_t head_k, int64_t n_head, int64_t n_head_kv, int64_t head_v,
+                  int32_t *q, int32_t *k, int32_t *v);
 /* build_attn with a KV cache: store K/V, attend, project with wo */
 int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
                       bool soft_cap);
@@ -100,6 +100,7 @@ void gm_set_outputs(gm_llm *l);
 /* ---- the architectures' worst-case graphs (fit_arch_*.c) ---- */
 void gm_arch_llama(gm_llm *l);
 void gm_arch_qwen3moe(gm_llm *l);
+void gm_arch_smollm3(gm_llm *l);
 void gm_arch_gemma4(gm_llm *l);
 void gm_arch_qwen4exp(gm_llm *l);
 

@@ -41,14 +41,15 @@
 static void add_output(ggufmap_fit *fit) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
-    const uint64_t row = 4ull * (hp->n_vocab + (fit->cp.embeddings ? hp->n_embd_out : 0));
+    const bool embd = fit->cp.embeddings || hp->arch == GM_ARCH_T5; /* "hacky enc-dec support" (:2121-2125) */
+    const uint64_t row = 4ull * (hp->n_vocab + (embd ? hp->n_embd_out : 0));
     const bool host = fit->device == GGUFMAP_DEVICE_CUDA && gm_fit_layer_on_gpu(fit, hp->n_layer_all);
     const uint64_t rows_max = s->n_outputs_max > s->n_seq_max ? s->n_outputs_max : s->n_seq_max;
     ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, GGUFMAP_FIT_OUTPUT, host ? "CUDA_Host" : "CPU", row * s->n_seq_max);
     if (!b) return;
     b->bytes_max = row * rows_max;
     snprintf(b->what, sizeof b->what, "%s of %u row%s (%llu rows at the first full batch)",
-             fit->cp.embeddings ? "logits + embeddings" : "logits", s->n_seq_max, s->n_seq_max == 1 ? "" : "s",
+             embd ? "logits + embeddings" : "logits", s->n_seq_max, s->n_seq_max == 1 ? "" : "s",
              (unsigned long long)rows_max);
 }
 
@@ -117,31 +118,56 @@ static void emit_module(ggufmap_fit *fit, module_bufs *m, ggufmap_fit_kind kind,
 /* The memory modules                                                        */
 /* ------------------------------------------------------------------------ */
 
-/* The filters create_memory and the caches chain (llama-model.cpp:2560-2750,
- * llama-kv-cache-iswa.cpp:52-66): trunk layers only when the model has MTP
- * blocks; SWA or not for iswa; attention or recurrent for hybrid. */
+/* create_memory's filter_attn for a hybrid model (llama-model.cpp:2556-2584,
+ * llama-memory-hybrid.cpp:47-50: !is_recr by default). */
+static bool hybrid_attention_layer(const gm_hparams *hp, uint32_t il) {
+    switch (hp->attn_filter) {
+    case GM_ATTN_ALL: return true;
+    case GM_ATTN_TRUNK_NOT_RECR: return il < hp->n_layer && !hp->is_recr[il];
+    case GM_ATTN_NEMOTRON: return !hp->is_recr[il] && hp->n_ff[il] == 0;
+    case GM_ATTN_NOT_RECR: break;
+    }
+    return !hp->is_recr[il];
+}
+
+static bool is_hybrid(const gm_hparams *hp) {
+    return hp->memory == GM_MEMORY_HYBRID || hp->memory == GM_MEMORY_HYBRID_ISWA || hp->memory == GM_MEMORY_HYBRID_IDX;
+}
+
+/* The filters create_memory and the caches chain (llama-model.cpp:2274-2760,
+ * llama-kv-cache-iswa.cpp:52-66, llama-kv-cache-dsa.cpp:14-54): a plain
+ * cache holds the trunk layers only when the model has MTP blocks; a
+ * hybrid's the layers of its attention filter; an iswa pair splits them by
+ * SWA; in the MTP draft context a plain cache holds the MTP layers instead;
+ * the indexer caches hold the attention layers of the trunk (qwen4exp)
+ * or the indexed ones (DSA); the state the recurrent layers of the trunk. */
 bool gm_cache_has_layer(const gm_hparams *hp, gm_cache cache, uint32_t il) {
-    if (hp->n_layer_nextn > 0 && il >= hp->n_layer) return false;
-    const bool hybrid = hp->memory == GM_MEMORY_HYBRID || hp->memory == GM_MEMORY_HYBRID_IDX;
+    const bool trunk = il < hp->n_layer;
+    const bool iswa = hp->memory == GM_MEMORY_KV_ISWA || hp->memory == GM_MEMORY_HYBRID_ISWA;
     switch (cache) {
     case GM_CACHE_KV:
+    case GM_CACHE_KV_SWA:
         if (!gm_has_kv(hp, il)) return false;
-        if (hp->memory == GM_MEMORY_KV_ISWA) return !hp->is_swa[il];
-        return !hybrid || (il < hp->n_layer && !hp->is_recr[il]);
-    case GM_CACHE_KV_SWA: return gm_has_kv(hp, il) && hp->is_swa[il];
-    case GM_CACHE_IDX: return gm_has_kv(hp, il) && il < hp->n_layer && !hp->is_recr[il];
-    case GM_CACHE_RS: return il < hp->n_layer && (hp->memory == GM_MEMORY_RECURRENT || hp->is_recr[il]);
+        /* a plain cache of a model with MTP layers: the trunk's, or in the MTP context the MTP layers' */
+        if (is_hybrid(hp) ? !hybrid_attention_layer(hp, il) : hp->n_layer_nextn > 0 && trunk == hp->ctx_mtp) return false;
+        if (iswa) return hp->is_swa[il] == (cache == GM_CACHE_KV_SWA);
+        return cache == GM_CACHE_KV;
+    case GM_CACHE_IDX:
+        if (!gm_has_kv(hp, il) || !trunk) return false;
+        return hp->memory == GM_MEMORY_KV_DSA ? hp->is_indexer_full[il] : !hp->is_recr[il];
+    case GM_CACHE_RS: return trunk && hp->is_recr[il];
     }
     return false;
 }
 
 int32_t gm_cache_reuse(const gm_hparams *hp, uint32_t il) {
-    if (hp->arch != GM_ARCH_GEMMA4 || gm_has_kv(hp, il)) return -1;
+    if ((hp->arch != GM_ARCH_GEMMA4 && hp->arch != GM_ARCH_GEMMA3N) || gm_has_kv(hp, il)) return -1;
     return hp->n_layer_kv_from_start - (hp->is_swa[il] ? 2 : 1);
 }
 
 /* A llama_kv_cache over the layers of a cache with kv_size cells; the
- * indexer's is K-only (one head of indexer_head_size). */
+ * indexers' are K-only (one head of indexer_head_size), and so is an MLA
+ * model's (the compressed K, llama-kv-cache.cpp:223-227). */
 static bool add_kv_cache(ggufmap_fit *fit, gm_cache cache, uint32_t kv_size) {
     const bool idx = cache == GM_CACHE_IDX;
     const gm_hparams *hp = fit->hp;
@@ -155,7 +181,7 @@ static bool add_kv_cache(ggufmap_fit *fit, gm_cache cache, uint32_t kv_size) {
         m.layers[slot]++;
         const int64_t k_row = idx ? hp->indexer_head_size : gm_n_embd_k_gqa(hp, il);
         if (!add_tensor(fit, &m, slot, cp->type_k, k_row, kv_size, n_stream)) return false;
-        if (idx) continue;
+        if (idx || hp->is_mla) continue;
         const int64_t v_row = variable_v ? gm_n_embd_v_gqa_max(hp) : gm_n_embd_v_gqa(hp, il);
         if (!add_tensor(fit, &m, slot, cp->type_v, v_row, kv_size, n_stream)) return false;
     }
@@ -163,6 +189,8 @@ static bool add_kv_cache(ggufmap_fit *fit, gm_cache cache, uint32_t kv_size) {
     const ggufmap_type_info *tk = ggufmap_type(cp->type_k), *tv = ggufmap_type(cp->type_v);
     if (idx)
         snprintf(what, sizeof what, "indexer keys %s", tk->name);
+    else if (hp->is_mla)
+        snprintf(what, sizeof what, "MLA latent K %s", tk->name);
     else
         snprintf(what, sizeof what, "%sK %s + V %s", cache == GM_CACHE_KV_SWA ? "SWA " : "", tk->name, tv->name);
     emit_module(fit, &m, GGUFMAP_FIT_KV, what, kv_size);
@@ -192,22 +220,12 @@ int gm_fit_memory(ggufmap_fit *fit, ggufmap_error *err) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
     add_output(fit);
-    switch (hp->memory) {
-    case GM_MEMORY_KV:
-        add_kv_cache(fit, GM_CACHE_KV, s->kv_size);
-        break;
-    case GM_MEMORY_KV_ISWA:
-        if (add_kv_cache(fit, GM_CACHE_KV, s->kv_size)) add_kv_cache(fit, GM_CACHE_KV_SWA, s->kv_size_swa);
-        break;
-    case GM_MEMORY_RECURRENT:
-        add_recurrent(fit);
-        break;
-    case GM_MEMORY_HYBRID:
-    case GM_MEMORY_HYBRID_IDX:
-        if (!add_kv_cache(fit, GM_CACHE_KV, s->kv_size)) break;
-        add_recurrent(fit);
-        if (hp->memory == GM_MEMORY_HYBRID_IDX && hp->indexer_head_size > 0) add_kv_cache(fit, GM_CACHE_IDX, s->kv_size);
-        break;
-    }
+    const bool swa = hp->memory == GM_MEMORY_KV_ISWA || hp->memory == GM_MEMORY_HYBRID_ISWA;
+    bool ok = true;
+    if (hp->memory != GM_MEMORY_NONE && hp->memory != GM_MEMORY_RECURRENT) ok = add_kv_cache(fit, GM_CACHE_KV, s->kv_size);
+    if (ok && swa) ok = add_kv_cache(fit, GM_CACHE_KV_SWA, s->kv_size_swa);
+    if (ok && hp->memory == GM_MEMORY_KV_DSA) ok = add_kv_cache(fit, GM_CACHE_IDX, s->kv_size);
+    if (ok && (hp->memory == GM_MEMORY_RECURRENT || is_hybrid(hp))) add_recurrent(fit);
+    if (ok && hp->memory == GM_MEMORY_HYBRID_IDX && hp->indexer_head_size > 0) add_kv_cache(fit, GM_CACHE_IDX, s->kv_size);
     return fit->n_buffers > 0 ? GGUFMAP_OK : GGUFMAP_ENOMEM;
 }

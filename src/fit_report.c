@@ -37,6 +37,14 @@ static const char *type_name(int32_t t) {
 /* Text                                                                      */
 /* ------------------------------------------------------------------------ */
 
+static void text_sizes(FILE *out, const char *label, const ggufmap_fit_context *s) {
+    fprintf(out, "%s: n_ctx %u = %u cells x %u stream%s, n_batch %u, n_ubatch %u, n_seq_max %u, flash attention %s",
+            label, s->n_ctx, s->kv_size, s->n_stream, s->n_stream == 1 ? "" : "s", s->n_batch, s->n_ubatch,
+            s->n_seq_max, s->flash_attn ? "on" : "off");
+    if (s->kv_size_swa) fprintf(out, ", SWA cache %u cells", s->kv_size_swa);
+    fputs("\n", out);
+}
+
 static void text_header(FILE *out, const ggufmap_fit *fit) {
     const ggufmap_fit_opts *o = &fit->opts;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
@@ -45,21 +53,23 @@ static void text_header(FILE *out, const ggufmap_fit *fit) {
     if (po->n_gpu_layers >= 0) snprintf(ngl, sizeof ngl, "%d", po->n_gpu_layers);
     fprintf(out, "%s: %s, %u layers, device %s, -ngl %s\n", base_name(model_path(fit)), fit->hp->arch_name,
             fit->hp->n_layer_all, ggufmap_device_name(po->device), ngl);
-    fprintf(out, "options: -c %u -np %u -b %u -ub %u -ctk %s -ctv %s -fa %s%s%s%s%s\n", o->n_ctx, o->n_seq_max, o->n_batch,
-            o->n_ubatch, type_name(o->type_k), type_name(o->type_v), fa_name(o->flash_attn), o->swa_full ? " --swa-full" : "",
-            o->kv_unified ? " --kv-unified" : "", o->no_kv_offload ? " -nkvo" : "", o->embeddings ? " --embedding" : "");
-    bool aborts;
-    const char *why = ggufmap_fit_refusal(fit, &aborts);
-    if (why) {
-        fprintf(out, "llama.cpp v0.5.0 %s: %s\n", aborts ? "aborts creating this context" : "refuses this context", why);
+    fprintf(out, "options: -c %u -np %u -b %u -ub %u -ctk %s -ctv %s -fa %s%s%s%s%s%s\n", o->n_ctx, o->n_seq_max,
+            o->n_batch, o->n_ubatch, type_name(o->type_k), type_name(o->type_v), fa_name(o->flash_attn),
+            o->swa_full ? " --swa-full" : "", o->kv_unified ? " --kv-unified" : "", o->no_kv_offload ? " -nkvo" : "",
+            o->embeddings ? " --embedding" : "", o->mtp ? " --mtp" : "");
+    if (fit->refusal[0]) {
+        fprintf(out, "llama.cpp v0.5.0 %s: %s\n", fit->aborts ? "aborts creating this context" : "refuses this context",
+                fit->refusal);
         return;
     }
-    const ggufmap_fit_context *s = &fit->cp.sizes;
-    fprintf(out, "context: n_ctx %u = %u cells x %u stream%s, n_batch %u, n_ubatch %u, n_seq_max %u, flash attention %s",
-            s->n_ctx, s->kv_size, s->n_stream, s->n_stream == 1 ? "" : "s", s->n_batch, s->n_ubatch, s->n_seq_max,
-            s->flash_attn ? "on" : "off");
-    if (s->kv_size_swa) fprintf(out, ", SWA cache %u cells", s->kv_size_swa);
-    fputs("\n", out);
+    text_sizes(out, "context", &fit->cp.sizes);
+    bool aborts;
+    const char *why = ggufmap_fit_mtp_refusal(fit, &aborts);
+    if (why)
+        fprintf(out, "llama.cpp v0.5.0 %s the MTP draft context (--spec-type draft-mtp): %s\n",
+                aborts ? "aborts creating" : "refuses", why);
+    else if (ggufmap_fit_mtp_sizes(fit))
+        text_sizes(out, "MTP draft context (f16 caches)", ggufmap_fit_mtp_sizes(fit));
 }
 
 static void text_buffers(FILE *out, const ggufmap_fit *fit) {
@@ -69,9 +79,9 @@ static void text_buffers(FILE *out, const ggufmap_fit *fit) {
     for (uint32_t i = 0; i < fit->n_buffers; i++) {
         const ggufmap_fit_buffer *x = &fit->buffers[i];
         const uint64_t second = x->kind == GGUFMAP_FIT_WEIGHTS ? x->planned : x->bytes_max;
-        fprintf(out, "  %-8s %-6s %-12s %15s %15s  %s%s\n", ggufmap_fit_kind_name(x->kind), fit->devices[x->device].name,
+        fprintf(out, "  %-8s %-6s %-12s %15s %15s  %s%s%s\n", ggufmap_fit_kind_name(x->kind), fit->devices[x->device].name,
                 x->buft, gm_fmt_mib(a, sizeof a, x->bytes), second != x->bytes ? gm_fmt_mib(b, sizeof b, second) : "",
-                x->exact ? "" : "(upper bound) ", x->what);
+                x->mtp ? "MTP draft: " : "", x->exact ? "" : "(upper bound) ", x->what);
     }
 }
 
@@ -117,7 +127,7 @@ static void text_max_ctx(FILE *out, const ggufmap_fit_report_opts *ro) {
 static void text_verdict(FILE *out, const ggufmap_fit *fit, const ggufmap_fit_report_opts *ro) {
     const ggufmap_fit_device *d = &fit->devices[ggufmap_fit_limited_device(fit)];
     const uint64_t limit = fit->opts.limit;
-    if (limit && !fit->refusal[0]) {
+    if (limit && !ggufmap_fit_refusal(fit, NULL)) {
         fprintf(out, "\n%s (%s):\n", d->gpu && fit->device == GGUFMAP_DEVICE_METAL ? "working set" : "memory", d->name);
         text_verdict_line(out, "llama.cpp today", d->total, limit);
         text_verdict_line(out, "repacked (planned)", d->total_planned, limit);
@@ -152,30 +162,31 @@ static void json_options(json *j, const ggufmap_fit *fit) {
     json_key(j, "kv_unified"); json_bool(j, o->kv_unified);
     json_key(j, "no_kv_offload"); json_bool(j, o->no_kv_offload);
     json_key(j, "embeddings"); json_bool(j, o->embeddings);
+    json_key(j, "mtp"); json_bool(j, o->mtp);
     json_key(j, "limit");
     if (o->limit) json_uint(j, o->limit);
     else json_null(j);
     json_end_object(j);
 }
 
-static void json_context(json *j, const ggufmap_fit *fit) {
-    bool aborts;
-    const char *why = ggufmap_fit_refusal(fit, &aborts);
+static void json_refusal(json *j, const char *why, bool aborts) {
     json_key(j, "refusal");
-    if (why) {
-        json_begin_object(j);
-        json_key(j, "message"); json_string(j, why);
-        json_key(j, "aborts"); json_bool(j, aborts);
-        json_end_object(j);
-    } else {
-        json_null(j);
-    }
-    json_key(j, "context");
-    if (why) {
+    if (!why) {
         json_null(j);
         return;
     }
-    const ggufmap_fit_context *s = &fit->cp.sizes;
+    json_begin_object(j);
+    json_key(j, "message"); json_string(j, why);
+    json_key(j, "aborts"); json_bool(j, aborts);
+    json_end_object(j);
+}
+
+static void json_sizes(json *j, const ggufmap_fit_context *s) {
+    json_key(j, "context");
+    if (!s) {
+        json_null(j);
+        return;
+    }
     json_begin_object(j);
     json_key(j, "n_ctx"); json_uint(j, s->n_ctx);
     json_key(j, "n_ctx_seq"); json_uint(j, s->n_ctx_seq);
@@ -191,6 +202,23 @@ static void json_context(json *j, const ggufmap_fit *fit) {
     json_end_object(j);
 }
 
+/* the main context's refusal and sizes; with --mtp the draft's beside them */
+static void json_context(json *j, const ggufmap_fit *fit) {
+    json_refusal(j, fit->refusal[0] ? fit->refusal : NULL, fit->aborts);
+    json_sizes(j, fit->refusal[0] ? NULL : &fit->cp.sizes);
+    json_key(j, "mtp");
+    if (!fit->mtp_built) {
+        json_null(j);
+        return;
+    }
+    bool aborts;
+    const char *why = ggufmap_fit_mtp_refusal(fit, &aborts);
+    json_begin_object(j);
+    json_refusal(j, why, aborts);
+    json_sizes(j, ggufmap_fit_mtp_sizes(fit));
+    json_end_object(j);
+}
+
 static void json_buffers(json *j, const ggufmap_fit *fit) {
     json_key(j, "buffers");
     json_begin_array(j);
@@ -198,6 +226,7 @@ static void json_buffers(json *j, const ggufmap_fit *fit) {
         const ggufmap_fit_buffer *b = &fit->buffers[i];
         json_begin_object(j);
         json_key(j, "kind"); json_string(j, ggufmap_fit_kind_name(b->kind));
+        json_key(j, "context"); json_string(j, b->kind == GGUFMAP_FIT_WEIGHTS ? "model" : b->mtp ? "mtp" : "main");
         json_key(j, "device"); json_string(j, fit->devices[b->device].name);
         json_key(j, "buft"); json_string(j, b->buft);
         json_key(j, "bytes"); json_uint(j, b->bytes);

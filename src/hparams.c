@@ -169,6 +169,7 @@ static void read_shared(reader *r, gm_hparams *hp) {
     get_u32(r, "embedding_length_out", &hp->n_embd_out, false);
     hp->causal = true;
     get_bool(r, "attention.causal", &hp->causal);
+    get_u32(r, "pooling_type", &hp->pooling_type, false);
     if (get_u32(r, "block_count", &hp->n_layer_all, true) &&
         (hp->n_layer_all == 0 || hp->n_layer_all > GM_MAX_LAYERS))
         fail_key(r, NULL, "block_count", "outside 1..512 (llama.cpp asserts)");
@@ -202,18 +203,144 @@ static void read_shared(reader *r, gm_hparams *hp) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Readers the architectures share                                           */
+/* ------------------------------------------------------------------------ */
+
+static void require_nonzero(reader *r, const char *suffix, uint32_t v) {
+    char key[160];
+    if (v != 0) return;
+    snprintf(key, sizeof key, "%s.%s", r->arch, suffix);
+    fail_key(r, NULL, key, "must be greater than zero (llama.cpp refuses the model)");
+}
+
+/* expert_feed_forward_length, scalar or per layer: only the graph's sizes use it */
+static void read_expert_ff(reader *r, gm_hparams *hp) {
+    uint32_t ff_exp[GM_MAX_LAYERS] = {0};
+    if (get_u32_or_arr(r, "expert_feed_forward_length", ff_exp, hp->n_layer_all, false)) hp->n_ff_exp = ff_exp[0];
+    get_u32(r, "expert_shared_feed_forward_length", &hp->n_ff_shexp, false);
+    get_u32(r, "leading_dense_block_count", &hp->n_layer_dense_lead, false);
+    get_u32(r, "expert_shared_count", &hp->n_expert_shared, false);
+}
+
+/* load_swa_pattern (llama-model.cpp:3308-3315): a per-layer array, else a
+ * period (the key, or the architecture's default) for set_swa_pattern
+ * (llama-hparams.cpp:8-22): with dense_first layer 0 of each period is
+ * full, else the last one; MTP layers are never SWA. */
+static void read_swa_pattern(reader *r, gm_hparams *hp, uint32_t n_pattern, bool dense_first) {
+    uint32_t arr[GM_MAX_LAYERS] = {0};
+    hp->swa_type = GM_SWA_STANDARD;
+    int64_t n = get_arr_u32(r, "attention.sliding_window_pattern", arr, GM_MAX_LAYERS, false);
+    if (n >= 0) {
+        for (int64_t i = 0; i < n; i++) hp->is_swa[i] = arr[i] != 0;
+        return;
+    }
+    get_u32(r, "attention.sliding_window_pattern", &n_pattern, false);
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        const uint32_t k = n_pattern ? il % n_pattern : 0;
+        hp->is_swa[il] = n_pattern == 0 || (dense_first ? k != 0 : k < n_pattern - 1);
+    }
+}
+
+/* the architectures that turn SWA on only when the window key is there and
+ * positive (olmo2, gemma3, lfm2's attention layers) */
+static bool read_optional_window(reader *r, gm_hparams *hp) {
+    return get_u32(r, "attention.sliding_window", &hp->n_swa, false) && hp->n_swa > 0;
+}
+
+/* the Mamba-2 / gated delta net sizes, all required (llama.cpp's get_key) */
+static void read_ssm(reader *r, gm_hparams *hp) {
+    get_u32(r, "ssm.conv_kernel", &hp->ssm_d_conv, true);
+    get_u32(r, "ssm.inner_size", &hp->ssm_d_inner, true);
+    get_u32(r, "ssm.state_size", &hp->ssm_d_state, true);
+    get_u32(r, "ssm.time_step_rank", &hp->ssm_dt_rank, true);
+    get_u32(r, "ssm.group_count", &hp->ssm_n_group, true);
+}
+
+/* qwen3next, qwen35*, qwen4exp: attention.recurrent_layers, else all trunk
+ * layers but every full_attention_interval-th (default 4) are recurrent */
+static void read_recurrent_interval(reader *r, gm_hparams *hp) {
+    if (get_bool_or_arr(r, "attention.recurrent_layers", hp->is_recr, hp->n_layer_all)) return;
+    uint32_t interval = 4;
+    get_u32(r, "full_attention_interval", &interval, false);
+    require_nonzero(r, "full_attention_interval", interval);
+    for (uint32_t i = 0; interval && i < hp->n_layer_all; i++)
+        hp->is_recr[i] = i < hp->n_layer && (i + 1) % interval != 0;
+}
+
+/* multi-head latent attention (deepseek2.cpp:3-40): the cache holds the
+ * compressed K (key_length per head) and no V when both MLA lengths are set */
+static void read_mla(reader *r, gm_hparams *hp) {
+    uint32_t k_mla = 0, v_mla = 0;
+    get_u32(r, "attention.key_length_mla", &k_mla, false);
+    get_u32(r, "attention.value_length_mla", &v_mla, false);
+    hp->is_mla = k_mla != 0 && v_mla != 0;
+    read_expert_ff(r, hp);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Architecture readers (src/models/<arch>.cpp load_arch_hparams)            */
 /* ------------------------------------------------------------------------ */
 
-static void read_llama(reader *r, gm_hparams *hp) {
+/* a KV cache over every layer, no key beyond the shared ones sizes it */
+static void read_plain(reader *r, gm_hparams *hp) { read_expert_ff(r, hp); }
+
+static void read_t5(reader *r, gm_hparams *hp) {
     (void)r;
-    hp->memory = GM_MEMORY_KV;
+    hp->has_encoder = true;
 }
 
-static void read_qwen3moe(reader *r, gm_hparams *hp) {
-    uint32_t ff_exp[GM_MAX_LAYERS] = {0};
-    if (get_u32_or_arr(r, "expert_feed_forward_length", ff_exp, hp->n_layer_all, false)) hp->n_ff_exp = ff_exp[0];
-    hp->memory = GM_MEMORY_KV;
+static void read_cohere2(reader *r, gm_hparams *hp) {
+    read_swa_pattern(r, hp, 4, false);
+    get_u32(r, "attention.sliding_window", &hp->n_swa, true);
+}
+
+static void read_olmo2_gemma3(reader *r, gm_hparams *hp) {
+    if (read_optional_window(r, hp)) read_swa_pattern(r, hp, hp->arch == GM_ARCH_GEMMA3 ? 6 : 4, false);
+}
+
+/* exaone4.cpp:3-20: the 64-layer model has a 4096 window on 3 of 4 layers */
+static void read_exaone4(reader *r, gm_hparams *hp) {
+    if (hp->n_layer == 64) {
+        hp->n_swa = 4096;
+        read_swa_pattern(r, hp, 4, false);
+    }
+    get_u32(r, "attention.sliding_window", &hp->n_swa, false);
+}
+
+static void read_gpt_oss(reader *r, gm_hparams *hp) {
+    read_expert_ff(r, hp);
+    get_u32(r, "attention.sliding_window", &hp->n_swa, true);
+    read_swa_pattern(r, hp, 2, false);
+}
+
+/* step35.cpp:3-40: the SWA layers by a required array */
+static void read_step35(reader *r, gm_hparams *hp) {
+    uint32_t arr[GM_MAX_LAYERS] = {0};
+    read_expert_ff(r, hp);
+    get_u32(r, "attention.sliding_window", &hp->n_swa, true);
+    hp->swa_type = GM_SWA_STANDARD;
+    int64_t n = get_arr_u32(r, "attention.sliding_window_pattern", arr, GM_MAX_LAYERS, true);
+    for (int64_t i = 0; i < n; i++) hp->is_swa[i] = arr[i] != 0;
+}
+
+static void read_cohere2moe(reader *r, gm_hparams *hp) {
+    read_expert_ff(r, hp);
+    get_u32(r, "attention.sliding_window", &hp->n_swa, true);
+    get_u32(r, "leading_dense_block_count", &hp->n_layer_dense_lead, true);
+    read_swa_pattern(r, hp, 4, true);
+}
+
+static void read_gemma2(reader *r, gm_hparams *hp) {
+    hp->n_swa = 4096;
+    read_swa_pattern(r, hp, 2, false);
+    get_u32(r, "attention.sliding_window", &hp->n_swa, false);
+}
+
+/* gemma3n.cpp:3-12: layers from 20 on read the cache of layer 18 or 19 */
+static void read_gemma3n(reader *r, gm_hparams *hp) {
+    read_swa_pattern(r, hp, 5, false);
+    hp->n_layer_kv_from_start = 20;
+    get_u32(r, "attention.sliding_window", &hp->n_swa, true);
 }
 
 /* gemma4.cpp:3-33: every layer SWA or not by a required array, the last
@@ -226,36 +353,84 @@ static void read_gemma4(reader *r, gm_hparams *hp) {
     uint32_t shared = 0;
     get_u32(r, "attention.shared_kv_layers", &shared, false);
     hp->n_layer_kv_from_start = (int32_t)hp->n_layer_all - (int32_t)shared;
-    uint32_t ff_exp[GM_MAX_LAYERS] = {0};
-    if (get_u32_or_arr(r, "expert_feed_forward_length", ff_exp, hp->n_layer_all, false)) hp->n_ff_exp = ff_exp[0];
+    read_expert_ff(r, hp);
     get_u32(r, "attention.sliding_window", &hp->n_swa, true);
     get_u32(r, "embedding_length_per_layer_input", &hp->n_embd_per_layer, true);
     get_u32(r, "attention.key_length_swa", &hp->head_k_swa, true);
     get_u32(r, "attention.value_length_swa", &hp->head_v_swa, true);
     hp->final_logit_softcapping = 30.0f; /* llama_hparams' default */
     get_f32(r, "final_logit_softcapping", &hp->final_logit_softcapping);
-    hp->memory = GM_MEMORY_KV_ISWA;
 }
 
-static void require_nonzero(reader *r, const char *suffix, uint32_t v) {
-    char key[160];
-    if (v != 0) return;
-    snprintf(key, sizeof key, "%s.%s", r->arch, suffix);
-    fail_key(r, NULL, key, "must be greater than zero (llama.cpp refuses the model)");
+/* deepseek32.cpp / glm-dsa.cpp: MLA plus the lightning indexer; glm-dsa's
+ * 5.2 models (a 1M context) index only some layers, by a default table
+ * (glm-dsa.cpp:6-26: layers 0, 1 and every fourth from 2) or
+ * attention.indexer.types */
+static void read_dsa(reader *r, gm_hparams *hp) {
+    read_mla(r, hp);
+    get_u32(r, "attention.indexer.head_count", &hp->indexer_n_head, true);
+    get_u32(r, "attention.indexer.key_length", &hp->indexer_head_size, true);
+    get_u32(r, "attention.indexer.top_k", &hp->indexer_top_k, true);
+    for (uint32_t il = 0; il < hp->n_layer; il++)
+        hp->is_indexer_full[il] = hp->arch != GM_ARCH_GLM_DSA || hp->n_ctx_train < 1048576 ||
+                                  (il < 78 && (il < 2 || (il - 2) % 4 == 0));
+    if (hp->arch == GM_ARCH_GLM_DSA) get_bool_or_arr(r, "attention.indexer.types", hp->is_indexer_full, hp->n_layer);
+}
+
+/* qwen3next.cpp, qwen35.cpp, qwen35moe.cpp: gated delta nets and attention */
+static void read_qwen35(reader *r, gm_hparams *hp) {
+    read_expert_ff(r, hp);
+    read_ssm(r, hp);
+    read_recurrent_interval(r, hp);
+    hp->attn_filter = GM_ATTN_TRUNK_NOT_RECR;
+}
+
+/* granite-hybrid.cpp, nemotron-h.cpp: a layer is recurrent when it has no KV
+ * heads (and, for nemotron, no FFN) */
+static void read_mamba_hybrid(reader *r, gm_hparams *hp) {
+    const bool nemotron = hp->arch == GM_ARCH_NEMOTRON_H || hp->arch == GM_ARCH_NEMOTRON_H_MOE;
+    read_expert_ff(r, hp);
+    read_ssm(r, hp);
+    for (uint32_t i = 0; i < hp->n_layer; i++)
+        hp->is_recr[i] = hp->n_head_kv[i] == 0 && (!nemotron || hp->n_ff[i] == 0);
+    hp->attn_filter = nemotron ? GM_ATTN_NEMOTRON : GM_ATTN_NOT_RECR;
+}
+
+/* lfm2.cpp:7-30: short convolutions where a layer has no KV heads; with a
+ * window every attention layer slides */
+static void read_lfm2(reader *r, gm_hparams *hp) {
+    get_u32(r, "shortconv.l_cache", &hp->shortconv_l_cache, true);
+    for (uint32_t il = 0; il < hp->n_layer; il++) hp->is_recr[il] = hp->n_head_kv[il] == 0;
+    if (read_optional_window(r, hp)) {
+        hp->swa_type = GM_SWA_STANDARD;
+        for (uint32_t il = 0; il < hp->n_layer; il++) hp->is_swa[il] = !hp->is_recr[il];
+        hp->memory = GM_MEMORY_HYBRID_ISWA;
+    }
+}
+
+/* falcon-h1.cpp: a Mamba-2 mixer beside attention in every layer */
+static void read_falcon_h1(reader *r, gm_hparams *hp) {
+    read_ssm(r, hp);
+    for (uint32_t i = 0; i < GM_MAX_LAYERS; i++) hp->is_recr[i] = true;
+    hp->attn_filter = GM_ATTN_ALL;
+}
+
+static void read_mamba2(reader *r, gm_hparams *hp) { read_ssm(r, hp); }
+
+static void read_rwkv7(reader *r, gm_hparams *hp) {
+    get_u32(r, "wkv.head_size", &hp->wkv_head_size, true);
+    hp->token_shift_count = 2; /* llama_hparams' default */
+    get_u32(r, "token_shift_count", &hp->token_shift_count, false);
 }
 
 /* qwen4exp.cpp:26-70: state-space sizes, hyper-connections, the indexer. */
 static void read_qwen4exp_core(reader *r, gm_hparams *hp) {
     static const char *const ssm[] = { "ssm.conv_kernel", "ssm.inner_size", "ssm.state_size",
                                        "ssm.time_step_rank", "ssm.group_count" };
-    uint32_t *ssm_out[] = { &hp->ssm_d_conv, &hp->ssm_d_inner, &hp->ssm_d_state, &hp->ssm_dt_rank, &hp->ssm_n_group };
-    uint32_t ff_exp[GM_MAX_LAYERS] = {0};
-    if (get_u32_or_arr(r, "expert_feed_forward_length", ff_exp, hp->n_layer_all, false)) hp->n_ff_exp = ff_exp[0];
-    get_u32(r, "expert_shared_feed_forward_length", &hp->n_ff_shexp, false);
-    for (size_t i = 0; i < sizeof ssm / sizeof ssm[0]; i++) {
-        get_u32(r, ssm[i], ssm_out[i], true);
-        require_nonzero(r, ssm[i], *ssm_out[i]);
-    }
+    const uint32_t *ssm_out[] = { &hp->ssm_d_conv, &hp->ssm_d_inner, &hp->ssm_d_state, &hp->ssm_dt_rank, &hp->ssm_n_group };
+    read_expert_ff(r, hp);
+    read_ssm(r, hp);
+    for (size_t i = 0; i < sizeof ssm / sizeof ssm[0]; i++) require_nonzero(r, ssm[i], *ssm_out[i]);
     get_u32(r, "hyper_connection.count", &hp->hc_mult, true);
     get_u32(r, "hyper_connection.low_rank", &hp->hc_low_rank, true);
     if (r->status == GGUFMAP_OK && hp->hc_mult <= 1)
@@ -270,8 +445,7 @@ static void read_qwen4exp_core(reader *r, gm_hparams *hp) {
 }
 
 /* qwen4exp.cpp:65-140: the PLE layer (at most one, a recurrent one) and which
- * layers are recurrent: attention.recurrent_layers, else all but every
- * full_attention_interval-th (default 4). */
+ * layers are recurrent. */
 static void read_qwen4exp_layers(reader *r, gm_hparams *hp) {
     uint32_t ple_layers[GM_MAX_LAYERS];
     int64_t n_ple = get_arr_u32(r, "ple.layers", ple_layers, GM_MAX_LAYERS, false);
@@ -286,13 +460,7 @@ static void read_qwen4exp_layers(reader *r, gm_hparams *hp) {
         hp->ple_n_heads = hp->ple_ngram_size > 0 ? (hp->ple_ngram_size - 1) * heads_per : 0;
         hp->ple_head_dim = hp->n_embd_per_layer;
     }
-    if (!get_bool_or_arr(r, "attention.recurrent_layers", hp->is_recr, hp->n_layer_all)) {
-        uint32_t interval = 4;
-        get_u32(r, "full_attention_interval", &interval, false);
-        require_nonzero(r, "full_attention_interval", interval);
-        for (uint32_t i = 0; interval && i < hp->n_layer_all; i++)
-            hp->is_recr[i] = i < hp->n_layer && (i + 1) % interval != 0;
-    }
+    read_recurrent_interval(r, hp);
     for (uint32_t i = 0; i < hp->n_layer_all; i++)
         if (hp->is_ple[i] && !hp->is_recr[i]) fail_key(r, NULL, "ple.layers", "names a layer that is not recurrent");
 }
@@ -300,20 +468,75 @@ static void read_qwen4exp_layers(reader *r, gm_hparams *hp) {
 static void read_qwen4exp(reader *r, gm_hparams *hp) {
     read_qwen4exp_core(r, hp);
     if (r->status == GGUFMAP_OK) read_qwen4exp_layers(r, hp);
-    hp->memory = GM_MEMORY_HYBRID_IDX;
+    hp->attn_filter = GM_ATTN_TRUNK_NOT_RECR;
 }
 
-/* One row per modelled architecture. */
+/* One row per modelled architecture: its name, the memory create_memory
+ * makes for it, and the reader of its own keys. */
 static const struct arch_row {
     const char *name;
     gm_arch arch;
+    gm_memory_kind memory;
     void (*read)(reader *r, gm_hparams *hp);
 } ARCHS[] = {
-    { "llama", GM_ARCH_LLAMA, read_llama },
-    { "qwen3moe", GM_ARCH_QWEN3MOE, read_qwen3moe },
-    { "gemma4", GM_ARCH_GEMMA4, read_gemma4 },
-    { "qwen4exp", GM_ARCH_QWEN4EXP, read_qwen4exp },
+    { "llama", GM_ARCH_LLAMA, GM_MEMORY_KV, read_plain },
+    { "qwen3moe", GM_ARCH_QWEN3MOE, GM_MEMORY_KV, read_plain },
+    { "gemma4", GM_ARCH_GEMMA4, GM_MEMORY_KV_ISWA, read_gemma4 },
+    { "qwen4exp", GM_ARCH_QWEN4EXP, GM_MEMORY_HYBRID_IDX, read_qwen4exp },
+    { "qwen2", GM_ARCH_QWEN2, GM_MEMORY_KV, read_plain },
+    { "qwen3", GM_ARCH_QWEN3, GM_MEMORY_KV, read_plain },
+    { "phi3", GM_ARCH_PHI3, GM_MEMORY_KV, read_plain },       /* a window key turns SWA off (phi3.cpp:13-24) */
+    { "mistral3", GM_ARCH_MISTRAL3, GM_MEMORY_KV, read_plain },
+    { "granite", GM_ARCH_GRANITE, GM_MEMORY_KV, read_plain },
+    { "command-r", GM_ARCH_COMMAND_R, GM_MEMORY_KV, read_plain },
+    { "cohere2", GM_ARCH_COHERE2, GM_MEMORY_KV_ISWA, read_cohere2 },
+    { "olmo2", GM_ARCH_OLMO2, GM_MEMORY_KV, read_olmo2_gemma3 },
+    { "starcoder2", GM_ARCH_STARCODER2, GM_MEMORY_KV, read_plain },
+    { "exaone4", GM_ARCH_EXAONE4, GM_MEMORY_KV, read_exaone4 },
+    { "smollm3", GM_ARCH_SMOLLM3, GM_MEMORY_KV, read_plain },
+    { "gpt-oss", GM_ARCH_GPT_OSS, GM_MEMORY_KV_ISWA, read_gpt_oss },
+    { "qwen2moe", GM_ARCH_QWEN2MOE, GM_MEMORY_KV, read_plain },
+    { "olmoe", GM_ARCH_OLMOE, GM_MEMORY_KV, read_plain },
+    { "phimoe", GM_ARCH_PHIMOE, GM_MEMORY_KV, read_plain },
+    { "ernie4_5-moe", GM_ARCH_ERNIE4_5_MOE, GM_MEMORY_KV, read_plain },
+    { "minimax-m2", GM_ARCH_MINIMAX_M2, GM_MEMORY_KV, read_plain },
+    { "granitemoe", GM_ARCH_GRANITEMOE, GM_MEMORY_KV, read_plain },
+    { "glm4moe", GM_ARCH_GLM4MOE, GM_MEMORY_KV, read_plain },
+    { "step35", GM_ARCH_STEP35, GM_MEMORY_KV_ISWA, read_step35 },
+    { "cohere2moe", GM_ARCH_COHERE2MOE, GM_MEMORY_KV_ISWA, read_cohere2moe },
+    { "hy_v3", GM_ARCH_HY_V3, GM_MEMORY_KV, read_plain },
+    { "deepseek2", GM_ARCH_DEEPSEEK2, GM_MEMORY_KV, read_mla },
+    { "deepseek32", GM_ARCH_DEEPSEEK32, GM_MEMORY_KV_DSA, read_dsa },
+    { "glm-dsa", GM_ARCH_GLM_DSA, GM_MEMORY_KV_DSA, read_dsa },
+    { "qwen35", GM_ARCH_QWEN35, GM_MEMORY_HYBRID, read_qwen35 },
+    { "qwen35moe", GM_ARCH_QWEN35MOE, GM_MEMORY_HYBRID, read_qwen35 },
+    { "qwen3next", GM_ARCH_QWEN3NEXT, GM_MEMORY_HYBRID, read_qwen35 },
+    { "granitehybrid", GM_ARCH_GRANITEHYBRID, GM_MEMORY_HYBRID, read_mamba_hybrid },
+    { "nemotron_h", GM_ARCH_NEMOTRON_H, GM_MEMORY_HYBRID, read_mamba_hybrid },
+    { "nemotron_h_moe", GM_ARCH_NEMOTRON_H_MOE, GM_MEMORY_HYBRID, read_mamba_hybrid },
+    { "lfm2", GM_ARCH_LFM2, GM_MEMORY_HYBRID, read_lfm2 },
+    { "falcon-h1", GM_ARCH_FALCON_H1, GM_MEMORY_HYBRID, read_falcon_h1 },
+    { "mamba2", GM_ARCH_MAMBA2, GM_MEMORY_RECURRENT, read_mamba2 },
+    { "rwkv7", GM_ARCH_RWKV7, GM_MEMORY_RECURRENT, read_rwkv7 },
+    { "gemma2", GM_ARCH_GEMMA2, GM_MEMORY_KV_ISWA, read_gemma2 },
+    { "gemma3", GM_ARCH_GEMMA3, GM_MEMORY_KV_ISWA, read_olmo2_gemma3 },
+    { "gemma3n", GM_ARCH_GEMMA3N, GM_MEMORY_KV_ISWA, read_gemma3n },
+    { "bert", GM_ARCH_BERT, GM_MEMORY_NONE, read_plain },
+    { "nomic-bert", GM_ARCH_NOMIC_BERT, GM_MEMORY_NONE, read_plain },
+    { "t5", GM_ARCH_T5, GM_MEMORY_KV, read_t5 },
+    { "t5encoder", GM_ARCH_T5ENCODER, GM_MEMORY_KV, read_t5 },
 };
+
+/* create_memory picks the iswa pair by swa_type: an architecture whose SWA
+ * is optional (olmo2, exaone4, gemma3) makes one only when its reader found
+ * a window.  Recurrent architectures have every layer recurrent
+ * (load_hparams' default for llm_arch_is_recurrent). */
+static void settle_memory(gm_hparams *hp) {
+    if (hp->memory == GM_MEMORY_KV && hp->swa_type != GM_SWA_NONE) hp->memory = GM_MEMORY_KV_ISWA;
+    if (hp->memory == GM_MEMORY_KV_ISWA && hp->swa_type == GM_SWA_NONE) hp->memory = GM_MEMORY_KV;
+    if (hp->memory == GM_MEMORY_RECURRENT)
+        for (uint32_t i = 0; i < GM_MAX_LAYERS; i++) hp->is_recr[i] = true; /* llm_arch_is_recurrent's default */
+}
 
 int gm_hparams_read(const ggufmap_model *model, gm_hparams *hp, ggufmap_error *err) {
     memset(hp, 0, sizeof *hp);
@@ -329,12 +552,22 @@ int gm_hparams_read(const ggufmap_model *model, gm_hparams *hp, ggufmap_error *e
         if (strcmp(ARCHS[i].name, hp->arch_name) == 0) row = &ARCHS[i];
     if (!row)
         return gm_fail(err, GGUFMAP_ENOTFOUND, "%s: architecture '%s' is not modelled for context memory "
-                       "(llama, qwen3moe, gemma4, qwen4exp are)", r.path, hp->arch_name);
+                       "(fit models the %zu that ggufmap-fixture makes; docs/fit.md lists them)", r.path, hp->arch_name,
+                       sizeof ARCHS / sizeof ARCHS[0]);
     hp->arch = row->arch;
+    hp->memory = row->memory;
     read_shared(&r, hp);
     if (r.status == GGUFMAP_OK) row->read(&r, hp);
     if (r.status == GGUFMAP_OK && hp->n_embd_out == 0) hp->n_embd_out = hp->n_embd;
+    settle_memory(hp);
     return r.status;
+}
+
+void gm_hparams_for_mtp(gm_hparams *hp) {
+    hp->ctx_mtp = true;
+    const bool plain_for_mtp = hp->arch == GM_ARCH_QWEN35 || hp->arch == GM_ARCH_QWEN35MOE ||
+                               hp->arch == GM_ARCH_QWEN3NEXT || hp->arch == GM_ARCH_NEMOTRON_H_MOE;
+    if (hp->memory == GM_MEMORY_KV_DSA || (hp->memory == GM_MEMORY_HYBRID && plain_for_mtp)) hp->memory = GM_MEMORY_KV;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -364,12 +597,18 @@ bool gm_has_kv(const gm_hparams *hp, uint32_t il) {
     return hp->n_layer_kv_from_start < 0 || il < (uint32_t)hp->n_layer_kv_from_start;
 }
 
-/* (ssm_d_conv - 1) * (ssm_d_inner + 2 * ssm_n_group * ssm_d_state) (:228-232) */
+/* RWKV: token_shift_count rows of n_embd; LFM2: l_cache - 1 of n_embd;
+ * else Mamba's (ssm_d_conv - 1) * (ssm_d_inner + 2 * ssm_n_group * ssm_d_state) (:208-232) */
 uint32_t gm_n_embd_r(const gm_hparams *hp) {
+    if (hp->wkv_head_size) return hp->token_shift_count * hp->n_embd;
+    if (hp->shortconv_l_cache) return hp->n_embd * (hp->shortconv_l_cache - 1);
     return (hp->ssm_d_conv > 0 ? hp->ssm_d_conv - 1 : 0) * (hp->ssm_d_inner + 2 * hp->ssm_n_group * hp->ssm_d_state);
 }
 
-uint32_t gm_n_embd_s(const gm_hparams *hp) { return hp->ssm_d_state * hp->ssm_d_inner; }
+/* RWKV: n_embd * wkv_head_size; else ssm_d_state * ssm_d_inner (:236-258) */
+uint32_t gm_n_embd_s(const gm_hparams *hp) {
+    return hp->wkv_head_size ? hp->n_embd * hp->wkv_head_size : hp->ssm_d_state * hp->ssm_d_inner;
+}
 
 /* (ple_conv_kernel - 1) * ngram * hc * n_embd, 0 without PLE (:268-275) */
 uint32_t gm_ple_conv_state(const gm_hparams *hp) {

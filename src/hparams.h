@@ -24,23 +24,47 @@
 
 #define GM_MAX_LAYERS 512   /* LLAMA_MAX_LAYERS (src/llama-hparams.h:11) */
 
-/* The architectures whose context memory is modelled. */
+/* The architectures whose context memory is modelled: every architecture
+ * ggufmap-fixture makes (docs/fixture-archs.md), one row each in hparams.c. */
 typedef enum gm_arch {
     GM_ARCH_UNKNOWN = 0,
-    GM_ARCH_LLAMA,
-    GM_ARCH_QWEN3MOE,
-    GM_ARCH_GEMMA4,
-    GM_ARCH_QWEN4EXP
+    GM_ARCH_LLAMA, GM_ARCH_QWEN3MOE, GM_ARCH_GEMMA4, GM_ARCH_QWEN4EXP,
+    /* dense decoders */
+    GM_ARCH_QWEN2, GM_ARCH_QWEN3, GM_ARCH_PHI3, GM_ARCH_MISTRAL3, GM_ARCH_GRANITE, GM_ARCH_COMMAND_R,
+    GM_ARCH_COHERE2, GM_ARCH_OLMO2, GM_ARCH_STARCODER2, GM_ARCH_EXAONE4, GM_ARCH_SMOLLM3,
+    /* mixtures of experts */
+    GM_ARCH_GPT_OSS, GM_ARCH_QWEN2MOE, GM_ARCH_OLMOE, GM_ARCH_PHIMOE, GM_ARCH_ERNIE4_5_MOE, GM_ARCH_MINIMAX_M2,
+    GM_ARCH_GRANITEMOE, GM_ARCH_GLM4MOE, GM_ARCH_STEP35, GM_ARCH_COHERE2MOE, GM_ARCH_HY_V3,
+    /* multi-head latent attention */
+    GM_ARCH_DEEPSEEK2, GM_ARCH_DEEPSEEK32, GM_ARCH_GLM_DSA,
+    /* recurrent and hybrid */
+    GM_ARCH_QWEN35, GM_ARCH_QWEN35MOE, GM_ARCH_QWEN3NEXT, GM_ARCH_GRANITEHYBRID, GM_ARCH_NEMOTRON_H,
+    GM_ARCH_NEMOTRON_H_MOE, GM_ARCH_LFM2, GM_ARCH_FALCON_H1, GM_ARCH_MAMBA2, GM_ARCH_RWKV7,
+    /* gemma */
+    GM_ARCH_GEMMA2, GM_ARCH_GEMMA3, GM_ARCH_GEMMA3N,
+    /* encoders and encoder-decoders */
+    GM_ARCH_BERT, GM_ARCH_NOMIC_BERT, GM_ARCH_T5, GM_ARCH_T5ENCODER
 } gm_arch;
 
-/* Which memory module llama_model::create_memory makes (llama-model.cpp:2480-2750). */
+/* Which memory module llama_model::create_memory makes (llama-model.cpp:2274-2760). */
 typedef enum gm_memory_kind {
-    GM_MEMORY_KV = 0,       /* llama_kv_cache */
+    GM_MEMORY_NONE = 0,     /* none: encoders (BERT-style), res = nullptr */
+    GM_MEMORY_KV,           /* llama_kv_cache */
     GM_MEMORY_KV_ISWA,      /* llama_kv_cache_iswa: a full cache and a sliding-window one */
+    GM_MEMORY_KV_DSA,       /* llama_kv_cache_dsa: the MLA cache and the lightning indexer's key cache */
     GM_MEMORY_RECURRENT,    /* llama_memory_recurrent */
     GM_MEMORY_HYBRID,       /* llama_memory_hybrid: KV on attention layers, state on recurrent ones */
+    GM_MEMORY_HYBRID_ISWA,  /* llama_memory_hybrid_iswa: the same with a sliding-window pair of caches */
     GM_MEMORY_HYBRID_IDX    /* llama_memory_hybrid_idx: hybrid plus an indexer key cache (qwen4exp) */
 } gm_memory_kind;
+
+/* Which layers a hybrid model's attention cache holds (create_memory's filter_attn). */
+typedef enum gm_attn_filter {
+    GM_ATTN_NOT_RECR = 0,   /* the default: !is_recr(il) */
+    GM_ATTN_ALL,            /* falcon-h1: every layer has attention and state */
+    GM_ATTN_TRUNK_NOT_RECR, /* qwen3next, qwen35*, qwen4exp: il < n_layer && !is_recr(il) */
+    GM_ATTN_NEMOTRON        /* nemotron_h*: !is_recr(il) && n_ff(il) == 0 */
+} gm_attn_filter;
 
 typedef enum gm_swa_type { GM_SWA_NONE = 0, GM_SWA_STANDARD = 1, GM_SWA_CHUNKED = 2, GM_SWA_SYMMETRIC = 3 } gm_swa_type;
 
@@ -48,6 +72,8 @@ typedef struct gm_hparams {
     gm_arch arch;
     char arch_name[64];          /* general.architecture */
     gm_memory_kind memory;
+    gm_attn_filter attn_filter;
+    bool ctx_mtp;                /* the MTP draft context's view (LLAMA_CONTEXT_TYPE_MTP): gm_hparams_for_mtp */
 
     uint32_t n_layer_all;        /* <arch>.block_count */
     uint32_t n_layer_nextn;      /* <arch>.nextn_predict_layers (MTP blocks, at the end) */
@@ -56,7 +82,10 @@ typedef struct gm_hparams {
     uint32_t n_embd;
     uint32_t n_embd_out;         /* rows of the embeddings output (qwen4exp: hc * n_embd) */
     uint32_t n_vocab;
-    bool causal;
+    bool causal;                 /* attention.causal (default true) */
+    uint32_t pooling_type;       /* pooling_type (0: none) */
+    bool has_encoder;            /* T5: the output buffer always has embeddings rows, n_outputs_max = n_batch */
+    bool is_mla;                 /* key_length_mla and value_length_mla: the cache has K only */
 
     uint32_t n_head[GM_MAX_LAYERS];
     uint32_t n_head_kv[GM_MAX_LAYERS];
@@ -73,9 +102,16 @@ typedef struct gm_hparams {
     /* mixture of experts */
     uint32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
 
-    /* recurrent layers (qwen4exp's gated delta net) */
+    /* dense layers first (deepseek2, glm4moe, ...), shared experts */
+    uint32_t n_layer_dense_lead, n_expert_shared;
+
+    /* recurrent layers: Mamba-2 and gated delta nets (ssm_*), RWKV (wkv, token shift), LFM2 (short conv) */
     bool is_recr[GM_MAX_LAYERS];
     uint32_t ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_dt_rank, ssm_n_group;
+    uint32_t wkv_head_size, token_shift_count, shortconv_l_cache;
+
+    /* the DSA lightning indexer's key cache (deepseek32, glm-dsa): which trunk layers have one */
+    bool is_indexer_full[GM_MAX_LAYERS];
 
     /* qwen4exp: hyper-connections, the indexer, per-layer n-gram embeddings */
     uint32_t hc_mult, hc_low_rank;
@@ -93,6 +129,12 @@ typedef struct gm_hparams {
  * llama.cpp requires is missing or malformed. */
 int gm_hparams_read(const ggufmap_model *model, gm_hparams *hp, ggufmap_error *err);
 
+/* The same model as the MTP draft context sees it: create_memory with
+ * ctx_type MTP (llama-model.cpp:2274-2760) gives the DSA archs and the
+ * qwen3.5/qwen3next/nemotron_h_moe hybrids a plain cache, and every cache
+ * holds the MTP layers (il >= n_layer) instead of the trunk. */
+void gm_hparams_for_mtp(gm_hparams *hp);
+
 /* Per-layer sizes as llama_hparams computes them (src/llama-hparams.cpp:140-260). */
 uint32_t gm_head_k(const gm_hparams *hp, uint32_t il);
 uint32_t gm_head_v(const gm_hparams *hp, uint32_t il);
@@ -101,7 +143,8 @@ uint32_t gm_n_embd_v_gqa(const gm_hparams *hp, uint32_t il);
 uint32_t gm_n_embd_v_gqa_max(const gm_hparams *hp);
 bool gm_n_embd_v_gqa_variable(const gm_hparams *hp);
 bool gm_has_kv(const gm_hparams *hp, uint32_t il);
-/* Recurrent state rows: conv (r), ssm (s), and the PLE conv history. */
+/* Recurrent state rows (llama-hparams.cpp:208-258): conv or token shift (r),
+ * ssm or wkv (s), and the PLE conv history. */
 uint32_t gm_n_embd_r(const gm_hparams *hp);
 uint32_t gm_n_embd_s(const gm_hparams *hp);
 uint32_t gm_ple_conv_state(const gm_hparams *hp);

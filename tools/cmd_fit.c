@@ -145,9 +145,9 @@ static int settle(fit_args *f) {
     ggufmap_device device = f->placement.opts.device;
     placement_args_finish(&f->placement);
     planning_args_finish(&f->planning, device, &f->plan);
-    /* --mtp is a placement flag (the MTP head's second load); fit's share of it is the head's context */
+    /* --mtp is llama.cpp's --spec-type draft-mtp: one load with the MTP layers (the placement's load_mtp,
+       common/common.cpp:1713) and the MTP draft context on those weights beside the main one */
     f->fit.mtp = f->placement.opts.load_mtp;
-    f->placement.opts.load_mtp = false;
     if (f->max_ctx && !f->fit.limit && !f->mem) return cli_usage_error("fit", "--max-ctx needs --limit or --mem");
     if (f->mem && f->fit.limit) return cli_usage_error("fit", "give --limit or --mem, not both");
     if (!f->mem) return EXIT_OK;

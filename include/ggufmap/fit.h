@@ -63,7 +63,8 @@ typedef struct ggufmap_fit_opts {
     bool no_kv_offload;         /* -nkvo: the KV cache stays on the CPU */
     bool embeddings;            /* --embedding: embeddings rows in the output buffer */
     bool no_op_offload;         /* --no-op-offload */
-    bool mtp;                   /* --mtp: the MTP head's context (not modelled yet: GGUFMAP_ENOTFOUND) */
+    bool mtp;                   /* --mtp (--spec-type draft-mtp): the MTP draft context too, on the
+                                   plan's weights (plan them with load_mtp: one load holds the MTP layers) */
     uint64_t limit;             /* bytes the limited device may hold; 0 = no verdict */
 } ggufmap_fit_opts;
 
@@ -90,6 +91,7 @@ typedef struct ggufmap_fit_buffer {
     uint64_t planned;           /* weights: the plan's ranges, page-aligned; others: bytes */
     uint64_t bytes_max;         /* output: at n_batch rows; others: bytes */
     bool exact;                 /* false: an upper bound */
+    bool mtp;                   /* a buffer of the MTP draft context (--mtp) */
     char what[96];              /* what it holds, for people */
 } ggufmap_fit_buffer;
 
@@ -118,17 +120,28 @@ typedef struct ggufmap_fit ggufmap_fit;
 /* The memory of a context with opts for the plan's placement.  On success
  * *out owns the result and borrows the plan.  Errors: an architecture whose
  * context memory is not modelled (ENOTFOUND) or metadata llama.cpp refuses
- * (EFORMAT); both name the model and the key; opts->mtp (ENOTFOUND: not
- * modelled yet).  A context that llama.cpp itself refuses is a result, not
- * an error: see ggufmap_fit_refusal. */
+ * (EFORMAT); both name the model and the key.  A context that llama.cpp
+ * itself refuses is a result, not an error: see ggufmap_fit_refusal.  With
+ * opts->mtp the MTP draft context llama.cpp's --spec-type draft-mtp creates
+ * beside the main one (common/speculative.cpp:2536-2590) follows it:
+ * ctx_type MTP, the main context's n_ctx, f16 caches (the draft's default),
+ * n_seq_max outputs, its own KV cache over the MTP layers, its output and
+ * compute buffers (flagged mtp), and the main context's output buffer grows
+ * by the hidden rows the draft reads (embeddings_nextn). */
 GGUFMAP_API int ggufmap_fit_build(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, ggufmap_fit **out,
                       ggufmap_error *err);
 GGUFMAP_API void ggufmap_fit_free(ggufmap_fit *fit);
 
 /* Why llama.cpp v0.5.0 would not create this context (its own message), or
  * NULL.  *aborts (may be NULL) says whether it aborts the process instead of
- * returning an error.  A refused fit has only its weight buffers. */
+ * returning an error.  A refused fit has only its weight buffers.  With
+ * --mtp a refused MTP draft context refuses the run too (llama-server stops:
+ * "failed to create MTP context"); ggufmap_fit_mtp_refusal says which. */
 GGUFMAP_API const char *ggufmap_fit_refusal(const ggufmap_fit *fit, bool *aborts);
+/* The MTP draft context's refusal, or NULL (also without --mtp). */
+GGUFMAP_API const char *ggufmap_fit_mtp_refusal(const ggufmap_fit *fit, bool *aborts);
+/* The MTP draft context's sizes, or NULL when it was not created. */
+GGUFMAP_API const ggufmap_fit_context *ggufmap_fit_mtp_sizes(const ggufmap_fit *fit);
 
 GGUFMAP_API const ggufmap_fit_context *ggufmap_fit_context_sizes(const ggufmap_fit *fit);
 GGUFMAP_API const ggufmap_fit_opts *ggufmap_fit_options(const ggufmap_fit *fit);

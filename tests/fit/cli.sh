@@ -48,11 +48,21 @@ expect_rc 1 "--limit and --mem" "$L" --limit 1G --mem 2G
 expect_rc 1 "--max-ctx without a limit" "$L" --max-ctx
 expect_rc 2 "a missing file" "$WORK/none.gguf"
 grep -q 'none.gguf' "$WORK/err" || fail "the missing file's error does not name it"
-# an architecture llama.cpp loads and fit does not model yet
+# an architecture llama.cpp loads and fit does not model (none of the
+# fixtures'): the qwen2 fixture renamed to dream (a diffusion model on
+# qwen2's tensors), key prefixes included (same length)
 "$FIXTURE" --arch qwen2 -o "$WORK/qwen2.gguf" >/dev/null || fail "fixture qwen2"
-expect_rc 2 "an unmodelled architecture" "$WORK/qwen2.gguf"
-grep -q "architecture 'qwen2' is not modelled" "$WORK/err" || fail "the unmodelled architecture is not named"
-expect_rc 2 "--mtp (not modelled yet)" "$L" --mtp
+node -e '
+  const fs = require("fs"); const d = fs.readFileSync(process.argv[1]);
+  const from = Buffer.from("qwen2"), to = Buffer.from("dream");
+  for (let i = d.indexOf(from); i >= 0; i = d.indexOf(from, i + 1)) to.copy(d, i);
+  fs.writeFileSync(process.argv[2], d);' "$WORK/qwen2.gguf" "$WORK/dream.gguf" || fail "renaming qwen2 to dream"
+"$ORACLE" --ctx 256 "$WORK/dream.gguf" >"$WORK/oracle.out" 2>&1
+grep -q '^CTX ok' "$WORK/oracle.out" || fail "llama.cpp does not create a context for the dream fixture"
+expect_rc 2 "an unmodelled architecture" "$WORK/dream.gguf"
+grep -q "architecture 'dream' is not modelled" "$WORK/err" || fail "the unmodelled architecture is not named"
+expect_rc 3 "--mtp on a model without MTP layers (llama.cpp refuses the draft context)" "$L" --mtp
+grep -q "refuses the MTP draft context.*doesn't contain MTP layers" "$WORK/out" || fail "the MTP refusal is not reported"
 # a key of the wrong type: llama.cpp refuses to load the model, and so does fit
 node -e '
   const fs = require("fs"); const d = fs.readFileSync(process.argv[1]);

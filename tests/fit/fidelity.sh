@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Fidelity of `ggufmap fit` against the real llama.cpp v0.5.0 (the oracle).
+# Fidelity of `ggufmap fit` against the real llama.cpp v0.5.0 (the oracle), at
+# length on the four architectures whose compute graphs fit models exactly
+# (llama, qwen3moe, gemma4, qwen4exp; archs.sh covers every other one).  The
+# comparison (check, check_decode, report) is lib.sh's.
 #
 # usage: tests/fit/fidelity.sh GGUFMAP FIXTURE ORACLE WORKDIR [N_RANDOM]
 #
@@ -49,121 +52,8 @@ for f in "${!FIX[@]}"; do
   "$FIXTURE" ${FIX[$f]} -o "$WORK/$f.gguf" >/dev/null || { echo "FAIL: fixture $f: $FIXTURE ${FIX[$f]}" >&2; exit 1; }
 done
 
-# ------------------------------------------------------------ comparison --
-n_cases=0 n_fail=0 n_refused=0
-declare -A N_KIND=()
-fails=()
-
-# to_oracle ARGS...: fit's context and placement flags in the oracle's spelling
-to_oracle() {
-  local out=()
-  while [ $# -gt 0 ]; do
-    case $1 in
-      -c) out+=(--ctx "$2"); shift ;;
-      -np) out+=(--np "$2"); shift ;;
-      -ctk) out+=(--ctk "$2"); shift ;;
-      -ctv) out+=(--ctv "$2"); shift ;;
-      -fa) out+=(--fa "$2"); shift ;;
-      -ub) out+=(--ub "$2"); shift ;;
-      -b) out+=(--b "$2"); shift ;;
-      --swa-full|--kv-unified) out+=("$1") ;;
-      -nkvo) out+=(--nkvo) ;;
-      --embedding) out+=(--embd) ;;
-      --device) out+=(--fake-gpu "$2"); shift ;;
-      -ngl) out+=(--ngl "$2"); shift ;;
-      *) echo "fidelity.sh: no oracle spelling for '$1'" >&2; exit 2 ;;
-    esac
-    shift
-  done
-  printf '%s\n' "${out[@]}"
-}
-
-# oracle_lines OUT: the oracle's context lines in fit_lines.js's format
-oracle_lines() {
-  awk '
-    $1 == "RESULT" && $2 == "abort" { abort = 1 }
-    $1 == "CTX" && $2 == "fail" { fail = 1 }
-    $1 == "CTX" && $2 == "ok" { ok = $0 }
-    $1 == "CTXBUF" && $2 != "kind=compute" { buf[++nb] = $1 " " $2 " " $3 " " $4 }
-    $1 == "CTXTOTAL" && $2 == "kind=compute" { comp[++nc] = "CTXBUF " $2 " " $3 " " $4 }
-    END {
-      if (abort) { print "CTX abort"; exit }
-      if (fail) { print "CTX fail"; exit }
-      print ok
-      for (i = 1; i <= nb; i++) print buf[i]
-      for (i = 1; i <= nc; i++) print comp[i]
-    }' "$1"
-}
-
-# check NAME FIXTURE ARGS...: one configuration
-check() {
-  local name=$1 fx=$2
-  shift 2
-  local model="$WORK/$fx.gguf" dir="$WORK/case-$n_cases" oargs
-  mkdir -p "$dir"
-  mapfile -t oargs < <(to_oracle "$@")
-  n_cases=$((n_cases + 1))
-  "$GGUFMAP" fit "$model" "$@" -nr --page 1B --json >"$dir/fit.json" 2>"$dir/fit.err"
-  local rc=$?
-  if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then
-    fails+=("$name: ggufmap fit exited $rc: $(head -c 300 "$dir/fit.err")"); n_fail=$((n_fail + 1)); return
-  fi
-  if ! node "$HERE/fit_lines.js" "$dir/fit.json" >"$dir/fit.lines" 2>"$dir/fit_lines.err"; then
-    fails+=("$name: inconsistent JSON: $(head -c 300 "$dir/fit_lines.err")"); n_fail=$((n_fail + 1)); return
-  fi
-  "$ORACLE" --no-repack "${oargs[@]}" "$model" >"$dir/oracle.out" 2>&1
-  oracle_lines "$dir/oracle.out" >"$dir/oracle.lines"
-  # exact lines as they are; an upper bound stands in for the oracle's value when not below it
-  grep -v '^OUTMAX' "$dir/fit.lines" | awk -v O="$dir/oracle.lines" '
-    BEGIN { while ((getline l < O) > 0) o[++n] = l }
-    { f[++m] = $0 }
-    END {
-      if (m != n) bad = 1
-      for (i = 1; i <= m && i <= n; i++) {
-        if (f[i] ~ /^BOUND/) {
-          split(f[i], a, " "); split(o[i], b, " ")
-          sub(/^size=/, "", a[4]); sub(/^size=/, "", b[4])
-          if (a[2] != b[2] || a[3] != b[3] || a[4] + 0 < b[4] + 0) bad = 1
-        } else if (f[i] != o[i]) bad = 1
-      }
-      exit bad
-    }' /dev/stdin || {
-    fails+=("$name ($fx $*): fit and llama.cpp differ:
-$(diff "$dir/fit.lines" "$dir/oracle.lines" | grep -v OUTMAX | head -8)"); n_fail=$((n_fail + 1)); return
-  }
-  if grep -q '^CTX \(fail\|abort\)' "$dir/oracle.lines"; then n_refused=$((n_refused + 1)); fi
-  local k
-  for k in $(awk '$1 == "CTXBUF" || $1 == "BOUND" { sub(/^kind=/, "", $2); print $2 }' "$dir/fit.lines"); do
-    N_KIND[$k]=$(( ${N_KIND[$k]:-0} + 1 ))
-  done
-  rm -rf "$dir"
-}
-
-# check_decode NAME FIXTURE ARGS...: decode n_batch tokens with every
-# output; the output buffer ends at fit's bytes_max, nothing else changes
-check_decode() {
-  local name=$1 fx=$2
-  shift 2
-  local model="$WORK/$fx.gguf" dir="$WORK/decode-$n_cases" oargs n_batch
-  mkdir -p "$dir"
-  mapfile -t oargs < <(to_oracle "$@")
-  n_cases=$((n_cases + 1))
-  "$GGUFMAP" fit "$model" "$@" -nr --page 1B --json >"$dir/fit.json" 2>/dev/null
-  node "$HERE/fit_lines.js" "$dir/fit.json" >"$dir/fit.lines" || { fails+=("$name: bad JSON"); n_fail=$((n_fail + 1)); return; }
-  n_batch=$(sed -n 's/^CTX ok .* n_batch=\([0-9]*\) .*/\1/p' "$dir/fit.lines")
-  "$ORACLE" --no-repack "${oargs[@]}" --decode "$n_batch" --logits-all "$model" >"$dir/oracle.out" 2>&1
-  local want got before after
-  want=$(awk '$1 == "OUTMAX" { print $2, $3 }' "$dir/fit.lines")
-  got=$(awk '$1 == "DECTOTAL" && $2 == "kind=output" { print $3, $4 }' "$dir/oracle.out")
-  before=$(awk '$1 == "CTXTOTAL" && $2 != "kind=output"' "$dir/oracle.out" | sed 's/^CTXTOTAL //')
-  after=$(awk '$1 == "DECTOTAL" && $2 != "kind=output"' "$dir/oracle.out" | sed 's/^DECTOTAL //')
-  if ! grep -q '^DECODE ok' "$dir/oracle.out" || [ "$want" != "$got" ] || [ "$before" != "$after" ]; then
-    fails+=("$name ($fx $*): decode of $n_batch tokens: output fit '$want', llama.cpp '$got'; other buffers before/after differ: $([ "$before" != "$after" ] && echo yes || echo no)")
-    n_fail=$((n_fail + 1)); return
-  fi
-  N_KIND[output_max]=$(( ${N_KIND[output_max]:-0} + 1 ))
-  rm -rf "$dir"
-}
+# shellcheck source=tests/fit/lib.sh
+. "$HERE/lib.sh"
 
 # ------------------------------------------------------------- the cases --
 # named: what the issue lists, each once
@@ -225,11 +115,4 @@ for ((i = 0; i < N_RANDOM; i++)); do
 done
 
 # ---------------------------------------------------------------- report --
-summary="$n_cases configurations ($n_refused refused or aborted by llama.cpp, identically), buffers equal:"
-for k in kv rs output compute output_max; do summary+=" $k ${N_KIND[$k]:-0}"; done
-for f in "${fails[@]}"; do printf 'FAIL: %s\n' "$f"; done
-if [ "$n_fail" -gt 0 ]; then
-  echo "fidelity: $n_fail of $n_cases configurations differ; $summary"
-  exit 1
-fi
-echo "fidelity: ok: $summary"
+report fidelity

@@ -6,6 +6,7 @@
 //   BOUND kind=K buft=B size=S           a buffer that is an upper bound (exact: false)
 //   CTX ok n_ctx=.. n_ctx_seq=.. n_batch=.. n_ubatch=.. n_seq_max=.. fa=on|off   the context's sizes
 //   CTX fail | CTX abort                 llama.cpp refuses the context
+//   DRAFT mtp                            with --mtp: the MTP draft context's lines follow
 // and checks the document's own consistency: device totals are the sums of
 // their buffers; exits 1 (after printing the problems) when they are not.
 'use strict';
@@ -13,17 +14,24 @@ const fs = require('fs');
 const fit = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const problems = [];
 if (fit.schema !== 'ggufmap.fit/1') problems.push(`schema is ${JSON.stringify(fit.schema)}`);
-if (fit.refusal) {
-  console.log(fit.refusal.aborts ? 'CTX abort' : 'CTX fail');
-} else {
-  const c = fit.context;
+// context_lines(REFUSAL, SIZES, CONTEXT): one context's lines
+function contextLines(refusal, c, which) {
+  if (refusal) {
+    console.log(refusal.aborts ? 'CTX abort' : 'CTX fail');
+    return;
+  }
   console.log(`CTX ok n_ctx=${c.n_ctx} n_ctx_seq=${c.n_ctx_seq} n_batch=${c.n_batch} n_ubatch=${c.n_ubatch} ` +
               `n_seq_max=${c.n_seq_max} fa=${c.flash_attn ? 'on' : 'off'}`);
   for (const b of fit.buffers) {
-    if (b.kind === 'weights') continue;
+    if (b.kind === 'weights' || b.context !== which) continue;
     console.log(`${b.exact ? 'CTXBUF' : 'BOUND'} kind=${b.kind} buft=${b.buft} size=${b.bytes}`);
     if (b.kind === 'output') console.log(`OUTMAX buft=${b.buft} size=${b.bytes_max}`);
   }
+}
+contextLines(fit.refusal, fit.context, 'main');
+if (fit.mtp) {
+  console.log('DRAFT mtp');
+  contextLines(fit.mtp.refusal, fit.mtp.context, 'mtp');
 }
 // device totals against the buffers (no page rounding: the tests plan with --page 1)
 for (const d of fit.devices) {

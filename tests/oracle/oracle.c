@@ -304,6 +304,7 @@ struct ctx_buf {
 };
 static struct ctx_buf *g_ctx_bufs;
 static size_t g_n_ctx_bufs, g_cap_ctx_bufs;
+static size_t g_ctx_first; /* the first buffer of the context being reported (--mtp-draft: the draft's) */
 
 /* what a memory module's tensors hold, from llama.cpp's names:
  * cache_<tag>k_l<i> / cache_<tag>v_l<i> (llama-kv-cache.cpp: K and V rows, the
@@ -565,10 +566,10 @@ void ggml_backend_sched_split_graph(ggml_backend_sched_t sched, struct ggml_cgra
  * order of first appearance */
 static void print_ctx_totals(const char *keyword)
 {
-    for (size_t i = 0; i < g_n_ctx_bufs; i++) {
+    for (size_t i = g_ctx_first; i < g_n_ctx_bufs; i++) {
         const struct ctx_buf *a = &g_ctx_bufs[i];
         bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++)
+        for (size_t j = g_ctx_first; j < i && !seen; j++)
             seen = g_ctx_bufs[j].live && strcmp(g_ctx_bufs[j].kind, a->kind) == 0 &&
                    strcmp(g_ctx_bufs[j].buft, a->buft) == 0;
         if (!a->live || seen)
@@ -848,6 +849,9 @@ static void usage(FILE *out)
           "  --threads N        threads for the context (default 2)\n"
           "  --mtp              after the model, load it again with load_mtp = true (the\n"
           "                     MTP draft head's load); its lines follow a 'LOAD mtp' line\n"
+          "  --mtp-draft        --spec-type draft-mtp: load the model with load_mtp = true,\n"
+          "                     then after the context the MTP draft context on the same\n"
+          "                     model; its context lines follow a 'DRAFT mtp' line\n"
           "context options (llama.cpp's meanings; each turns on the context report:\n"
           "CTXPARAM, CTXBUF, CTXFREE, CTXTOTAL, CTX, CTXLOG, and with --decode DECBUF,\n"
           "DECFREE, DECTOTAL):\n"
@@ -1016,6 +1020,7 @@ struct ctx_opts {
     int type_k, type_v;   /* ggml types; -1: default (f16) */
     int flash_attn;       /* enum llama_flash_attn_type */
     bool swa_full, kv_unified, no_kv_offload, embeddings, no_op_offload, logits_all;
+    bool mtp_draft;       /* --mtp-draft: load with load_mtp, then the MTP draft context */
 };
 
 /* llama_context_default_params() with llama.cpp's CLI swa_full (off), the
@@ -1150,6 +1155,35 @@ static bool decode_tokens(struct llama_context *ctx, const struct llama_model *m
     return ok;
 }
 
+/* --mtp-draft: the context llama.cpp's --spec-type draft-mtp makes beside
+ * the target's, on the same model (common/speculative.cpp:2536-2590,
+ * common_base_params_to_speculative :2466-2502): ctx_type MTP, the target's
+ * n_ctx, no recurrent rollback rows, the draft's cache types (f16 unless
+ * -ctkd/-ctvd), n_parallel outputs at most and one per sequence, no
+ * embeddings.  Its lines follow a 'DRAFT mtp' line; its totals count its
+ * own buffers only.  Returns false when llama.cpp refuses it. */
+static bool run_mtp_draft(struct llama_model *m, struct llama_context *tgt, const struct ctx_opts *o,
+                          const struct llama_context_params *tcp)
+{
+    struct llama_context_params cp = *tcp;
+    cp.ctx_type = LLAMA_CONTEXT_TYPE_MTP;
+    cp.n_ctx = llama_n_ctx(tgt);
+    cp.n_rs_seq = 0;
+    cp.ctx_other = tgt;
+    cp.type_k = cp.type_v = GGML_TYPE_F16;
+    cp.n_outputs_max = cp.n_seq_max;
+    cp.n_outputs_max_per_seq = 1;
+    cp.embeddings = false;
+    printf("DRAFT mtp\n");
+    g_ctx_first = g_n_ctx_bufs;
+    struct llama_context *ctx = create_context(m, o, &cp);
+    g_ctx_first = 0;
+    if (!ctx)
+        return false;
+    llama_free(ctx);
+    return true;
+}
+
 /* The context part of a run: create it (reported or not), decode if asked.
  * Returns false when the context was refused or the decode failed. */
 static bool run_context(struct llama_model *m, const struct ctx_opts *o)
@@ -1164,6 +1198,8 @@ static bool run_context(struct llama_model *m, const struct ctx_opts *o)
         return false;
     }
     bool ok = o->n_decode == 0 || decode_tokens(ctx, m, o, encoder_only, pooling);
+    if (ok && o->mtp_draft)
+        ok = run_mtp_draft(m, ctx, o, &cp);
     llama_free(ctx);
     return ok;
 }
@@ -1353,6 +1389,9 @@ int main(int argc, char **argv)
             check_file = argv[++i];
         } else if (strcmp(a, "--mtp") == 0) {
             mtp = true;
+        } else if (strcmp(a, "--mtp-draft") == 0) {
+            co.mtp_draft = true;
+            ctx_given = true;
         } else if (strcmp(a, "--list-bufts") == 0) {
             list_bufts = true;
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -1449,6 +1488,7 @@ int main(int argc, char **argv)
     mp.no_alloc = false;
     mp.check_tensors = false;
     mp.tensor_buft_overrides = g_n_ot > 0 ? ot : NULL;
+    mp.load_mtp = co.mtp_draft; /* draft-mtp loads the target with its MTP layers (common/common.cpp:1713) */
 
     init_shards(model);
 

@@ -1,0 +1,345 @@
+/*
+ * fit_bound.c - an upper bound of the compute buffers of the architectures
+ * whose worst-case graph fit does not build op for op.
+ *
+ * llama_context::sched_reserve (llama-context.cpp:617-765) sizes each
+ * backend's compute buffer as ggml-alloc's peak over the worst-case graph:
+ * a prompt ubatch of T = min(n_ctx, n_ubatch) tokens (rounded up to a
+ * multiple of n_seq_max) with O = min(T, n_outputs_max) outputs, and a
+ * one-token-per-sequence ubatch, over the whole KV cache.  ggml-alloc frees
+ * a tensor after its last use, so what is live at any moment is: the graph
+ * inputs (live to the end), one layer's activations, one layer's attention
+ * scores, or the output head.  The bound adds those up, each taken at its
+ * largest, so it does not depend on which of them coincide:
+ *
+ *   inputs      token ids, input embedding rows, positions, output ids;
+ *               per attention cache its KQ mask [n_kv, T] (f16 with flash
+ *               attention, f32 without) and its K/V row indices (one per
+ *               element of V when V is stored transposed), llama-graph.cpp
+ *               :29-46, :2800-2841; encoders' [T, T] masks; T5's position
+ *               buckets, encoder rows and cross mask (n_ctx_train rows at
+ *               reserve, llama-graph.cpp:2544)
+ *   embed       the rows get_rows takes from the input tables, x3
+ *   layer       T x (the sum of the output widths of the layer's matmul
+ *               weights, experts counted n_expert_used times, + twice the
+ *               widest + 3 n_embd + 4 n_expert) f32, for the widest layer
+ *               plus the weights outside layers (per-layer embeddings,
+ *               AltUp): every activation is a matmul result or an
+ *               elementwise function of live ones
+ *   attention   per layer, the largest: without flash attention the scores
+ *               [n_kv, T, n_head] f32 (soft_max in place; x4 for T5's
+ *               position bias, which also keeps flash attention off), a
+ *               transposed copy of V when V is not stored transposed (and
+ *               MLA's, a view of K); with it the f16 copies of an f32
+ *               cache; the DSA indexer's scores, sparse mask and masked
+ *               mask over every stream's cells (build_attn_mha,
+ *               llama-graph.cpp:2602-2738)
+ *   recurrent   the conv windows and scan outputs of T tokens and three
+ *               copies of every sequence's state
+ *   output      the logits [n_vocab, O] and two hidden rows of O
+ *
+ * Per backend (the GPU's first, then the CPU's, as llama.cpp allocates
+ * them): a backend that runs layers (its own, or, for the GPU at T >= 32
+ * with op offload, the CPU layers' matmuls) gets the whole sum, less the
+ * scores that -nkvo without flash attention pins to the CPU; the CPU that
+ * runs no layer only the inputs and the embedding rows.  The GPU also holds
+ * the split copies of the host weights its offloaded ops read (the largest
+ * CPU layer's and the output head's), of one cache layer's K and V (-nkvo,
+ * offload), and room for a second layer's scores beside the fragments the
+ * splits leave (ggml-backend.cpp's split inputs; measured on DSA).  Each
+ * buffer gets 1% and 64 KiB on top for what the terms do not name (norm
+ * results, small inputs, alignment).  Every buffer is labelled an upper
+ * bound (exact = false); tests/fit/archs.sh checks it is never below what
+ * llama.cpp allocates, and docs/fit.md has the measured ratios.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit_internal.h"
+#include "ggufmap/types.h"
+#include "internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* What the model's weights say about the graph                             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct weight_sums {
+    uint64_t layer_width_max;   /* the largest per-layer sum of matmul output widths */
+    uint64_t layer_width_one;   /* the widest single matmul result of a layer */
+    uint64_t global_width;      /* the sum over the weights outside layers, output head excluded */
+    uint64_t input_width;       /* the rows get_rows takes from the input tables (token_embd, per-layer ones) */
+    uint64_t cpu_layer_bytes;   /* the largest per-layer sum of host-resident weight bytes */
+    uint64_t cpu_output_bytes;  /* host-resident output head bytes */
+    uint64_t token_embd_bytes;  /* token_embd, the output matrix of a tied model */
+    bool output_matrix;         /* the output head has a matrix of its own (output.weight or a copy elsewhere) */
+} weight_sums;
+
+/* How wide the result of a matmul with weight t is: ne[1] per row of input,
+ * times the experts used for an expert tensor, times ne[2] for a batched
+ * (per-head) one.  Vectors make no result wider than their input. */
+static uint64_t output_width(const gm_hparams *hp, const ggufmap_tensor *t, const char *name) {
+    if (t->n_dims < 2) return 0;
+    uint64_t w = (uint64_t)t->ne[1];
+    if (t->n_dims >= 3) w *= strstr(name, "_exps") ? (hp->n_expert_used ? hp->n_expert_used : 1) : (uint64_t)t->ne[2];
+    return w;
+}
+
+static bool is_output_head(const ggufmap_instance *in, const char *name) {
+    return in->cls == GGUFMAP_CLASS_OUTPUT || in->duplicate || strcmp(name, "token_embd.weight") == 0 ||
+           strcmp(name, "output.weight") == 0;
+}
+
+/* the layers a context's graph runs: the trunk, or the MTP layers in the
+ * MTP draft context (its LLM_GRAPH_TYPE_DECODER_MTP graph) */
+static bool in_context(const gm_hparams *hp, int32_t il) {
+    return il >= 0 && (uint32_t)il < hp->n_layer_all && ((uint32_t)il < hp->n_layer) != hp->ctx_mtp;
+}
+
+static bool sum_weights(const ggufmap_fit *fit, weight_sums *w) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
+    const ggufmap_model *m = ggufmap_placement_model(pl);
+    uint64_t *width = calloc(GM_MAX_LAYERS, sizeof *width), *bytes = calloc(GM_MAX_LAYERS, sizeof *bytes);
+    memset(w, 0, sizeof *w);
+    if (!width || !bytes) {
+        free(width);
+        free(bytes);
+        return false;
+    }
+    for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
+        const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
+        const ggufmap_tensor *t = ggufmap_model_tensor(m, in->tensor);
+        const ggufmap_context *ctx = ggufmap_placement_context(pl, in->context);
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name_len, t->name); /* names are not NUL-terminated */
+        const bool host = strncmp(ctx->buft, "CPU", 3) == 0 || strcmp(ctx->buft, "CUDA_Host") == 0;
+        const uint64_t nbytes = gm_buft_alloc_size(ctx->buft, t->type, t->ne);
+        const uint64_t ow = output_width(fit->hp, t, name);
+        if (in->cls == GGUFMAP_CLASS_LAYER && in->layer >= 0 && in->layer < GM_MAX_LAYERS) {
+            if (!in_context(fit->hp, in->layer)) continue;
+            if (ow > w->layer_width_one) w->layer_width_one = ow;
+            width[in->layer] += ow;
+            if (host) bytes[in->layer] += nbytes;
+        } else if (in->cls == GGUFMAP_CLASS_INPUT) {
+            w->input_width += (uint64_t)t->ne[0];
+            if (strcmp(name, "token_embd.weight") == 0) w->token_embd_bytes = nbytes;
+        } else if (is_output_head(in, name)) {
+            if (t->n_dims >= 2) w->output_matrix = true;
+            if (host && in->cls == GGUFMAP_CLASS_OUTPUT) w->cpu_output_bytes += nbytes;
+        } else {
+            if (ow > w->layer_width_one) w->layer_width_one = ow;
+            w->global_width += ow;
+        }
+    }
+    for (uint32_t il = 0; il < GM_MAX_LAYERS; il++) {
+        if (width[il] > w->layer_width_max) w->layer_width_max = width[il];
+        if (bytes[il] > w->cpu_layer_bytes) w->cpu_layer_bytes = bytes[il];
+    }
+    /* a tied output on the CPU is token_embd itself (no instance of its own) */
+    if (!w->output_matrix && !gm_fit_layer_on_gpu(fit, fit->hp->n_layer_all)) w->cpu_output_bytes += w->token_embd_bytes;
+    free(width);
+    free(bytes);
+    return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The terms of one reserve                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct reserve_shape {
+    uint64_t T, O, np;          /* tokens (a multiple of np), outputs, sequences */
+} reserve_shape;
+
+typedef struct bound_terms {
+    uint64_t inputs, embed, layer, attention, recurrent, output, kv_copy;
+} bound_terms;
+
+static bool has_attention_cache(const gm_hparams *hp) {
+    return hp->memory != GM_MEMORY_NONE && hp->memory != GM_MEMORY_RECURRENT;
+}
+
+/* the KV cache sizes the graph attends over: full, SWA, indexer */
+static void cache_sizes(const ggufmap_fit *fit, uint64_t n_kv[3]) {
+    const gm_hparams *hp = fit->hp;
+    const ggufmap_fit_context *s = &fit->cp.sizes;
+    const uint64_t n_stream = s->n_stream;
+    n_kv[0] = has_attention_cache(hp) ? (uint64_t)s->kv_size * n_stream : 0;
+    n_kv[1] = s->kv_size_swa ? (uint64_t)s->kv_size_swa * n_stream : 0;
+    n_kv[2] = hp->memory == GM_MEMORY_KV_DSA || hp->memory == GM_MEMORY_HYBRID_IDX ? (uint64_t)s->kv_size * n_stream : 0;
+}
+
+/* encoders attend over the ubatch itself (build_attn_inp_no_cache), even
+ * t5encoder, whose KV cache the graph never reads */
+static bool attends_ubatch(const gm_hparams *hp) {
+    return !has_attention_cache(hp) || hp->arch == GM_ARCH_T5ENCODER;
+}
+
+/* T5's relative position bias: kq + kq_b keeps flash attention off for
+ * every layer (llama-graph.cpp:2626), and the bias is a get_rows result, its
+ * contiguous copy and, when the GPU computes it, a split copy, each the size
+ * of the scores (t5.cpp:147, :306) */
+static bool has_position_bias(const gm_hparams *hp) { return hp->arch == GM_ARCH_T5 || hp->arch == GM_ARCH_T5ENCODER; }
+
+static uint64_t inputs_term(const ggufmap_fit *fit, reserve_shape r) {
+    const gm_hparams *hp = fit->hp;
+    const ggufmap_fit_context *s = &fit->cp.sizes;
+    uint64_t n_kv[3], bytes = r.T * 4 + r.T * hp->n_embd * 4 + r.T * 16 + r.O * 4 + r.np * 16;
+    cache_sizes(fit, n_kv);
+    const uint64_t v_idx = s->v_trans ? gm_n_embd_v_gqa_max(hp) : 1;
+    for (int c = 0; c < 3 && !attends_ubatch(hp); c++) {
+        if (!n_kv[c]) continue;
+        /* the mask is [n_kv per stream, T per stream, 1, streams]: n_kv x T / streams in all */
+        bytes += n_kv[c] / s->n_stream * r.T * (s->flash_attn && c < 2 ? 2 : 4) + r.T * 8 * (1 + v_idx);
+    }
+    if (attends_ubatch(hp) && hp->n_head[0]) bytes += r.T * r.T * 4;          /* no cache: [T, T] */
+    if (has_position_bias(hp)) bytes += r.T * r.T * 4; /* the encoder's position buckets */
+    if (hp->arch == GM_ARCH_T5) /* the decoder's; the encoder output and the cross mask over n_ctx_train rows */
+        bytes += n_kv[0] / s->n_stream * r.T * 4 + 4ull * hp->n_ctx_train * (hp->n_embd + r.T);
+    const uint64_t head = gm_head_k(hp, 0) > gm_head_v(hp, 0) ? gm_head_k(hp, 0) : gm_head_v(hp, 0);
+    bytes += 2 * head * head * 4;                                                /* Hadamard rotations */
+    return bytes;
+}
+
+
+/* one attention layer's transient tensors, the largest over the layers */
+static uint64_t attention_term(const ggufmap_fit *fit, reserve_shape r) {
+    const gm_hparams *hp = fit->hp;
+    const gm_cparams *cp = &fit->cp;
+    const ggufmap_fit_context *s = &cp->sizes;
+    const bool bias = has_position_bias(hp), fa = s->flash_attn && !bias;
+    uint64_t n_kv[3], best = 0;
+    cache_sizes(fit, n_kv);
+    for (uint32_t il = 0; il < hp->n_layer_all; il++) {
+        if (hp->n_head[il] == 0) continue;
+        uint64_t kv = hp->is_swa[il] && n_kv[1] ? n_kv[1] / s->n_stream : n_kv[0] / s->n_stream;
+        if (attends_ubatch(hp) || kv < r.T) kv = kv > r.T ? kv : r.T;
+        if (hp->arch == GM_ARCH_T5 && kv < hp->n_ctx_train) kv = hp->n_ctx_train; /* cross attention */
+        const uint64_t heads = hp->n_head[il], cells = kv * s->n_stream;
+        uint64_t t = 4 * r.T * heads * (gm_head_v(hp, il) + gm_head_k(hp, il)) * 2;
+        if (!fa) {
+            t += 4 * kv * r.T * heads * (bias ? 4 : 1);
+            /* V read from a cache that is not transposed is copied transposed; MLA's V is a view of K */
+            if (!s->v_trans || hp->is_mla) t += gm_row_size(hp->is_mla ? cp->type_k : cp->type_v, gm_n_embd_v_gqa(hp, il)) * cells;
+        } else {
+            if (cp->type_k == 0) t += 2 * gm_n_embd_k_gqa(hp, il) * cells;
+            if (cp->type_v == 0) t += 2 * gm_n_embd_v_gqa(hp, il) * cells;
+            if (attends_ubatch(hp)) t += 2 * (gm_n_embd_k_gqa(hp, il) + gm_n_embd_v_gqa(hp, il)) * r.T;
+        }
+        /* the indexer's scores, the sparse mask it fills and the mask it adds, over every stream's cells */
+        if (n_kv[2] && hp->indexer_n_head) t += 4 * n_kv[2] * r.T * (hp->indexer_n_head + 3ull);
+        if (hp->arch == GM_ARCH_T5) t += 4 * 4ull * hp->n_ctx_train * hp->n_embd; /* cross K and V of the encoder rows */
+        if (t > best) best = t;
+    }
+    return best;
+}
+
+/* the K and V of the largest cache layer, as a split copies them to the GPU */
+static uint64_t kv_layer_bytes(const ggufmap_fit *fit) {
+    const gm_hparams *hp = fit->hp;
+    const gm_cparams *cp = &fit->cp;
+    const uint64_t cells = (uint64_t)cp->sizes.kv_size * cp->sizes.n_stream;
+    uint64_t best = 0;
+    if (!has_attention_cache(hp)) return 0;
+    for (uint32_t il = 0; il < hp->n_layer_all; il++) {
+        const uint64_t b = (gm_row_size(cp->type_k, gm_n_embd_k_gqa(hp, il)) +
+                            gm_row_size(cp->type_v, gm_n_embd_v_gqa_max(hp))) * cells;
+        if (b > best) best = b;
+    }
+    if (hp->indexer_head_size) best += gm_row_size(cp->type_k, hp->indexer_head_size) * cells;
+    return best;
+}
+
+static uint64_t recurrent_term(const gm_hparams *hp, reserve_shape r) {
+    if (hp->memory != GM_MEMORY_RECURRENT && hp->memory != GM_MEMORY_HYBRID && hp->memory != GM_MEMORY_HYBRID_ISWA &&
+        hp->memory != GM_MEMORY_HYBRID_IDX)
+        return 0;
+    const uint64_t d_conv = hp->ssm_d_conv > 1 ? hp->ssm_d_conv - 1 : 1;
+    const uint64_t conv_dim = gm_n_embd_r(hp) / d_conv;
+    const uint64_t inner = hp->wkv_head_size ? 6ull * hp->n_embd : hp->ssm_d_inner ? hp->ssm_d_inner : hp->n_embd;
+    return 4 * (r.T * (3 * conv_dim + 3 * inner) + 3 * r.np * ((uint64_t)gm_n_embd_r(hp) + gm_n_embd_s(hp)));
+}
+
+static bound_terms terms_of(const ggufmap_fit *fit, const weight_sums *w, reserve_shape r) {
+    const gm_hparams *hp = fit->hp;
+    bound_terms b;
+    b.inputs = inputs_term(fit, r);
+    b.embed = 3 * 4 * r.T * (w->input_width > hp->n_embd ? w->input_width : hp->n_embd);
+    b.layer = 4 * r.T * (w->layer_width_max + w->global_width + 2 * w->layer_width_one + 3ull * hp->n_embd +
+                         4ull * hp->n_expert);
+    b.attention = attention_term(fit, r);
+    b.recurrent = recurrent_term(hp, r);
+    b.output = 4 * r.O * ((uint64_t)hp->n_vocab + 2ull * hp->n_embd_out);
+    b.kv_copy = 2 * kv_layer_bytes(fit);
+    return b;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Per backend                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* the model's devices: whether any layer (with its share of the graph) or
+ * the output head is on the GPU, and on the CPU */
+typedef struct layout {
+    bool gpu, gpu_layers, cpu_layers, output_on_gpu;
+} layout;
+
+static layout layout_of(const ggufmap_fit *fit) {
+    layout lo = { .gpu = gm_fit_gpu_buft(fit) != NULL };
+    for (uint32_t il = 0; il < fit->hp->n_layer_all; il++) {
+        if (!in_context(fit->hp, (int32_t)il)) continue;
+        if (gm_fit_layer_on_gpu(fit, il)) lo.gpu_layers = true;
+        else lo.cpu_layers = true;
+    }
+    lo.output_on_gpu = gm_fit_layer_on_gpu(fit, fit->hp->n_layer_all);
+    return lo;
+}
+
+/* one reserve's bound per backend: [0] the GPU's, [1] the CPU's */
+static void bound_reserve(const ggufmap_fit *fit, const weight_sums *w, reserve_shape r, uint64_t out[2]) {
+    const layout lo = layout_of(fit);
+    const bound_terms b = terms_of(fit, w, r);
+    const uint64_t work = b.layer + b.attention + b.recurrent;
+    const bool offload = lo.gpu && fit->cp.op_offload && r.T >= 32 && lo.cpu_layers;
+    /* -nkvo without flash attention pins everything from the KV store to the
+     * attention output to the CPU (build_attn_mha, llama-graph.cpp:2730-2733);
+     * MLA's scores follow its offloaded absorption matmuls instead */
+    const bool attention_on_cpu = !fit->cp.offload_kqv && !fit->cp.sizes.flash_attn && !fit->hp->is_mla &&
+                                  !attends_ubatch(fit->hp) && !(offload && fit->device == GGUFMAP_DEVICE_CUDA);
+    out[0] = out[1] = 0;
+    if (lo.gpu && (lo.gpu_layers || lo.output_on_gpu || offload)) {
+        out[0] = b.inputs + b.embed + work - (attention_on_cpu ? b.attention : 0) + b.output;
+        /* the weights its offloaded ops read, and room for the scores of one
+         * layer beside the hole another's left: splits interleave their
+         * input copies with the attention tensors (measured on DSA) */
+        if (offload) out[0] += w->cpu_layer_bytes + w->cpu_output_bytes + b.attention / 2;
+        if (offload || !fit->cp.offload_kqv) out[0] += b.kv_copy;
+    }
+    out[1] = b.inputs + b.embed;
+    if (!lo.gpu || lo.cpu_layers || !fit->cp.offload_kqv) out[1] += work;
+    if (!lo.gpu || !lo.output_on_gpu) out[1] += b.output;
+}
+
+int gm_fit_compute_bound(ggufmap_fit *fit) {
+    const ggufmap_fit_context *s = &fit->cp.sizes;
+    weight_sums w;
+    if (!sum_weights(fit, &w)) return GGUFMAP_ENOMEM;
+    const uint64_t np = s->n_seq_max;
+    uint64_t T = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
+    const uint64_t O = T < s->n_outputs_max ? T : s->n_outputs_max;
+    T = (T + np - 1) / np * np;
+    uint64_t pp[2], tg[2];
+    bound_reserve(fit, &w, (reserve_shape){ T, O, np }, pp);
+    bound_reserve(fit, &w, (reserve_shape){ np, np, np }, tg);
+    for (int b = 0; b < 2; b++) {
+        uint64_t size = pp[b] > tg[b] ? pp[b] : tg[b];
+        if (size == 0) continue;
+        size += size / 100 + 65536; /* what the terms do not name: norms' results, small inputs, alignment */
+        const char *buft = b == 0 ? gm_fit_gpu_buft(fit) : fit->device == GGUFMAP_DEVICE_CUDA ? "CUDA_Host" : "CPU";
+        ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, buft, gm_pad(size, 32));
+        if (!x) return GGUFMAP_ENOMEM;
+        x->exact = false;
+        snprintf(x->what, sizeof x->what, "at most: inputs, a layer's activations and attention, the output head "
+                 "(%llu-token ubatch)", (unsigned long long)T);
+    }
+    return GGUFMAP_OK;
+}
