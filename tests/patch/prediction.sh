@@ -133,7 +133,7 @@ run_case() { # the fields of a case line
     run_oracle span span "$patched" "${oa[@]}" "$model"
     run_oracle tight default "$patched" "${oa[@]}" "$model"
     for p in tight span; do
-      timeout 120 "$ggufmap" plan "$model" --json "${pa[@]}" --planner "$p" --page "$page" >"$d/plan.$p.json" 2>"$d/plan.$p.err" </dev/null
+      timeout 120 "$ggufmap" plan "$model" --json "${pa[@]}" --planner "$p" --page "${page}B" >"$d/plan.$p.json" 2>"$d/plan.$p.err" </dev/null
     done
     if ! node "$here/range_lines.js" "$d/plan.tight.json" "$d/want.tight" "$d/plan.span.json" "$d/want.span" 2>"$d/node.err"; then
       fail+=("plan --json gave no usable document: $(head -c 300 "$d/node.err") $(head -c 300 "$d/plan.tight.err")")
@@ -155,7 +155,7 @@ run_case() { # the fields of a case line
       echo "  fixture: $(q "$fixture") $(awk -F'\t' -v k="$key" '$1 == k { print $2 }' "$fixlist") -o $(q "$work/fixtures/$key/m.gguf")"
       echo "  unpatched: $(q "$oracle" "${oa[@]}" "$model")   -> RESULT ${pre_res:-none}"
       echo "  patched:   [LLAMA_ARG_MMAP_PLANNER=span] $(q "$patched" "${oa[@]}" "$model")   -> span ${span_res:-none}, tight ${tight_res:-none}"
-      echo "  plan:      $(q "$ggufmap" plan "$model" --json "${pa[@]}" --planner tight --page "$page")"
+      echo "  plan:      $(q "$ggufmap" plan "$model" --json "${pa[@]}" --planner tight --page "${page}B")"
       printf '  %s\n' "${fail[@]}"
     } >"$d.report"
     echo "$id FAIL $nb $diff" >>"$work/results/r.$BASHPID"

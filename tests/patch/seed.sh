@@ -66,7 +66,7 @@ else
   pargs=(--device metal -ngl all -nr)
   run q.unpatched default "$oracle" "${oargs[@]}" "$model"
   run q.tight default "$patched" "${oargs[@]}" "$model"
-  plan_json q.plan4k "$model" "${pargs[@]}" --planner tight --page "$page"
+  plan_json q.plan4k "$model" "${pargs[@]}" --planner tight --page "${page}B"
   plan_json q.plan "$model" "${pargs[@]}"
   node "$here/range_lines.js" "$work/q.plan4k.json" "$work/q.want" && grep -v '^EXPECT ' "$work/q.want" >"$work/q.want.lines"
   check "the patched build maps the plan's ranges, to the byte ($(grep -c '^MAPPED' "$work/q.tight.lines") buffers)" \
@@ -92,7 +92,7 @@ elif ! "$fixture" --replica scaled --scale-bytes 256M -o "$work/sc.gguf" >"$work
   check "the scaled replica is written: $(head -c 300 "$work/sc.maker.log")" false
 else
   oargs=(--load-mode mmap_mlock --fake-gpu metal --ngl -1 --no-repack --lazy-mode on)
-  pargs=(--device metal -ngl all -nr --lazy-mode on --page "$page")
+  pargs=(--device metal -ngl all -nr --lazy-mode on --page "${page}B")
   # the union of the non-lazy mapped ranges, page-rounded: what mlock wires
   wired='{ const r = []; for (const b of j.buffers) if (b.mapped && !b.lazy) for (const [f, l] of b.ranges)
             r.push([Math.floor(f / p) * p, Math.ceil(l / p) * p]);
