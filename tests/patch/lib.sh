@@ -33,7 +33,8 @@ proof_args() {
 # oracle_run PREFIX PLANNER CMD...: runs an oracle command with
 # LLAMA_ARG_MMAP_PLANNER=PLANNER (unset for "default", the patch's tight),
 # stdin closed, 300 s at most, into PREFIX.out and PREFIX.err; its buffer
-# lines into PREFIX.lines.  Returns the command's status.
+# lines (and, with --mtp, the "LOAD mtp" line between the two loads) into
+# PREFIX.lines.  Returns the command's status.
 oracle_run() {
   local prefix=$1 planner=$2 rc
   shift 2
@@ -43,6 +44,6 @@ oracle_run() {
     LLAMA_ARG_MMAP_PLANNER=$planner timeout 300 "$@" >"$prefix.out" 2>"$prefix.err" </dev/null
   fi
   rc=$?
-  grep -E '^(MAPPED|ALLOC) ' "$prefix.out" >"$prefix.lines"
+  grep -E '^(MAPPED|ALLOC|LOAD) ' "$prefix.out" >"$prefix.lines"
   return $rc
 }
