@@ -18,7 +18,7 @@
 #                                       tensors, lazy tables, the fake Metal
 #                                       and CUDA devices (Metal -ngl 1, all,
 #                                       all with -ot both ways, no mmap)
-#   the other architectures             mmap, the fake Metal device at
+#   the other architectures             mmap, no mmap, the fake Metal device at
 #                                       -ngl 1, and at -ngl all with -ot
 #                                       moving tensors both ways
 #
@@ -89,7 +89,7 @@ seed=100
 while read -r arch _; do
   [[ $first_four == *" $arch "* ]] && continue
   seed=$((seed + 1))
-  fixtures+=("$arch|mmap metal-ngl1 metal-ot|--arch $arch --type f32 --output-type q4_0 --n-ff 1024 ${arch_args[$arch]:-} --order shuffle:$seed")
+  fixtures+=("$arch|mmap no-mmap metal-ngl1 metal-ot|--arch $arch --type f32 --output-type q4_0 --n-ff 1024 ${arch_args[$arch]:-} --order shuffle:$seed")
 done < <("$fixture" --list-archs | tail -n +2)
 
 # ---------------------------------------------- tensors a decode never reads
