@@ -35,8 +35,6 @@ export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 proof_args 4 "$@"
-command -v node >/dev/null || { echo "mtp: node not found (scripts/deps.sh installs nodejs)"; echo "0 passed, 1 failed"; exit 1; }
-jobs=${PLAN_JOBS:-2}
 page=$(getconf PAGESIZE)
 rm -rf "${work:?}"/*
 mkdir -p "$work/results"
@@ -121,13 +119,10 @@ run_case() {
     fi
   fi
   if (( ${#fail[@]} )); then
-    {
-      echo "--- case $id FAIL: $arch $6"
-      echo "  unpatched: $(q "$oracle" "${oa[@]}" --mtp "$model")"
-      echo "  patched:   [LLAMA_ARG_MMAP_PLANNER=span] $(q "$patched" "${oa[@]}" --mtp "$model")"
-      echo "  plan:      $(q "$ggufmap" plan "$model" --json --mtp "${pa[@]}" --planner tight --page "${page}B")"
-      printf '  %s\n' "${fail[@]}"
-    } >"$d.report"
+    write_report "$d.report" "case $id FAIL: $arch $6" \
+      "unpatched: $(q "$oracle" "${oa[@]}" --mtp "$model")" \
+      "patched:   [LLAMA_ARG_MMAP_PLANNER=span] $(q "$patched" "${oa[@]}" --mtp "$model")" \
+      "plan:      $(q "$ggufmap" plan "$model" --json --mtp "${pa[@]}" --planner tight --page "${page}B")" "${fail[@]}"
     echo "$id FAIL $arch $differs $tighter" >>"$work/results/r.$BASHPID"
   else
     echo "$id PASS $arch $differs $tighter $(grep -c '^MAPPED' "$d/tight.lines")" >>"$work/results/r.$BASHPID"

@@ -40,8 +40,6 @@ export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 proof_args 4 "$@"
-command -v node >/dev/null || { echo "numbers: node not found (scripts/deps.sh installs nodejs)"; echo "0 passed, 1 failed"; exit 1; }
-jobs=${PLAN_JOBS:-2}
 rm -rf "${work:?}"/*
 mkdir -p "$work/results"
 

@@ -39,7 +39,7 @@ plan_dir=$(cd "$here/../plan" && pwd)
 . "$here/lib.sh"
 proof_args 0 "$@"
 shift 4
-quick=0 only="" jobs=${PLAN_JOBS:-2} keep=0
+quick=0 only="" keep=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1 ;;
@@ -50,7 +50,6 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-command -v node >/dev/null || { echo "prediction: node not found (scripts/deps.sh installs nodejs)"; echo "0 passed, 1 failed"; exit 1; }
 page=$(getconf PAGESIZE)
 rm -rf "$work/cases" "$work/results" "$work/parts" && mkdir -p "$work/cases" "$work/results" "$work/parts"
 
@@ -150,14 +149,11 @@ run_case() { # the fields of a case line
   fi
   nb=$(cat "$d/tight.lines" 2>/dev/null | wc -l)
   if (( ${#fail[@]} )); then
-    {
-      echo "--- case $id FAIL: $desc"
-      echo "  fixture: $(q "$fixture") $(awk -F'\t' -v k="$key" '$1 == k { print $2 }' "$fixlist") -o $(q "$work/fixtures/$key/m.gguf")"
-      echo "  unpatched: $(q "$oracle" "${oa[@]}" "$model")   -> RESULT ${pre_res:-none}"
-      echo "  patched:   [LLAMA_ARG_MMAP_PLANNER=span] $(q "$patched" "${oa[@]}" "$model")   -> span ${span_res:-none}, tight ${tight_res:-none}"
-      echo "  plan:      $(q "$ggufmap" plan "$model" --json "${pa[@]}" --planner tight --page "${page}B")"
-      printf '  %s\n' "${fail[@]}"
-    } >"$d.report"
+    write_report "$d.report" "case $id FAIL: $desc" \
+      "fixture: $(q "$fixture") $(awk -F'\t' -v k="$key" '$1 == k { print $2 }' "$fixlist") -o $(q "$work/fixtures/$key/m.gguf")" \
+      "unpatched: $(q "$oracle" "${oa[@]}" "$model")   -> RESULT ${pre_res:-none}" \
+      "patched:   [LLAMA_ARG_MMAP_PLANNER=span] $(q "$patched" "${oa[@]}" "$model")   -> span ${span_res:-none}, tight ${tight_res:-none}" \
+      "plan:      $(q "$ggufmap" plan "$model" --json "${pa[@]}" --planner tight --page "${page}B")" "${fail[@]}"
     echo "$id FAIL $nb $diff" >>"$work/results/r.$BASHPID"
   else
     echo "$id PASS $nb $diff" >>"$work/results/r.$BASHPID"
