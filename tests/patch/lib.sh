@@ -35,7 +35,8 @@ proof_args() {
 }
 
 # write_report FILE TITLE LINE...: a failed case's report, "--- TITLE" and
-# its lines indented (the commands to rerun it, then what failed)
+# its lines indented (the commands to rerun it, then what failed), as
+# prediction.sh writes its own
 write_report() {
   local file=$1 title=$2
   shift 2

@@ -149,11 +149,14 @@ run_case() { # the fields of a case line
   fi
   nb=$(cat "$d/tight.lines" 2>/dev/null | wc -l)
   if (( ${#fail[@]} )); then
-    write_report "$d.report" "case $id FAIL: $desc" \
-      "fixture: $(q "$fixture") $(awk -F'\t' -v k="$key" '$1 == k { print $2 }' "$fixlist") -o $(q "$work/fixtures/$key/m.gguf")" \
-      "unpatched: $(q "$oracle" "${oa[@]}" "$model")   -> RESULT ${pre_res:-none}" \
-      "patched:   [LLAMA_ARG_MMAP_PLANNER=span] $(q "$patched" "${oa[@]}" "$model")   -> span ${span_res:-none}, tight ${tight_res:-none}" \
-      "plan:      $(q "$ggufmap" plan "$model" --json "${pa[@]}" --planner tight --page "${page}B")" "${fail[@]}"
+    {
+      echo "--- case $id FAIL: $desc"
+      echo "  fixture: $(q "$fixture") $(awk -F'\t' -v k="$key" '$1 == k { print $2 }' "$fixlist") -o $(q "$work/fixtures/$key/m.gguf")"
+      echo "  unpatched: $(q "$oracle" "${oa[@]}" "$model")   -> RESULT ${pre_res:-none}"
+      echo "  patched:   [LLAMA_ARG_MMAP_PLANNER=span] $(q "$patched" "${oa[@]}" "$model")   -> span ${span_res:-none}, tight ${tight_res:-none}"
+      echo "  plan:      $(q "$ggufmap" plan "$model" --json "${pa[@]}" --planner tight --page "${page}B")"
+      printf '  %s\n' "${fail[@]}"
+    } >"$d.report"
     echo "$id FAIL $nb $diff" >>"$work/results/r.$BASHPID"
   else
     echo "$id PASS $nb $diff" >>"$work/results/r.$BASHPID"
