@@ -17,14 +17,19 @@
 # model is loaded (of the first load), best and median load time per build,
 # and each patched one's ratio to the unpatched one.
 #
+# The oracle (tests/oracle/setup.sh) is set up first if the build has none,
+# and the patched llama.cpp built if needed (about 3 minutes on 2 CPUs, once
+# per change of the series): bench/run.sh runs this in bounded time.
+#
 # usage: bench/patch_load.sh [BUILD_DIR] [SIZE] [REPS]
 set -euo pipefail
 build=${1:-build}
 size=${2:-2G}
 reps=${3:-7}
 cd "$(dirname "$0")/.."
-oracle_dir=$build/oracle
+oracle_dir=${GGUFMAP_ORACLE_DIR:-$(cd "$build" && pwd)/oracle}
 fixture=$build/tools/fixture/ggufmap-fixture
+[[ -x $oracle_dir/bin/ggufmap-oracle ]] || bash tests/oracle/setup.sh "$oracle_dir" >/dev/null
 patched_dir=$(bash tests/patch/build.sh "$oracle_dir")
 probe=$patched_dir/bin/probe.so
 # the builds compared: unpatched, patched with its default planner (tight),

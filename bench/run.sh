@@ -7,3 +7,4 @@ bash bench/inspect_vs_ggml.sh "$build"
 bash bench/plan_vs_inspect.sh "$build"
 bash bench/load_scaled.sh "$build"
 bash bench/remote_vs_hf.sh "$build"
+bash bench/patch_load.sh "$build" 2G 21

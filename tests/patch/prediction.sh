@@ -39,7 +39,7 @@ plan_dir=$(cd "$here/../plan" && pwd)
 . "$here/lib.sh"
 proof_args 0 "$@"
 shift 4
-quick=0 only="" jobs=${PLAN_JOBS:-2} keep=0
+quick=0 only="" keep=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1 ;;
@@ -50,7 +50,6 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-command -v node >/dev/null || { echo "prediction: node not found (scripts/deps.sh installs nodejs)"; echo "0 passed, 1 failed"; exit 1; }
 page=$(getconf PAGESIZE)
 rm -rf "$work/cases" "$work/results" "$work/parts" && mkdir -p "$work/cases" "$work/results" "$work/parts"
 
