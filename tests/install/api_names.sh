@@ -16,7 +16,7 @@ names=$(grep -ho 'GGUFMAP_API [^(]*(' "$inc"/ggufmap/*.h | sed 's/($//; s/.*[ *]
 [[ $(wc -l <<<"$names") -gt 100 ]] && ok || bad "found only $(wc -l <<<"$names") public functions in $inc"
 for f in $names; do
   case $f in
-    *_close | *_destroy | *_delete | *_unmap | ggufmap_mapped_free | *_create | *_make)
+    *_close | *_destroy | *_delete | *_unmap | *_create | *_make)
       bad "$f: destructors are ggufmap_X_free, constructors ggufmap_X_open|new|build" ;;
     *_result_free) ok ;;
     *_free)
