@@ -224,7 +224,9 @@ const cli_command fit_command = {
         "maps them and as the tight plan maps them), the KV cache, the recurrent state, the output buffer (at its "
         "full n_batch size) and the compute buffers; the verdict under a limit; the largest -c that fits; what to "
         "change when it does not.  The figures equal, to the byte, what llama.cpp allocates when it creates the "
-        "context (tests/fit).  Architectures modelled: llama, qwen3moe, gemma4, qwen4exp; others exit 2.",
+        "context (tests/fit), except the compute buffers of architectures without an exact graph, which are an "
+        "upper bound (marked so).  Architectures modelled: the 46 ggufmap-fixture makes (docs/fit.md); others "
+        "exit 2.  With --mtp (llama.cpp's --spec-type draft-mtp) the MTP draft context comes too.",
     .groups = fit_groups,
     .n_groups = sizeof fit_groups / sizeof fit_groups[0],
     .status_ok = "it fits (or no limit was given)",

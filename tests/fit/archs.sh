@@ -141,4 +141,6 @@ for a in "${ARCHS[@]}"; do
 done
 
 # ---------------------------------------------------------------- report --
+echo "compute upper bounds, bound / llama.cpp, per architecture:"
+ratios_by_arch
 report archs

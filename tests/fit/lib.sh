@@ -154,6 +154,16 @@ check_decode() {
   rm -rf "$dir"
 }
 
+# ratios_by_arch: per architecture (the fixture name up to a '-w' or '-N'
+# suffix) the count, min, median and max of bound / llama.cpp, one line each
+ratios_by_arch() {
+  [ "${#ratios[@]}" -gt 0 ] || return 0
+  printf '%s\n' "${ratios[@]}" | awk '{ a = $2; sub(/-(w|[0-9]+|cls)$/, "", a); print a, $1 }' | sort -k1,1 -k2,2g |
+    awk '{ if ($1 != cur) { if (cur != "") out(); cur = $1; n = 0 } r[++n] = $2 }
+         function out() { printf "  %-16s %4d bounds  min %6.2f  median %6.2f  max %8.2f\n", cur, n, r[1], r[int((n + 1) / 2)], r[n] }
+         END { if (cur != "") out() }'
+}
+
 # report LABEL: the summary line (and every failure); exit status 1 on any
 report() {
   local label=$1 k summary

@@ -9,12 +9,13 @@
 # exists and has decoded a full batch (the oracle: mapped or allocated
 # weights, context buffers, compute, the output buffer grown to n_batch
 # rows), fit's prediction of it, and llama.cpp's projection.  Checked: fit's
-# total equals llama.cpp's real total on every row (weights from the
-# oracle's MAPPED/ALLOC lines, which tests/plan checks against plan); the
-# projection's context and compute equal fit's KV + recurrent state and
-# compute (they are llama.cpp's own numbers for those).  The projection's
-# error against the real total is printed, not checked: that is the point
-# of the table.
+# total equals llama.cpp's real total on every row whose buffers are all
+# exact, and is not below it where a compute buffer is an upper bound
+# (weights from the oracle's MAPPED/ALLOC lines, which tests/plan checks
+# against plan); the projection's context equals fit's KV + recurrent
+# state, its compute equals fit's exact compute or is not above fit's bound
+# (they are llama.cpp's own numbers for those).  The errors against the
+# real total are printed, not checked: that is the point of the table.
 set -uo pipefail
 
 [ $# -eq 5 ] || { echo "usage: projection.sh GGUFMAP FIXTURE PROJECTION ORACLE WORKDIR" >&2; exit 2; }
@@ -26,10 +27,14 @@ rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 "$FIXTURE" --arch qwen3moe --layers 3 --head-dim 64 --move output.weight:first -o "$WORK/qwen3moe.gguf" >/dev/null &&
 "$FIXTURE" --arch gemma4 --layers 6 --head-dim 64 -o "$WORK/gemma4.gguf" >/dev/null &&
 "$FIXTURE" --arch qwen4exp --layers 4 --head-dim 64 -o "$WORK/qwen4exp.gguf" >/dev/null || { echo "FAIL: fixtures" >&2; exit 1; }
+for a in qwen2 deepseek2 gemma3 qwen35 mamba2 gpt-oss; do
+  "$FIXTURE" --arch "$a" --layers 3 --n-embd 256 --n-head 4 --n-head-kv 2 --n-ff 256 -o "$WORK/$a.gguf" >/dev/null ||
+    { echo "FAIL: fixture $a" >&2; exit 1; }
+done
 
 n_fail=0
-echo "| model | placement | context | device | llama.cpp (real) | ggufmap fit | llama.cpp's projection | projection error |"
-echo "|---|---|---|---|---:|---:|---:|---:|"
+echo "| model | placement | context | device | llama.cpp (real) | ggufmap fit | fit error | llama.cpp's projection | projection error |"
+echo "|---|---|---|---|---:|---:|---:|---:|---:|"
 
 # row MODEL "PLACEMENT" "CONTEXT": placement and context in fit's spelling
 row() {
@@ -86,15 +91,17 @@ let bad = 0;
 for (const d of fit.devices) {
   const p = proj[d.name];
   const sum = (kinds) => fit.buffers.filter((b) => b.device === d.name && kinds.includes(b.kind)).reduce((a, b) => a + b.bytes, 0);
-  if (real[d.name] === undefined || d.total !== real[d.name]) {
-    console.error(`FAIL ${model} ${place} ${ctx} ${d.name}: fit ${d.total}, llama.cpp ${real[d.name]}`); bad = 1;
+  const r = real[d.name];
+  if (r === undefined || (d.exact ? d.total !== r : d.total < r)) {
+    console.error(`FAIL ${model} ${place} ${ctx} ${d.name}: fit ${d.total} (${d.exact ? 'exact' : 'a bound'}), llama.cpp ${r}`); bad = 1;
   }
-  if (!p || p.context !== sum(['kv', 'rs']) || p.compute !== sum(['compute'])) {
-    console.error(`FAIL ${model} ${place} ${ctx} ${d.name}: projection ${JSON.stringify(p)} vs fit kv+rs ${sum(['kv', 'rs'])} compute ${sum(['compute'])}`); bad = 1;
+  const compute = sum(['compute']);
+  if (!p || p.context !== sum(['kv', 'rs']) || (d.exact ? p.compute !== compute : p.compute > compute)) {
+    console.error(`FAIL ${model} ${place} ${ctx} ${d.name}: projection ${JSON.stringify(p)} vs fit kv+rs ${sum(['kv', 'rs'])} compute ${compute}`); bad = 1;
   }
   const pt = p ? p.model + p.context + p.compute : 0;
-  const err = real[d.name] ? ((pt - real[d.name]) / real[d.name] * 100).toFixed(1) : '?';
-  console.log(`| ${model} | ${place || 'cpu'} | ${ctx} | ${d.name} | ${mib(real[d.name] || 0)} | ${mib(d.total)} | ${mib(pt)} | ${err} % |`);
+  const pct = (x) => (r ? ((x - r) / r * 100).toFixed(1) : '?') + ' %';
+  console.log(`| ${model} | ${place || 'cpu'} | ${ctx} | ${d.name} | ${mib(r || 0)} | ${mib(d.total)}${d.exact ? '' : ' (bound)'} | ${pct(d.total)} | ${mib(pt)} | ${pct(pt)} |`);
 }
 process.exit(bad);
 EOF
@@ -111,9 +118,15 @@ row gemma4 "--device metal -ngl all" "-c 32768 -b 1024"
 row gemma4 "--device cuda -ngl 4" "-c 8192 -fa off"
 row qwen4exp "--device metal -ngl all" "-c 16384 -b 512"
 row qwen4exp "" "-c 4096 -np 2 -b 512 -ub 256"
+row qwen2 "--device metal -ngl 2" "-c 8192"
+row deepseek2 "--device metal -ngl all" "-c 16384 -fa off"
+row gemma3 "--device cuda -ngl all" "-c 32768 -np 2"
+row qwen35 "--device metal -ngl all" "-c 8192"
+row mamba2 "" "-c 4096 -np 2"
+row gpt-oss "--device metal -ngl 2" "-c 8192"
 
 if [ "$n_fail" -gt 0 ]; then
   echo "projection: $n_fail configurations where fit or the projection's context/compute disagree with llama.cpp"
   exit 1
 fi
-echo "projection: ok: fit equals llama.cpp's real totals on every row; the projection's context and compute equal fit's"
+echo "projection: ok: fit equals llama.cpp's real totals on every exact row and is never below them; the projection's context and compute equal fit's (its compute below fit's bounds)"
