@@ -53,11 +53,10 @@ void model_arg_free(model_arg *a) {
     a->picked = NULL;
 }
 
-/* A whole number in [lo, hi]. */
-static bool parse_bounded(const char *arg, unsigned long lo, unsigned long hi, uint32_t *v) {
-    char *end;
-    unsigned long n = strtoul(arg, &end, 10);
-    if (end == arg || *end || *arg == '-' || n < lo || n > hi) return false;
+/* A count in [lo, hi], as every count option reads one (util.c's parse_count). */
+static bool parse_bounded(const char *arg, long lo, long hi, uint32_t *v) {
+    long n;
+    if (parse_count(arg, hi, &n) || n < lo) return false;
     *v = (uint32_t)n;
     return true;
 }
