@@ -6,10 +6,6 @@
  *       a model of one f32 tensor of 8 elements called NAME and no keys:
  *       with NAME blk.999999.x it is 128 bytes and names a layer a million
  *       layers up (repack once planned a million placements for it);
- *   ggufmap-hostile expert-layers N OUT
- *       N tensors blk.I.ffn_up_exps.weight (I = 0 .. N-1) and no keys: N
- *       layers (counted from the names), each with an expert tensor, so the
- *       family of placements repack compares is as large as it gets;
  *   ggufmap-hostile nul-keys IN OUT
  *       IN with three more pairs whose keys hold a NUL byte
  *       ("test.nul\0key", "tokenizer.ggml.model\0x", "a\0b\0c"), which
@@ -90,9 +86,7 @@ static int nul_keys(const char *in, const char *out) {
 
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "one-tensor") == 0 && !strchr(argv[2], '%')) return tensors(argv[2], 1, argv[3]);
-    if (argc == 4 && strcmp(argv[1], "expert-layers") == 0 && atol(argv[2]) > 0)
-        return tensors("blk.%ld.ffn_up_exps.weight", atol(argv[2]), argv[3]);
     if (argc == 4 && strcmp(argv[1], "nul-keys") == 0) return nul_keys(argv[2], argv[3]);
-    fprintf(stderr, "usage: ggufmap-hostile one-tensor NAME OUT | expert-layers N OUT | nul-keys IN OUT\n");
+    fprintf(stderr, "usage: ggufmap-hostile one-tensor NAME OUT | nul-keys IN OUT\n");
     return 2;
 }
