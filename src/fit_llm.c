@@ -26,11 +26,13 @@ enum { T_F32 = 0, T_F16 = 1, T_I32 = 26, T_I64 = 27 };
 
 static gm_buft buft_of_context(const gm_llm *l, int32_t ctx) {
     const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
-    const char *b = ggufmap_placement_context(pl, (uint32_t)ctx)->buft;
-    if (strcmp(b, "CPU") == 0) return GM_BUFT_CPU;
-    if (strcmp(b, "CPU_REPACK") == 0) return GM_BUFT_REPACK;
-    if (strcmp(b, "CUDA_Host") == 0) return GM_BUFT_HOST;
-    return GM_BUFT_GPU;
+    switch (ggufmap_placement_context(pl, (uint32_t)ctx)->kind) {
+    case GGUFMAP_BUFT_CPU: return GM_BUFT_CPU;
+    case GGUFMAP_BUFT_CPU_REPACK: return GM_BUFT_REPACK;
+    case GGUFMAP_BUFT_CPU_AMX: return GM_BUFT_AMX;
+    case GGUFMAP_BUFT_CUDA_HOST: return GM_BUFT_HOST;
+    default: return GM_BUFT_GPU;
+    }
 }
 
 static const ggufmap_model *model_of(const gm_llm *l) {
