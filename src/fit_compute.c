@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit_graph_dump.h"
 #include "fit_internal.h"
 #include "fit_llm.h"
 #include "internal.h"
@@ -154,7 +155,14 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     make_memory(l);
     build(l);
     gm_set_outputs(l);
+#ifdef GGUFMAP_GRAPH_DUMP
+    int32_t *srcs = gm_graph_dump_save_srcs(&g);
     bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+    if (ok) gm_graph_dump(&g, srcs, &sg, l->be.gpu);
+    free(srcs);
+#else
+    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+#endif
     gm_split_graph_free(&sg);
     gm_graph_free(&g);
     l->g = NULL;
