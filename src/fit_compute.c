@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit_arch_recurrent.h"
 #include "fit_graph_dump.h"
 #include "fit_internal.h"
 #include "fit_llm.h"
@@ -34,6 +35,9 @@ static arch_graph graph_of(gm_arch a) {
     case GM_ARCH_QWEN3: return gm_arch_qwen3moe;
     case GM_ARCH_GEMMA4: return gm_arch_gemma4;
     case GM_ARCH_QWEN4EXP: return gm_arch_qwen4exp;
+    case GM_ARCH_QWEN35: return gm_arch_qwen35;
+    case GM_ARCH_QWEN35MOE: return gm_arch_qwen35;
+    case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next;
     default: return NULL;
     }
 }

@@ -108,7 +108,7 @@ int32_t gm_inp_embd(gm_llm *l, int32_t tok_embd) {
 }
 
 int32_t gm_inp_pos(gm_llm *l) {
-    const int64_t per = l->hp->arch == GM_ARCH_QWEN4EXP ? 4 : 1; /* n_pos_per_embd: 4 with M-RoPE */
+    const int64_t per = l->hp->n_pos_per_embd ? l->hp->n_pos_per_embd : 1; /* 4 with M-RoPE */
     return input(l, gm_new_1d(l->g, T_I32, l->ub.n_tokens * per));
 }
 
