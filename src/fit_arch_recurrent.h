@@ -13,4 +13,15 @@
 void gm_arch_qwen35(gm_llm *l);
 void gm_arch_qwen3next(gm_llm *l);
 
+/* fit_arch_mamba.c: the Mamba-2 family */
+void gm_arch_mamba2(gm_llm *l);
+void gm_arch_nemotron_h(gm_llm *l);
+void gm_arch_falcon_h1(gm_llm *l);
+
+/* fit_arch_lfm2.c: causal lfm2 with one attention cache */
+void gm_arch_lfm2(gm_llm *l);
+
+/* fit_arch_rwkv7.c */
+void gm_arch_rwkv7(gm_llm *l);
+
 #endif

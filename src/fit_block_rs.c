@@ -33,18 +33,23 @@ void gm_rs_inp_build(gm_llm *l, gm_rs_inp *inp) {
     inp->s_copy_extra = gm_view_1d(g, inp->s_copy, n - n_seqs, (uint64_t)n_seqs * 4);
 }
 
-int32_t gm_build_rs(gm_llm *l, const gm_rs_inp *inp, int32_t s, int64_t state_size) {
+int32_t gm_build_rs_with(gm_llm *l, const gm_rs_inp *inp, int32_t s, int64_t state_size, gm_rs_rows_fn rows,
+                         void *ctx) {
     gm_graph *g = l->g;
     const int64_t n_seqs = l->ub.n_seqs, n = n_rs(l);
     int32_t states = gm_reshape_2d(g, s, state_size, g->t[s].ne[1]);
     int32_t zero = gm_view_1d(g, states, state_size, 0);
     gm_expand(g, gm_unary_inplace(g, GM_OP_SCALE, zero));
-    int32_t out = gm_get_rows(g, states, inp->s_copy_main);
+    int32_t out = rows ? rows(l, ctx, states, inp->s_copy_main) : gm_get_rows(g, states, inp->s_copy_main);
     gm_expand(g, out);
     int32_t extra = gm_get_rows(g, states, inp->s_copy_extra);
     int32_t dst = gm_view_2d(g, s, state_size, n - n_seqs, g->t[s].nb[1], (uint64_t)n_seqs * g->t[s].nb[1]);
     gm_expand(g, gm_cpy(g, extra, dst));
     return out;
+}
+
+int32_t gm_build_rs(gm_llm *l, const gm_rs_inp *inp, int32_t s, int64_t state_size) {
+    return gm_build_rs_with(l, inp, s, state_size, NULL, NULL);
 }
 
 int32_t gm_build_conv_state(gm_llm *l, const gm_rs_inp *inp, int32_t conv_states_all, int32_t x, int64_t kernel,
@@ -153,4 +158,198 @@ int32_t gm_build_moe_shexp_gated(gm_llm *l, int32_t cur, int il) {
                               gm_w(l, "blk.%d.ffn_down_shexp.weight", il), false);
     int32_t sg = gm_unary(g, GM_OP_UNARY, gm_build_lora_mm(l, gm_w(l, "blk.%d.ffn_gate_inp_shexp.weight", il), cur));
     return gm_binary(g, GM_OP_ADD, moe, gm_binary(g, GM_OP_MUL, sh, sg));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Mamba-2                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* what the scan reads beside the states (get_ssm_rows' captures) */
+typedef struct ssm_scan_args {
+    int32_t x, dt, A, B, C;
+    int64_t d_state, head_dim, n_head;
+} ssm_scan_args;
+
+/* get_ssm_rows (mamba-base.cpp:262-270): ggml_ssm_scan, K = 1, over the
+ * states viewed [d_state, head_dim, n_head, slots]: a 1-D result, y then the
+ * last states */
+static int32_t ssm_scan_rows(gm_llm *l, void *ctx, int32_t states, int32_t ids) {
+    gm_graph *g = l->g;
+    const ssm_scan_args *a = ctx;
+    int32_t ssm = gm_reshape_4d(g, states, a->d_state, a->head_dim, a->n_head, g->t[states].ne[1]);
+    const gm_tensor *x = &g->t[a->x];
+    const int64_t n = x->ne[0] * x->ne[1] * x->ne[2] * x->ne[3] + a->d_state * a->head_dim * a->n_head * g->t[ids].ne[0];
+    const int32_t srcs[7] = { ssm, a->x, a->dt, a->A, a->B, a->C, ids };
+    return gm_op_shaped(g, GM_OP_SSM_SCAN, T_F32, 1, (int64_t[4]){ n }, srcs, 7);
+}
+
+int32_t gm_build_mamba2_layer(gm_llm *l, const gm_rs_inp *inp, int32_t cur, int il) {
+    gm_graph *g = l->g;
+    const gm_hparams *hp = l->hp;
+    const int64_t d_conv = hp->ssm_d_conv, d_inner = hp->ssm_d_inner, d_state = hp->ssm_d_state;
+    const int64_t n_head = hp->ssm_dt_rank, head_dim = d_inner / n_head, n_group = hp->ssm_n_group;
+    const int64_t ns = l->ub.n_seqs, nst = l->ub.n_seq_tokens, channels = d_inner + 2 * n_group * d_state;
+    const int32_t r_all = l->rs_r[il], s_all = l->rs_s[il];
+    int32_t conv = gm_build_rs(l, inp, r_all, gm_n_embd_r(hp));
+    conv = gm_reshape_3d(g, conv, d_conv - 1, channels, ns);
+    int32_t zx = gm_build_lora_mm(l, gm_w(l, "blk.%d.ssm_in.weight", il), cur);
+    zx = gm_reshape_3d(g, zx, g->t[zx].ne[0], nst, ns);
+    const uint64_t nb1 = g->t[zx].nb[1], nb2 = g->t[zx].nb[2];
+    int32_t z = gm_view_4d(g, zx, head_dim, n_head, nst, ns, f32s(head_dim), nb1, nb2, 0);
+    int32_t xbc = gm_view_3d(g, zx, channels, nst, ns, nb1, nb2, f32s(d_inner));
+    int32_t dt = gm_view_3d(g, zx, n_head, nst, ns, nb1, nb2, f32s(2 * d_inner + 2 * n_group * d_state));
+    /* the convolution, its last d_conv - 1 columns stored */
+    int32_t conv_x = gm_concat(g, conv, gm_transpose(g, xbc), 0);
+    const gm_tensor *cx = &g->t[conv_x];
+    int32_t last = gm_view_3d(g, conv_x, d_conv - 1, channels, ns, cx->nb[1], cx->nb[2], (uint64_t)nst * cx->nb[0]);
+    gm_expand(g, gm_cpy(g, last, gm_view_2d(g, r_all, (d_conv - 1) * channels, ns, g->t[r_all].nb[1], 0)));
+    const int32_t conv_w = gm_w(l, "blk.%d.ssm_conv1d.weight", il);
+    xbc = gm_op_shaped(g, GM_OP_SSM_CONV, T_F32, 3, (int64_t[4]){ g->t[conv_w].ne[1], nst, ns }, (int32_t[2]){ conv_x, conv_w }, 2);
+    xbc = gm_binary(g, GM_OP_ADD, xbc, gm_w(l, "blk.%d.ssm_conv1d.bias", il));
+    xbc = gm_unary(g, GM_OP_UNARY, xbc);
+    /* the scan */
+    const uint64_t xb1 = g->t[xbc].nb[1], xb2 = g->t[xbc].nb[2];
+    ssm_scan_args a = { .d_state = d_state, .head_dim = head_dim, .n_head = n_head };
+    a.x = gm_view_4d(g, xbc, head_dim, n_head, nst, ns, f32s(head_dim), xb1, xb2, 0);
+    a.B = gm_view_4d(g, xbc, d_state, n_group, nst, ns, f32s(d_state), xb1, xb2, f32s(d_inner));
+    a.C = gm_view_4d(g, xbc, d_state, n_group, nst, ns, f32s(d_state), xb1, xb2, f32s(d_inner + n_group * d_state));
+    a.dt = gm_binary(g, GM_OP_ADD, gm_cont(g, dt), gm_w(l, "blk.%d.ssm_dt.bias", il));
+    a.A = gm_w(l, "blk.%d.ssm_a", il);
+    int32_t y_ssm = gm_build_rs_with(l, inp, s_all, gm_n_embd_s(hp), ssm_scan_rows, &a);
+    const int64_t D = d_state * d_inner, n_x = head_dim * n_head * nst * ns;
+    const uint64_t s_nb1 = g->t[s_all].nb[1];
+    int32_t src = gm_view_3d(g, y_ssm, D, ns, 1, f32s(D), f32s(D * ns), f32s(n_x));
+    int32_t dst = gm_view_3d(g, s_all, D, ns, 1, s_nb1, s_nb1 * (uint64_t)n_rs(l), 0);
+    gm_expand(g, gm_cpy(g, src, dst));
+    const uint64_t x_nb1 = g->t[a.x].nb[1];
+    int32_t y = gm_view_4d(g, y_ssm, head_dim, n_head, nst, ns, x_nb1, x_nb1 * (uint64_t)n_head,
+                           x_nb1 * (uint64_t)(n_head * nst), 0);
+    y = gm_binary(g, GM_OP_ADD, y, gm_binary(g, GM_OP_MUL, a.x, gm_w(l, "blk.%d.ssm_d", il)));
+    y = gm_glu_split(g, gm_cont(g, z), y);
+    const int32_t norm_w = gm_w(l, "blk.%d.ssm_norm.weight", il);
+    if (norm_w != GM_NONE) {
+        y = gm_reshape_4d(g, y, d_inner / n_group, n_group, nst, ns);
+        y = gm_build_norm_rms(l, y, norm_w, il);
+    }
+    y = gm_reshape_2d(g, y, d_inner, nst * ns);
+    return gm_build_lora_mm(l, gm_w(l, "blk.%d.ssm_out.weight", il), y);
+}
+
+/* ------------------------------------------------------------------------ */
+/* LFM2's short convolution                                                  */
+/* ------------------------------------------------------------------------ */
+
+int32_t gm_build_shortconv(gm_llm *l, const gm_rs_inp *inp, int32_t cur, int il) {
+    gm_graph *g = l->g;
+    const gm_hparams *hp = l->hp;
+    const int64_t ns = l->ub.n_seqs, nst = l->ub.n_seq_tokens, n_embd = hp->n_embd;
+    const int64_t d_conv = (int64_t)hp->shortconv_l_cache - 1;
+    const int32_t r_all = l->rs_r[il];
+    cur = gm_reshape_3d(g, cur, g->t[cur].ne[0], nst, ns);
+    int32_t bcx = gm_build_lora_mm(l, gm_w(l, "blk.%d.shortconv.in_proj.weight", il), cur);
+    const gm_tensor *t = &g->t[bcx];
+    const int64_t chunk = t->ne[0] / 3;
+    const uint64_t nb1 = t->nb[1], nb2 = t->nb[2];
+    int32_t b = gm_view_3d(g, bcx, chunk, t->ne[1], t->ne[2], nb1, nb2, 0);
+    int32_t c = gm_view_3d(g, bcx, chunk, t->ne[1], t->ne[2], nb1, nb2, f32s(chunk));
+    int32_t x = gm_view_3d(g, bcx, chunk, t->ne[1], t->ne[2], nb1, nb2, f32s(2 * chunk));
+    int32_t bx = gm_transpose(g, gm_binary(g, GM_OP_MUL, b, x));
+    int32_t conv = gm_build_rs(l, inp, r_all, gm_n_embd_r(hp));
+    conv = gm_reshape_3d(g, conv, d_conv, n_embd, ns);
+    bx = gm_concat(g, conv, bx, 0);
+    const gm_tensor *bt = &g->t[bx];
+    int32_t snap = gm_view_3d(g, bx, d_conv, bt->ne[1], bt->ne[2], bt->nb[1], bt->nb[2], f32s(bt->ne[0] - d_conv));
+    gm_expand(g, gm_cpy(g, snap, gm_view_2d(g, r_all, d_conv * n_embd, ns, g->t[r_all].nb[1], 0)));
+    const int32_t kernel = gm_w(l, "blk.%d.shortconv.conv.weight", il);
+    const int64_t n_t = g->t[bx].ne[0] - g->t[kernel].ne[0] + 1;
+    int32_t conv_out = gm_op_shaped(g, GM_OP_SSM_CONV, T_F32, 3, (int64_t[4]){ g->t[kernel].ne[1], n_t, g->t[bx].ne[2] },
+                                    (int32_t[2]){ bx, kernel }, 2);
+    int32_t y = gm_binary(g, GM_OP_MUL, c, conv_out);
+    y = gm_build_lora_mm(l, gm_w(l, "blk.%d.shortconv.out_proj.weight", il), y);
+    return gm_reshape_2d(g, y, g->t[y].ne[0], nst * ns);
+}
+
+/* ------------------------------------------------------------------------ */
+/* RWKV-7                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* mm(w2, act(mm(w1, x))) + w0: the time mix's low-rank projections */
+static int32_t lora_pair(gm_llm *l, int il, const char *w1, const char *w2, int32_t x, bool tanh_between) {
+    gm_graph *g = l->g;
+    int32_t h = gm_mul_mat(g, gm_w(l, w1, il), x);
+    if (tanh_between) h = gm_unary(g, GM_OP_UNARY, h);
+    return gm_mul_mat(g, gm_w(l, w2, il), h);
+}
+
+int32_t gm_build_rwkv7_time_mix(gm_llm *l, const gm_rs_inp *inp, int32_t cur, int32_t x_prev, int32_t *v_first, int il) {
+    gm_graph *g = l->g;
+    const gm_hparams *hp = l->hp;
+    const int64_t n = l->ub.n_tokens, ns = l->ub.n_seqs, nst = l->ub.n_seq_tokens, n_embd = hp->n_embd;
+    const int64_t hs = hp->wkv_head_size, hc = n_embd / hs;
+    const bool gating = gm_w(l, "blk.%d.time_mix_g1.weight", il) != GM_NONE && gm_w(l, "blk.%d.time_mix_g2.weight", il) != GM_NONE;
+    int32_t sx = gm_binary(g, GM_OP_SUB, x_prev, cur);
+    sx = gm_repeat_4d(g, sx, n_embd, nst, ns, gating ? 6 : 5);
+    int32_t xxx = gm_binary(g, GM_OP_ADD, gm_binary(g, GM_OP_MUL, sx, gm_w(l, "blk.%d.time_mix_lerp_fused.weight", il)), cur);
+    int32_t xs[6];
+    for (int i = 0; i < (gating ? 6 : 5); i++) xs[i] = gm_view_2d(g, xxx, n_embd, n, g->t[xxx].nb[1], f32s(n_embd * n * i));
+    int32_t r = gm_build_lora_mm(l, gm_w(l, "blk.%d.time_mix_receptance.weight", il), xs[0]);
+    int32_t w = gm_binary(g, GM_OP_ADD, lora_pair(l, il, "blk.%d.time_mix_w1.weight", "blk.%d.time_mix_w2.weight", xs[1], true),
+                          gm_w(l, "blk.%d.time_mix_w0.weight", il));
+    w = gm_unary(g, GM_OP_UNARY, gm_unary(g, GM_OP_SCALE, gm_unary(g, GM_OP_UNARY, w)));
+    int32_t k = gm_build_lora_mm(l, gm_w(l, "blk.%d.time_mix_key.weight", il), xs[2]);
+    int32_t v = gm_build_lora_mm(l, gm_w(l, "blk.%d.time_mix_value.weight", il), xs[3]);
+    if (*v_first == GM_NONE) {
+        *v_first = v;
+    } else {
+        int32_t mix = gm_binary(g, GM_OP_ADD, lora_pair(l, il, "blk.%d.time_mix_v1.weight", "blk.%d.time_mix_v2.weight", xs[3], false),
+                                gm_w(l, "blk.%d.time_mix_v0.weight", il));
+        v = gm_binary(g, GM_OP_ADD, v, gm_binary(g, GM_OP_MUL, gm_binary(g, GM_OP_SUB, *v_first, v), gm_unary(g, GM_OP_UNARY, mix)));
+    }
+    int32_t gate = GM_NONE;
+    if (gating) {
+        int32_t h = gm_unary(g, GM_OP_UNARY, gm_mul_mat(g, gm_w(l, "blk.%d.time_mix_g1.weight", il), xs[5]));
+        gate = gm_mul_mat(g, gm_w(l, "blk.%d.time_mix_g2.weight", il), h);
+    }
+    int32_t a = gm_binary(g, GM_OP_ADD, lora_pair(l, il, "blk.%d.time_mix_a1.weight", "blk.%d.time_mix_a2.weight", xs[4], false),
+                          gm_w(l, "blk.%d.time_mix_a0.weight", il));
+    a = gm_unary(g, GM_OP_UNARY, a);
+    int32_t kk = gm_reshape_3d(g, gm_binary(g, GM_OP_MUL, k, gm_w(l, "blk.%d.time_mix_k_k.weight", il)), hs, hc, n);
+    kk = gm_unary(g, GM_OP_L2_NORM, kk);
+    int32_t ka = gm_binary(g, GM_OP_MUL, k, gm_w(l, "blk.%d.time_mix_k_a.weight", il));
+    k = gm_binary(g, GM_OP_ADD, k, gm_binary(g, GM_OP_SUB, gm_binary(g, GM_OP_MUL, a, ka), ka));
+    r = gm_reshape_3d(g, r, hs, hc, n);
+    w = gm_reshape_3d(g, w, hs, hc, n);
+    k = gm_reshape_3d(g, k, hs, hc, n);
+    v = gm_reshape_3d(g, v, hs, hc, n);
+    a = gm_reshape_3d(g, a, hs, hc, n);
+    const int32_t s_all = l->rs_s[il];
+    int32_t state = gm_build_rs(l, inp, s_all, gm_n_embd_s(hp));
+    const int32_t srcs[7] = { r, w, k, v, gm_unary(g, GM_OP_UNARY, kk), gm_binary(g, GM_OP_MUL, kk, a), state };
+    int32_t wkv = gm_op_shaped(g, GM_OP_RWKV_WKV7, T_F32, 2, (int64_t[4]){ hs * hc, n + hs * g->t[state].ne[1] }, srcs, 7);
+    cur = gm_view_1d(g, wkv, n_embd * n, 0);
+    int32_t new_state = gm_view_1d(g, wkv, n_embd * hs * ns, f32s(n_embd * n));
+    gm_expand(g, gm_cpy(g, new_state, gm_view_1d(g, s_all, gm_n_embd_s(hp) * ns, 0)));
+    const int32_t ln = gm_w(l, "blk.%d.time_mix_ln.weight", il), ln_b = gm_w(l, "blk.%d.time_mix_ln.bias", il);
+    if (ln != GM_NONE && ln_b != GM_NONE) {
+        cur = gm_unary(g, GM_OP_NORM, gm_reshape_3d(g, cur, n_embd / hc, hc, n));
+        cur = gm_reshape_2d(g, cur, n_embd, n);
+        cur = gm_binary(g, GM_OP_ADD, gm_binary(g, GM_OP_MUL, cur, ln), ln_b);
+    } else {
+        cur = gm_reshape_2d(g, cur, n_embd, n);
+    }
+    int32_t r_k = gm_reshape_2d(g, gm_w(l, "blk.%d.time_mix_r_k.weight", il), hs, hc);
+    int32_t rk = gm_sum_rows(g, gm_binary(g, GM_OP_MUL, gm_binary(g, GM_OP_MUL, k, r), r_k));
+    cur = gm_binary(g, GM_OP_ADD, cur, gm_reshape_2d(g, gm_binary(g, GM_OP_MUL, v, rk), n_embd, n));
+    if (gating) cur = gm_binary(g, GM_OP_MUL, cur, gate);
+    cur = gm_build_lora_mm(l, gm_w(l, "blk.%d.time_mix_output.weight", il), cur);
+    return gm_reshape_3d(g, cur, n_embd, nst, ns);
+}
+
+int32_t gm_build_rwkv7_channel_mix(gm_llm *l, int32_t cur, int32_t x_prev, int il) {
+    gm_graph *g = l->g;
+    int32_t sx = gm_binary(g, GM_OP_SUB, x_prev, cur);
+    int32_t xk = gm_binary(g, GM_OP_ADD, gm_binary(g, GM_OP_MUL, sx, gm_w(l, "blk.%d.channel_mix_lerp_k.weight", il)), cur);
+    int32_t k = gm_build_lora_mm(l, gm_w(l, "blk.%d.channel_mix_key.weight", il), xk);
+    k = gm_unary(g, GM_OP_SQR, gm_unary(g, GM_OP_UNARY, k));
+    return gm_build_lora_mm(l, gm_w(l, "blk.%d.channel_mix_value.weight", il), k);
 }

@@ -392,3 +392,11 @@ void gm_set_outputs(gm_llm *l) {
     if (l->t_logits != GM_NONE) gm_set_output(l->g, l->t_logits);
     if (l->t_embd != GM_NONE) gm_set_output(l->g, l->t_embd);
 }
+
+int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, bool rms, int il) {
+    cur = gm_unary(l->g, rms ? GM_OP_RMS_NORM : GM_OP_NORM, cur);
+    if (w != GM_NONE || b != GM_NONE) gm_cb_norm(l, cur, il);
+    if (w != GM_NONE) cur = gm_binary(l->g, GM_OP_MUL, cur, w);
+    if (b != GM_NONE) cur = gm_binary(l->g, GM_OP_ADD, cur, b);
+    return cur;
+}

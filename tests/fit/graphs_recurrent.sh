@@ -35,6 +35,16 @@ declare -A FIX=(
   [qwen35moe-w]="--arch qwen35moe $WIDE --n-expert 8 --n-expert-used 3"
   [qwen3next]="--arch qwen3next"
   [qwen3next-w]="--arch qwen3next $WIDE"
+  [mamba2]="--arch mamba2"
+  [mamba2-w]="--arch mamba2 $WIDE"
+  [nemotron_h]="--arch nemotron_h --layers 3"
+  [nemotron_h-w]="--arch nemotron_h $WIDE"
+  [falcon-h1]="--arch falcon-h1"
+  [falcon-h1-w]="--arch falcon-h1 $WIDE"
+  [lfm2]="--arch lfm2"
+  [lfm2-w]="--arch lfm2 $WIDE"
+  [rwkv7]="--arch rwkv7"
+  [rwkv7-w]="--arch rwkv7 $WIDE"
 )
 FIXTURES=()
 for f in $(printf '%s\n' "${!FIX[@]}" | sort); do
@@ -67,6 +77,17 @@ named qwen35moe-ub qwen35moe-w -c 4000 -np 4 -ub 64 -b 128 --device metal -ngl 2
 named qwen3next-cpu qwen3next -c 8192 -np 3 -fa off
 named qwen3next-metal qwen3next-w -c 32768 --device metal -ngl all
 named qwen3next-cuda qwen3next-w -c 16384 -np 2 -nkvo --device cuda -ngl 2
+named mamba2-state mamba2-w -c 4096 -np 4 --device metal -ngl all
+named mamba2-cuda-1 mamba2 -c 2048 -np 2 --device cuda -ngl 1
+named nemotron_h-fa-moves nemotron_h-w -c 4096 --device metal -ngl 2
+named nemotron_h-nkvo nemotron_h-w -c 4096 -nkvo --device cuda -ngl 3
+named falcon-h1-nkvo-fa-off falcon-h1 -c 4096 -nkvo --device metal -ngl 2
+named falcon-h1-nkvo-output-only falcon-h1 -c 4096 -nkvo --device metal -ngl 1
+named falcon-h1-q8 falcon-h1-w -c 16384 -ctk q8_0 -ctv q8_0 --device cuda -ngl all
+named lfm2-fa-moves lfm2-w -c 4096 --device cuda -ngl 2
+named lfm2-embd lfm2 -c 2048 --embedding --device metal -ngl all
+named rwkv7-state rwkv7 -c 4096 -np 3 -nkvo --device cuda -ngl all
+named rwkv7-partial rwkv7-w -c 8192 -np 2 --device metal -ngl 2
 # the main context of an MTP run (--mtp: the model loaded with its MTP
 # layers; the trunk graph does not run them)
 named qwen35-mtp qwen35 -c 8192 -np 2 --device metal -ngl all --mtp
