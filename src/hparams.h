@@ -121,6 +121,10 @@ typedef struct gm_hparams {
     uint32_t ple_n_heads, ple_head_dim, ple_ngram_size, ple_conv_kernel;
     uint32_t n_embd_per_layer;           /* gemma4: per-layer input embedding width */
     float final_logit_softcapping;       /* gemma4: logits soft-capped unless 0 (default 30) */
+
+    /* graphs (graphs-recurrent): positions per token in inp_pos, 4 with
+     * M-RoPE/IMRoPE (llama_hparams::n_pos_per_embd; 0 reads as 1) */
+    uint32_t n_pos_per_embd;
 } gm_hparams;
 
 /* Reads what llama.cpp reads, with its defaults.  Returns GGUFMAP_OK;
