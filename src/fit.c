@@ -23,7 +23,15 @@
 /* Helpers for the fit modules                                               */
 /* ------------------------------------------------------------------------ */
 
-ggufmap_fit_buffer *gm_fit_add_buffer(ggufmap_fit *fit, ggufmap_fit_kind kind, const char *buft, uint64_t bytes) {
+/* The device a buffer type's memory belongs to: its GPU, or the host. */
+static uint32_t device_of(const ggufmap_fit *fit, gm_buft_id b) {
+    if (b.kind != GGUFMAP_BUFT_GPU) return GM_DEVICE_CPU;
+    for (uint32_t d = 1; d < fit->n_devices; d++)
+        if (fit->devices[d].ordinal == b.gpu) return d;
+    return GM_DEVICE_CPU; /* not reached: init_devices lists every GPU a context uses */
+}
+
+ggufmap_fit_buffer *gm_fit_add_buffer(ggufmap_fit *fit, ggufmap_fit_kind kind, gm_buft_id buft, uint64_t bytes) {
     if (fit->n_buffers == fit->cap_buffers) {
         uint32_t cap = fit->cap_buffers ? fit->cap_buffers * 2 : 32;
         ggufmap_fit_buffer *n = realloc(fit->buffers, cap * sizeof *n);
@@ -34,51 +42,32 @@ ggufmap_fit_buffer *gm_fit_add_buffer(ggufmap_fit *fit, ggufmap_fit_kind kind, c
     ggufmap_fit_buffer *b = &fit->buffers[fit->n_buffers++];
     memset(b, 0, sizeof *b);
     b->kind = kind;
-    snprintf(b->buft, sizeof b->buft, "%s", buft);
+    gm_buft_name(fit->device, buft, false, b->buft, sizeof b->buft);
     b->bytes = b->planned = b->bytes_max = bytes;
     b->exact = true;
-    const char *gpu = gm_fit_gpu_buft(fit);
-    b->device = gpu && strncmp(buft, gpu, strlen(gpu)) == 0 ? GM_DEVICE_GPU : GM_DEVICE_CPU;
+    b->device = device_of(fit, buft);
     return b;
 }
 
-bool gm_fit_layer_on_gpu(const ggufmap_fit *fit, uint32_t il) {
-    return fit->device != GGUFMAP_DEVICE_CPU &&
-           ggufmap_placement_layer_on_gpu(ggufmap_plan_placement(fit->plan), (int32_t)il);
+int32_t gm_fit_layer_gpu(const ggufmap_fit *fit, uint32_t il) {
+    return ggufmap_placement_layer_gpu(ggufmap_plan_placement(fit->plan), (int32_t)il);
 }
 
-const char *gm_fit_gpu_buft(const ggufmap_fit *fit) {
-    switch (fit->device) {
-    case GGUFMAP_DEVICE_METAL: return "MTL0";
-    case GGUFMAP_DEVICE_CUDA: return "CUDA0";
-    default: return NULL;
-    }
-}
+bool gm_fit_layer_on_gpu(const ggufmap_fit *fit, uint32_t il) { return gm_fit_layer_gpu(fit, il) >= 0; }
+
+bool gm_fit_has_gpu(const ggufmap_fit *fit) { return fit->device != GGUFMAP_DEVICE_CPU; }
 
 /* llama_model::dev_layer's buffer type with offload_kqv, else the CPU's
  * (llama-kv-cache.cpp:212-221). */
-const char *gm_fit_layer_buft(const ggufmap_fit *fit, uint32_t il, bool offload) {
-    return offload && gm_fit_layer_on_gpu(fit, il) ? gm_fit_gpu_buft(fit) : "CPU";
+gm_buft_id gm_fit_layer_buft(const ggufmap_fit *fit, uint32_t il, bool offload) {
+    const int32_t gpu = gm_fit_layer_gpu(fit, il);
+    return offload && gpu >= 0 ? (gm_buft_id){GGUFMAP_BUFT_GPU, (uint32_t)gpu} : (gm_buft_id){GGUFMAP_BUFT_CPU, 0};
 }
-
-/* TENSOR_ALIGNMENT 32 for the CPU and host types and Metal; 128 for CUDA's
- * device type (ggml-cuda.cu ggml_backend_cuda_buffer_type_get_alignment). */
-uint64_t gm_buft_alignment(const char *buft) { return strcmp(buft, "CUDA0") == 0 ? 128 : 32; }
 
 uint64_t gm_row_size(int32_t type, int64_t n) {
     const ggufmap_type_info *t = ggufmap_type(type);
     if (!t || t->block_size == 0) return 0;
     return (uint64_t)t->type_size * (uint64_t)(n / t->block_size);
-}
-
-/* ggml_nbytes, plus CUDA's padding of a quantized row to 512 elements
- * (ggml_backend_cuda_buffer_type_get_alloc_size, ggml-cuda.cu:908-925). */
-uint64_t gm_buft_alloc_size(const char *buft, int32_t type, const int64_t ne[4]) {
-    uint64_t size = ggufmap_type_nbytes(type, ne);
-    const ggufmap_type_info *t = ggufmap_type(type);
-    if (strcmp(buft, "CUDA0") == 0 && t && t->block_size > 1 && ne[0] % 512 != 0)
-        size += gm_row_size(type, 512 - ne[0] % 512);
-    return size;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -90,11 +79,11 @@ static int add_weights(ggufmap_fit *fit) {
     for (uint32_t i = 0; i < ggufmap_plan_n_buffers(fit->plan); i++) {
         const ggufmap_buffer *pb = ggufmap_plan_buffer(fit->plan, i);
         const ggufmap_context *ctx = ggufmap_placement_context(pl, pb->context);
-        ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, GGUFMAP_FIT_WEIGHTS, pb->name, pb->mapped ? pb->span_resident : pb->size);
+        const gm_buft_id id = {ctx->kind, ctx->ordinal};
+        ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, GGUFMAP_FIT_WEIGHTS, id, pb->mapped ? pb->span_resident : pb->size);
         if (!b) return GGUFMAP_ENOMEM;
+        snprintf(b->buft, sizeof b->buft, "%s", pb->name); /* the buffer's name: CPU_Mapped, MTL0_Mapped */
         b->planned = pb->mapped ? pb->ranges_resident : pb->size;
-        const char *gpu = gm_fit_gpu_buft(fit);
-        b->device = gpu && strcmp(ctx->buft, gpu) == 0 ? GM_DEVICE_GPU : GM_DEVICE_CPU;
         if (pb->mapped)
             snprintf(b->what, sizeof b->what, "%lld tensor%s mapped from shard %u%s", (long long)pb->n_tensors,
                      pb->n_tensors == 1 ? "" : "s", pb->shard,
@@ -106,16 +95,27 @@ static int add_weights(ggufmap_fit *fit) {
     return GGUFMAP_OK;
 }
 
+static void add_device(ggufmap_fit *fit, uint32_t ordinal) {
+    for (uint32_t d = 1; d < fit->n_devices; d++)
+        if (fit->devices[d].ordinal == ordinal) return;
+    if (fit->n_devices >= GM_MAX_DEVICES) return;
+    ggufmap_fit_device *d = &fit->devices[fit->n_devices++];
+    gm_buft_name(fit->device, (gm_buft_id){GGUFMAP_BUFT_GPU, ordinal}, false, d->name, sizeof d->name);
+    d->gpu = true;
+    d->ordinal = ordinal;
+}
+
+/* The host, then the run's GPUs in llama.cpp's order, then any other GPU
+ * an override puts weights on. */
 static void init_devices(ggufmap_fit *fit) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
     memset(fit->devices, 0, sizeof fit->devices);
-    snprintf(fit->devices[0].name, sizeof fit->devices[0].name, "CPU");
+    gm_buft_name(fit->device, (gm_buft_id){GGUFMAP_BUFT_CPU, 0}, false, fit->devices[0].name,
+                 sizeof fit->devices[0].name);
     fit->n_devices = 1;
-    const char *gpu = gm_fit_gpu_buft(fit);
-    if (gpu) {
-        snprintf(fit->devices[1].name, sizeof fit->devices[1].name, "%s", gpu);
-        fit->devices[1].gpu = true;
-        fit->n_devices = 2;
-    }
+    for (uint32_t i = 0; i < ggufmap_placement_n_gpus(pl); i++) add_device(fit, ggufmap_placement_gpu(pl, i));
+    for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++)
+        if (ggufmap_placement_context(pl, c)->gpu) add_device(fit, ggufmap_placement_context(pl, c)->ordinal);
     for (uint32_t d = 0; d < fit->n_devices; d++) fit->devices[d].exact = true;
 }
 
@@ -196,6 +196,8 @@ static int build_mtp_context(ggufmap_fit *fit, ggufmap_error *err) {
     memset(&d, 0, sizeof d);
     d.plan = fit->plan;
     d.device = fit->device;
+    memcpy(d.devices, fit->devices, sizeof d.devices);
+    d.n_devices = fit->n_devices;
     d.opts = fit->opts;
     d.opts.n_ctx = fit->cp.sizes.n_ctx;               /* llama_n_ctx(ctx_tgt) */
     d.opts.type_k = d.opts.type_v = 1;                 /* the draft's cache types: f16 unless -ctkd/-ctvd */
@@ -213,7 +215,7 @@ static int build_mtp_context(ggufmap_fit *fit, ggufmap_error *err) {
                  "MTP layers");
     if (!d.refusal[0]) rc = build_context(&d, err);
     for (uint32_t i = 0; rc == GGUFMAP_OK && i < d.n_buffers; i++) {
-        ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, d.buffers[i].kind, d.buffers[i].buft, d.buffers[i].bytes);
+        ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, d.buffers[i].kind, (gm_buft_id){GGUFMAP_BUFT_CPU, 0}, 0);
         if (!b) rc = GGUFMAP_ENOMEM;
         else {
             *b = d.buffers[i];

@@ -112,8 +112,8 @@ static bool sum_weights(const ggufmap_fit *fit, weight_sums *w) {
         const ggufmap_context *ctx = ggufmap_placement_context(pl, in->context);
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)t->name_len, t->name); /* names are not NUL-terminated */
-        const bool host = strncmp(ctx->buft, "CPU", 3) == 0 || strcmp(ctx->buft, "CUDA_Host") == 0;
-        const uint64_t nbytes = gm_buft_alloc_size(ctx->buft, t->type, t->ne);
+        const bool host = !ctx->gpu;
+        const uint64_t nbytes = gm_buft_alloc_size(fit->device, ctx->kind, t->type, t->ne);
         const uint64_t ow = output_width(fit->hp, t, name);
         if (in->cls == GGUFMAP_CLASS_LAYER && in->layer >= 0 && in->layer < GM_MAX_LAYERS) {
             if (!in_context(fit->hp, in->layer)) continue;
@@ -284,7 +284,7 @@ typedef struct layout {
 } layout;
 
 static layout layout_of(const ggufmap_fit *fit) {
-    layout lo = { .gpu = gm_fit_gpu_buft(fit) != NULL };
+    layout lo = { .gpu = gm_fit_has_gpu(fit) };
     for (uint32_t il = 0; il < fit->hp->n_layer_all; il++) {
         if (!in_context(fit->hp, (int32_t)il)) continue;
         if (gm_fit_layer_on_gpu(fit, il)) lo.gpu_layers = true;
@@ -304,7 +304,8 @@ static void bound_reserve(const ggufmap_fit *fit, const weight_sums *w, reserve_
      * attention output to the CPU (build_attn_mha, llama-graph.cpp:2730-2733);
      * MLA's scores follow its offloaded absorption matmuls instead */
     const bool attention_on_cpu = !fit->cp.offload_kqv && !fit->cp.sizes.flash_attn && !fit->hp->is_mla &&
-                                  !attends_ubatch(fit->hp) && !(offload && fit->device == GGUFMAP_DEVICE_CUDA);
+                                  !attends_ubatch(fit->hp) &&
+                                  !(offload && gm_backend(fit->device)->offload == GM_OFFLOAD_ALL_BUT_ROWS);
     out[0] = out[1] = 0;
     if (lo.gpu && (lo.gpu_layers || lo.output_on_gpu || offload)) {
         out[0] = b.inputs + b.embed + work - (attention_on_cpu ? b.attention : 0) + b.output;
@@ -334,7 +335,10 @@ int gm_fit_compute_bound(ggufmap_fit *fit) {
         uint64_t size = pp[b] > tg[b] ? pp[b] : tg[b];
         if (size == 0) continue;
         size += size / 100 + 65536; /* what the terms do not name: norms' results, small inputs, alignment */
-        const char *buft = b == 0 ? gm_fit_gpu_buft(fit) : fit->device == GGUFMAP_DEVICE_CUDA ? "CUDA_Host" : "CPU";
+        const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
+        const gm_buft_id buft = b == 0 ? (gm_buft_id){GGUFMAP_BUFT_GPU, ggufmap_placement_gpu(pl, 0)}
+                                       : (gm_buft_id){gm_fit_has_gpu(fit) ? gm_cpu_compute_buft(fit->device)
+                                                                          : GGUFMAP_BUFT_CPU, 0};
         ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, buft, gm_pad(size, 32));
         if (!x) return GGUFMAP_ENOMEM;
         x->exact = false;

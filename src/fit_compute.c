@@ -47,24 +47,22 @@ static arch_graph graph_of(const gm_hparams *hp) {
     }
 }
 
-/* llama_context's backends: every model device (the GPU, present at any
- * -ngl) then the CPU, which computes in the GPU's host buffer type when it
- * has one (CUDA_Host) (:330-421) */
+/* llama_context's backends: every model device (the run's GPUs, present
+ * at any -ngl) in order, then the CPU, which computes in the first GPU's
+ * host buffer type when it has one (CUDA_Host) (:330-421) */
 static void setup_backends(const ggufmap_fit *fit, gm_backends *be) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
     memset(be, 0, sizeof *be);
-    const bool gpu = fit->device != GGUFMAP_DEVICE_CPU;
-    const bool cuda = fit->device == GGUFMAP_DEVICE_CUDA;
-    be->n = gpu ? 2 : 1;
-    be->gpu = gpu;
-    be->gpu_metal = fit->device == GGUFMAP_DEVICE_METAL;
+    be->device = fit->device;
     be->op_offload = fit->cp.op_offload;
-    if (gpu) {
-        be->buft[0] = GM_BUFT_GPU;
-        be->alignment[0] = gm_buft_alignment(gm_fit_gpu_buft(fit));
-        be->cuda_padding[0] = cuda;
+    for (uint32_t i = 0; i < ggufmap_placement_n_gpus(pl); i++) {
+        be->buft[be->n] = gm_loc_of((gm_buft_id){GGUFMAP_BUFT_GPU, ggufmap_placement_gpu(pl, i)});
+        be->alignment[be->n++] = gm_buft_alignment(fit->device, GGUFMAP_BUFT_GPU);
     }
-    be->buft[be->n - 1] = cuda ? GM_BUFT_HOST : GM_BUFT_CPU;
-    be->alignment[be->n - 1] = 32;
+    be->gpu = be->n > 0;
+    const ggufmap_buft_kind cpu = be->gpu ? gm_cpu_compute_buft(fit->device) : GGUFMAP_BUFT_CPU;
+    be->buft[be->n] = gm_loc_of((gm_buft_id){cpu, 0});
+    be->alignment[be->n++] = gm_buft_alignment(fit->device, cpu);
 }
 
 /* Per model tensor, the context of its instance and of its output copy. */
@@ -88,7 +86,7 @@ static bool weight_contexts(const ggufmap_fit *fit, int32_t **ctx_of, int32_t **
 /* ------------------------------------------------------------------------ */
 
 static gm_buft layer_buft(const gm_llm *l, uint32_t il) {
-    return l->cp->offload_kqv && gm_fit_layer_on_gpu(l->fit, il) ? GM_BUFT_GPU : GM_BUFT_CPU;
+    return gm_loc_of(gm_fit_layer_buft(l->fit, il, l->cp->offload_kqv));
 }
 
 static void make_cache(gm_llm *l, gm_kv_cache *kv, gm_cache cache, int64_t kv_size) {
@@ -194,8 +192,8 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
 static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const uint64_t size[GM_MAX_BACKENDS]) {
     for (int b = 0; b < be->n; b++) {
         if (size[b] == 0) continue;
-        const char *buft = be->gpu && b == 0 ? gm_fit_gpu_buft(fit) : be->buft[b] == GM_BUFT_HOST ? "CUDA_Host" : "CPU";
-        ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, buft, size[b]);
+        const gm_buft_id id = {gm_loc_kind(be->buft[b]), gm_loc_gpu(be->buft[b])};
+        ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, id, size[b]);
         if (!x) return;
         snprintf(x->what, sizeof x->what, "ggml-alloc's peak for the worst-case graph (%u-token ubatch)",
                  fit->cp.sizes.n_ubatch < fit->cp.sizes.n_ctx ? fit->cp.sizes.n_ubatch : fit->cp.sizes.n_ctx);

@@ -142,20 +142,34 @@ static bool hybrid_fa_moves(const ggufmap_fit *fit) {
     return false;
 }
 
+/* The device's own answer (device.h runs_fa): a GPU layer whose heads or
+ * cache types its flash attention has no kernel for moves the op off it. */
+static bool device_lacks_fa(const ggufmap_fit *fit) {
+    const gm_backend_def *d = gm_backend(fit->device);
+    const gm_hparams *hp = fit->hp;
+    if (!d->runs_fa) return false;
+    for (uint32_t il = 0; il < hp->n_layer; il++)
+        if (hp->n_head[il] && gm_fit_layer_on_gpu(fit, il) &&
+            !d->runs_fa(fit->cp.type_k, fit->cp.type_v, gm_head_k(hp, il), gm_head_v(hp, il)))
+            return true;
+    return false;
+}
+
 static bool auto_fa_turns_off(const ggufmap_fit *fit) {
     const gm_hparams *hp = fit->hp;
     bool gpu_layer = false, cpu_layer = false;
+    if (device_lacks_fa(fit)) return true;
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         if (gm_fit_layer_on_gpu(fit, il)) gpu_layer = true;
         else cpu_layer = true;
     }
     switch (hp->arch) {
     case GM_ARCH_FALCON_H1: return gpu_layer && fit->opts.no_kv_offload;
-    case GM_ARCH_T5: return gm_fit_gpu_buft(fit) && cpu_layer;
+    case GM_ARCH_T5: return gm_fit_has_gpu(fit) && cpu_layer;
     case GM_ARCH_GRANITEHYBRID:
     case GM_ARCH_LFM2:
     case GM_ARCH_NEMOTRON_H:
-    case GM_ARCH_NEMOTRON_H_MOE: return gm_fit_gpu_buft(fit) && hybrid_fa_moves(fit);
+    case GM_ARCH_NEMOTRON_H_MOE: return gm_fit_has_gpu(fit) && hybrid_fa_moves(fit);
     default: return false;
     }
 }

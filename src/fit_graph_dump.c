@@ -43,9 +43,14 @@ static const char *op_name(uint8_t op) {
     return op < GM_OP_COUNT && OP_NAMES[op] ? OP_NAMES[op] : "OP?";
 }
 
+/* the oracle's --graph tags of a buffer kind (tests/fit/graph_diff.py) */
 static const char *buft_name(uint8_t b) {
-    static const char *const n[] = { "-", "CPU", "REPACK", "HOST", "GPU" };
-    return b < sizeof n / sizeof n[0] ? n[b] : "?";
+    static const char *const n[] = {
+        [GGUFMAP_BUFT_CPU_REPACK] = "REPACK", [GGUFMAP_BUFT_GPU_HOST] = "HOST", [GGUFMAP_BUFT_GPU] = "GPU",
+        [GGUFMAP_BUFT_CPU_AMX] = "REPACK",
+    };
+    if (b == GM_BUFT_NONE) return "-";
+    return gm_loc_kind(b) == GGUFMAP_BUFT_CPU ? gm_cpu_buft_name() : n[gm_loc_kind(b)] ? n[gm_loc_kind(b)] : "?";
 }
 
 /* nI, lI or - as the oracle refers to tensors */
@@ -68,7 +73,7 @@ static void line(FILE *f, const gm_graph *g, const char *kw, int32_t i, int32_t 
             ",%" PRIu64 ",%" PRIu64 " view=%s:%" PRIu64 " src=%s,%s,%s,%s flags=%d buf=%s be=%s name=-\n",
             kw, i, op_name(x->op), ti ? ti->name : "?", x->ne[0], x->ne[1], x->ne[2], x->ne[3], x->nb[0], x->nb[1],
             x->nb[2], x->nb[3], view, x->view_offs, s[0], s[1], s[2], s[3], x->flags & 3, buft_name(x->buft),
-            be < 0 ? "-" : gpu && be == 0 ? "GPU" : "CPU");
+            be < 0 ? "-" : gpu && be == 0 ? "GPU" : gm_cpu_buft_name());
 }
 
 int32_t *gm_graph_dump_save_srcs(const gm_graph *g) {

@@ -17,11 +17,12 @@
 #include <stdint.h>
 
 #include "ggufmap/fit.h"
+#include "device.h"
 #include "hparams.h"
 
 #define GM_MAX_SEQ 256          /* LLAMA_MAX_SEQ (src/llama-cparams.h) */
-#define GM_DEVICE_CPU 0
-#define GM_DEVICE_GPU 1
+#define GM_DEVICE_CPU 0         /* ggufmap_fit's devices: the host first, then the GPUs */
+#define GM_MAX_DEVICES (1 + GGUFMAP_MAX_GPUS)
 
 /* The effective parameters (llama_cparams) beside the public sizes. */
 typedef struct gm_cparams {
@@ -45,7 +46,7 @@ struct ggufmap_fit {
     bool mtp_aborts;
     ggufmap_fit_buffer *buffers;
     uint32_t n_buffers, cap_buffers;
-    ggufmap_fit_device devices[2];
+    ggufmap_fit_device devices[GM_MAX_DEVICES];
     uint32_t n_devices;
     ggufmap_device device;      /* the placement's GPU kind */
 };
@@ -73,16 +74,15 @@ int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err);
 int gm_fit_compute_bound(ggufmap_fit *fit);
 
 /* fit.c helpers for the modules above */
-ggufmap_fit_buffer *gm_fit_add_buffer(ggufmap_fit *fit, ggufmap_fit_kind kind, const char *buft, uint64_t bytes);
+ggufmap_fit_buffer *gm_fit_add_buffer(ggufmap_fit *fit, ggufmap_fit_kind kind, gm_buft_id buft, uint64_t bytes);
+/* The GPU layer il runs on (its ordinal), or -1. */
+int32_t gm_fit_layer_gpu(const ggufmap_fit *fit, uint32_t il);
 bool gm_fit_layer_on_gpu(const ggufmap_fit *fit, uint32_t il);
-/* The buffer type llama.cpp gives a layer's cache ("CPU", "MTL0", "CUDA0"). */
-const char *gm_fit_layer_buft(const ggufmap_fit *fit, uint32_t il, bool offload);
-/* The GPU's default buffer type name, or NULL without a GPU. */
-const char *gm_fit_gpu_buft(const ggufmap_fit *fit);
-/* Alignment and per-tensor allocation size of a buffer type, as its backend
- * reports them (get_alignment, get_alloc_size). */
-uint64_t gm_buft_alignment(const char *buft);
-uint64_t gm_buft_alloc_size(const char *buft, int32_t type, const int64_t ne[4]);
+/* Whether the run has a GPU at all (a GPU backend computes, at any -ngl). */
+bool gm_fit_has_gpu(const ggufmap_fit *fit);
+/* The buffer type llama.cpp gives a layer's cache: its GPU's with
+ * offload_kqv, else the CPU's. */
+gm_buft_id gm_fit_layer_buft(const ggufmap_fit *fit, uint32_t il, bool offload);
 /* Bytes of n elements of a ggml type (ggml_row_size). */
 uint64_t gm_row_size(int32_t type, int64_t n);
 

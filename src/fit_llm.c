@@ -26,13 +26,8 @@ enum { T_F32 = 0, T_F16 = 1, T_I32 = 26, T_I64 = 27 };
 
 static gm_buft buft_of_context(const gm_llm *l, int32_t ctx) {
     const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
-    switch (ggufmap_placement_context(pl, (uint32_t)ctx)->kind) {
-    case GGUFMAP_BUFT_CPU: return GM_BUFT_CPU;
-    case GGUFMAP_BUFT_CPU_REPACK: return GM_BUFT_REPACK;
-    case GGUFMAP_BUFT_CPU_AMX: return GM_BUFT_AMX;
-    case GGUFMAP_BUFT_CUDA_HOST: return GM_BUFT_HOST;
-    default: return GM_BUFT_GPU;
-    }
+    const ggufmap_context *c = ggufmap_placement_context(pl, (uint32_t)ctx);
+    return gm_loc_of((gm_buft_id){c->kind, c->ordinal});
 }
 
 static const ggufmap_model *model_of(const gm_llm *l) {
@@ -78,7 +73,11 @@ int32_t gm_w_output(gm_llm *l) {
 }
 
 int gm_layer_backend(const gm_llm *l, int il) {
-    return l->be.gpu && gm_fit_layer_on_gpu(l->fit, (uint32_t)il) ? 0 : l->be.n - 1;
+    const int32_t gpu = gm_fit_layer_gpu(l->fit, (uint32_t)il);
+    const gm_buft own = gpu >= 0 ? gm_loc_of((gm_buft_id){GGUFMAP_BUFT_GPU, (uint32_t)gpu}) : GM_BUFT_NONE;
+    for (int b = 0; b + 1 < l->be.n; b++)
+        if (l->be.buft[b] == own) return b;
+    return l->be.n - 1;
 }
 
 void gm_cb_norm(gm_llm *l, int32_t t, int il) {

@@ -43,9 +43,10 @@ static void add_output(ggufmap_fit *fit) {
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const bool embd = fit->cp.embeddings || hp->arch == GM_ARCH_T5; /* "hacky enc-dec support" (:2121-2125) */
     const uint64_t row = 4ull * (hp->n_vocab + (embd ? hp->n_embd_out : 0));
-    const bool host = fit->device == GGUFMAP_DEVICE_CUDA && gm_fit_layer_on_gpu(fit, hp->n_layer_all);
+    const bool host = gm_backend(fit->device)->host_buft && gm_fit_layer_on_gpu(fit, hp->n_layer_all);
     const uint64_t rows_max = s->n_outputs_max > s->n_seq_max ? s->n_outputs_max : s->n_seq_max;
-    ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, GGUFMAP_FIT_OUTPUT, host ? "CUDA_Host" : "CPU", row * s->n_seq_max);
+    const gm_buft_id buft = {host ? GGUFMAP_BUFT_GPU_HOST : GGUFMAP_BUFT_CPU, 0};
+    ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, GGUFMAP_FIT_OUTPUT, buft, row * s->n_seq_max);
     if (!b) return;
     b->bytes_max = row * rows_max;
     snprintf(b->what, sizeof b->what, "%s of %u row%s (%llu rows at the first full batch)",
@@ -57,17 +58,19 @@ static void add_output(ggufmap_fit *fit) {
 /* Cache tensors, grouped per buffer type                                    */
 /* ------------------------------------------------------------------------ */
 
-/* One memory module's buffers: at most the CPU's and the GPU's. */
+/* One memory module's buffers: the CPU's and each GPU's. */
 typedef struct module_bufs {
-    const char *buft[2];
-    uint64_t bytes[2];
-    uint32_t layers[2];
+    gm_buft_id buft[GM_MAX_DEVICES];
+    char name[GM_MAX_DEVICES][16];
+    uint64_t bytes[GM_MAX_DEVICES];
+    uint32_t layers[GM_MAX_DEVICES];
     uint32_t n;
 } module_bufs;
 
-static uint32_t slot_for(module_bufs *m, const char *buft) {
+static uint32_t slot_for(const ggufmap_fit *fit, module_bufs *m, gm_buft_id buft) {
     for (uint32_t i = 0; i < m->n; i++)
-        if (strcmp(m->buft[i], buft) == 0) return i;
+        if (m->buft[i].kind == buft.kind && m->buft[i].gpu == buft.gpu) return i;
+    gm_buft_name(fit->device, buft, false, m->name[m->n], sizeof m->name[m->n]);
     m->buft[m->n] = buft;
     m->bytes[m->n] = 0;
     m->layers[m->n] = 0;
@@ -86,19 +89,26 @@ static bool add_tensor(ggufmap_fit *fit, module_bufs *m, uint32_t slot, int32_t 
         return false;
     }
     const int64_t ne[4] = { ne0, ne1, ne2, 1 };
-    const char *buft = m->buft[slot];
-    m->bytes[slot] += gm_pad(gm_buft_alloc_size(buft, type, ne), gm_buft_alignment(buft));
+    const ggufmap_buft_kind kind = m->buft[slot].kind;
+    m->bytes[slot] += gm_pad(gm_buft_alloc_size(fit->device, kind, type, ne), gm_buft_alignment(fit->device, kind));
     return true;
 }
 
+/* llama.cpp's buffers of a module come in the order of its ctx_map: by the
+ * buffer types' names */
 static void sort_by_name(module_bufs *m) {
-    if (m->n == 2 && strcmp(m->buft[0], m->buft[1]) > 0) {
-        const char *b = m->buft[0];
-        uint64_t x = m->bytes[0];
-        uint32_t l = m->layers[0];
-        m->buft[0] = m->buft[1], m->bytes[0] = m->bytes[1], m->layers[0] = m->layers[1];
-        m->buft[1] = b, m->bytes[1] = x, m->layers[1] = l;
-    }
+    for (uint32_t i = 1; i < m->n; i++)
+        for (uint32_t j = i; j > 0 && strcmp(m->name[j - 1], m->name[j]) > 0; j--) {
+            const gm_buft_id b = m->buft[j];
+            const uint64_t x = m->bytes[j];
+            const uint32_t l = m->layers[j];
+            char name[16];
+            memcpy(name, m->name[j], sizeof name);
+            m->buft[j] = m->buft[j - 1], m->bytes[j] = m->bytes[j - 1], m->layers[j] = m->layers[j - 1];
+            memcpy(m->name[j], m->name[j - 1], sizeof name);
+            m->buft[j - 1] = b, m->bytes[j - 1] = x, m->layers[j - 1] = l;
+            memcpy(m->name[j - 1], name, sizeof name);
+        }
 }
 
 static void emit_module(ggufmap_fit *fit, module_bufs *m, ggufmap_fit_kind kind, const char *what, uint32_t cells) {
@@ -177,7 +187,7 @@ static bool add_kv_cache(ggufmap_fit *fit, gm_cache cache, uint32_t kv_size) {
     module_bufs m = { .n = 0 };
     for (uint32_t il = 0; il < hp->n_layer_all; il++) {
         if (!gm_cache_has_layer(hp, cache, il)) continue;
-        uint32_t slot = slot_for(&m, gm_fit_layer_buft(fit, il, cp->offload_kqv));
+        uint32_t slot = slot_for(fit, &m, gm_fit_layer_buft(fit, il, cp->offload_kqv));
         m.layers[slot]++;
         const int64_t k_row = idx ? hp->indexer_head_size : gm_n_embd_k_gqa(hp, il);
         if (!add_tensor(fit, &m, slot, cp->type_k, k_row, kv_size, n_stream)) return false;
@@ -204,7 +214,7 @@ static void add_recurrent(ggufmap_fit *fit) {
     module_bufs m = { .n = 0 };
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         if (!gm_cache_has_layer(hp, GM_CACHE_RS, il)) continue;
-        uint32_t slot = slot_for(&m, gm_fit_layer_buft(fit, il, cp->offload_kqv));
+        uint32_t slot = slot_for(fit, &m, gm_fit_layer_buft(fit, il, cp->offload_kqv));
         m.layers[slot]++;
         add_tensor(fit, &m, slot, 0, gm_n_embd_r(hp), rows, 1);
         add_tensor(fit, &m, slot, 0, gm_n_embd_s(hp), rows, 1);

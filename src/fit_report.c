@@ -90,7 +90,7 @@ static void text_devices(FILE *out, const ggufmap_fit *fit) {
     char v[8][32];
     const uint64_t page = ggufmap_plan_options(fit->plan)->page;
     fprintf(out, "\nper device (MiB; output at its full size; totals with llama.cpp's and the planned weights%s):\n  %-6s",
-            fit->device == GGUFMAP_DEVICE_METAL && page > 1 ? "; GPU buffers in whole pages" : "", "");
+            page > 1 ? "; GPU buffers in whole pages" : "", "");
     for (int i = 0; i < 8; i++) fprintf(out, " %12s", heads[i]);
     fputs("\n", out);
     for (uint32_t i = 0; i < fit->n_devices; i++) {
@@ -128,7 +128,7 @@ static void text_verdict(FILE *out, const ggufmap_fit *fit, const ggufmap_fit_re
     const ggufmap_fit_device *d = &fit->devices[ggufmap_fit_limited_device(fit)];
     const uint64_t limit = fit->opts.limit;
     if (limit && !ggufmap_fit_refusal(fit, NULL)) {
-        fprintf(out, "\n%s (%s):\n", d->gpu && fit->device == GGUFMAP_DEVICE_METAL ? "working set" : "memory", d->name);
+        fprintf(out, "\n%s (%s):\n", d->gpu && gm_backend(fit->device)->unified ? "working set" : "memory", d->name);
         text_verdict_line(out, "llama.cpp today", d->total, limit);
         text_verdict_line(out, "repacked (planned)", d->total_planned, limit);
     }

@@ -40,12 +40,16 @@ static bool is_view_op(uint8_t op) {
     return op == GM_OP_VIEW || op == GM_OP_RESHAPE || op == GM_OP_PERMUTE || op == GM_OP_TRANSPOSE;
 }
 
-static bool supports_buft(const sched *s, int b, gm_buft buft) {
-    if (s->be->gpu && b == 0) return buft == GM_BUFT_GPU;
-    return buft == GM_BUFT_CPU || buft == GM_BUFT_REPACK || buft == GM_BUFT_AMX || buft == GM_BUFT_HOST;
-}
-
 static int last(const sched *s) { return s->be->n - 1; }
+
+/* supports_buft: a GPU computes on its own type alone (ggml-cuda's and
+ * ggml-metal's, buft->device == dev); the CPU on host memory and its
+ * extra types (ggml-cpu.cpp:486-489) */
+static bool supports_buft(const sched *s, int b, gm_buft buft) {
+    if (b != last(s)) return buft == s->be->buft[b];
+    const ggufmap_buft_kind k = gm_loc_kind(buft);
+    return gm_buft_is_host(k) || k == GGUFMAP_BUFT_CPU_REPACK || k == GGUFMAP_BUFT_CPU_AMX;
+}
 
 static int n_dims(const gm_tensor *x) {
     for (int i = 3; i >= 1; i--)
@@ -68,7 +72,10 @@ static bool extra_supports(const sched *s, int32_t t, gm_buft extra, int32_t w) 
 /* ggml_backend_supports_op of backend b for node t: the CPU defers to the
  * extra buffer type of the first of src[0..3] in one (ggml-cpu.cpp:432-440) */
 static bool supports_op(const sched *s, int b, int32_t t) {
-    if (b != last(s)) return true;
+    if (b != last(s)) {
+        const gm_backend_def *d = gm_backend(s->be->device);
+        return !d->supports_node || d->supports_node(s->g, t);
+    }
     const gm_tensor *x = &s->g->t[t];
     if (x->op == GM_OP_NONE || is_view_op(x->op)) return true;
     for (int i = 0; i < 4; i++) {
@@ -91,19 +98,22 @@ static int backend_from_buffer(const sched *s, int32_t t, int32_t op) {
     return -1;
 }
 
-/* ggml-metal.cpp / ggml-cuda.cu get_op_batch_size and offload_op (>= 32 rows) */
+/* ggml-metal.cpp / ggml-cuda.cu get_op_batch_size and offload_op: the
+ * device's rule and batch threshold (device.c) */
 static bool offload_op(const sched *s, int32_t t) {
     const gm_tensor *x = &s->g->t[t];
+    const gm_backend_def *d = gm_backend(s->be->device);
+    const bool metal = d->offload == GM_OFFLOAD_MATMUL;
     int64_t rows;
     switch (x->op) {
     case GM_OP_MUL_MAT: rows = x->ne[1]; break;
     case GM_OP_MUL_MAT_ID: rows = x->ne[2]; break;
-    case GM_OP_GET_ROWS: rows = s->be->gpu_metal ? gm_nrows(s->g, t) : 0; break;
-    case GM_OP_ROPE: rows = s->be->gpu_metal ? gm_nrows(s->g, t) : x->ne[2]; break;
+    case GM_OP_GET_ROWS: rows = metal ? gm_nrows(s->g, t) : 0; break;
+    case GM_OP_ROPE: rows = metal ? gm_nrows(s->g, t) : x->ne[2]; break;
     default: rows = gm_nrows(s->g, t);
     }
-    if (s->be->gpu_metal && x->op != GM_OP_MUL_MAT && x->op != GM_OP_MUL_MAT_ID) return false;
-    return rows >= 32;
+    if (metal && x->op != GM_OP_MUL_MAT && x->op != GM_OP_MUL_MAT_ID) return false;
+    return rows >= d->offload_min_batch;
 }
 
 /* ggml_backend_sched_backend_id_from_cur */
@@ -118,7 +128,7 @@ static int backend_from_cur(const sched *s, int32_t t) {
         if (src == GM_NONE || !s->g->t[src].weight || s->g->t[src].view_src != GM_NONE) continue;
         int sb = backend_from_buffer(s, src, t);
         gm_buft sbuft = (gm_buft)s->g->t[src].buft;
-        if (s->be->op_offload && sb == last(s) && (sbuft == GM_BUFT_CPU || sbuft == GM_BUFT_HOST))
+        if (s->be->op_offload && sb == last(s) && gm_buft_is_host(gm_loc_kind(sbuft)))
             for (int b2 = 0; b2 < sb; b2++)
                 if (supports_op(s, b2, t) && offload_op(s, t)) return b2;
         return sb;
@@ -279,13 +289,13 @@ static bool copy_inputs(sched *s, split *sp, int32_t t, int cur) {
     for (int j = 0; j < GM_MAX_SRC; j++) {
         int32_t src = g->t[t].src[j];
         if (src == GM_NONE || s->backend[src] == cur || buffer_supported(s, src, cur)) continue;
-        int32_t *c = &s->copy[(size_t)src * GM_MAX_BACKENDS + (size_t)cur];
+        int32_t *c = &s->copy[(size_t)src * (size_t)s->be->n + (size_t)cur];
         if (*c == GM_NONE) {
             int32_t cp = dup_layout(g, src); /* may move g->t */
             if (g->oom || !push_input(sp, src)) return false;
-            s->copy[(size_t)src * GM_MAX_BACKENDS + (size_t)cur] = cp;
+            s->copy[(size_t)src * (size_t)s->be->n + (size_t)cur] = cp;
         }
-        g->t[t].src[j] = s->copy[(size_t)src * GM_MAX_BACKENDS + (size_t)cur];
+        g->t[t].src[j] = s->copy[(size_t)src * (size_t)s->be->n + (size_t)cur];
     }
     return true;
 }
@@ -341,7 +351,7 @@ static bool build_split_graph(sched *s, const splits *sp, gm_split_graph *o) {
             if (g->oom) return false;
             g->t[dep].src[0] = in;
             if (!add_node(o, dep, s->backend[in], cap)) return false;
-            if (!add_node(o, s->copy[(size_t)in * GM_MAX_BACKENDS + (size_t)x->backend], x->backend, cap)) return false;
+            if (!add_node(o, s->copy[(size_t)in * (size_t)s->be->n + (size_t)x->backend], x->backend, cap)) return false;
         }
         for (int32_t i = x->i_start; i < x->i_end; i++)
             if (!add_node(o, g->nodes[i], s->backend[g->nodes[i]], cap)) return false;
@@ -360,12 +370,12 @@ bool gm_sched_split(gm_graph *g, const gm_backends *be, gm_split_graph *out) {
     /* per-tensor state for the tensors the graph has now (copies and
      * dependency views added below are never looked up by index) */
     const size_t n_max = (size_t)g->n + 1;
-    sched s = { g, be, malloc(n_max), malloc(n_max * GM_MAX_BACKENDS * sizeof(int32_t)), GM_NONE };
+    sched s = { g, be, malloc(n_max), malloc(n_max * (size_t)be->n * sizeof(int32_t)), GM_NONE };
     splits sp = { NULL, 0, 0 };
     bool ok = s.backend && s.copy;
     if (ok) {
         memset(s.backend, -1, n_max);
-        for (size_t i = 0; i < n_max * GM_MAX_BACKENDS; i++) s.copy[i] = GM_NONE;
+        for (size_t i = 0; i < n_max * (size_t)be->n; i++) s.copy[i] = GM_NONE;
         for (int32_t i = 0; i < g->n; i++) s.backend[i] = g->t[i].user_backend;
         pass1(&s);
         expand(&s, true, true);

@@ -86,7 +86,7 @@ static int try_placement(const trial *t, int n_cpu_moe, int ngl, uint64_t *total
             rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
         for (uint32_t i = 0; rc == GGUFMAP_OK && i < po.n_overrides; i++) ovr[i] = po.overrides[i];
         for (int i = 0, off = 0; rc == GGUFMAP_OK && i < n; i++) {
-            ovr[po.n_overrides + (uint32_t)i] = (ggufmap_override){ pool + off, "CPU" };
+            ovr[po.n_overrides + (uint32_t)i] = (ggufmap_override){ pool + off, gm_cpu_buft_name() };
             off += (int)strlen(pool + off) + 1;
         }
         po.overrides = ovr;

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "device.h"
 #include "ggufmap/plan.h"
 #include "internal.h"
 
@@ -119,26 +120,27 @@ const char *ggufmap_planner_format(const ggufmap_planner *p, char *buf, size_t c
 void ggufmap_plan_opts_init(ggufmap_plan_opts *o) {
     memset(o, 0, sizeof *o);
     ggufmap_planner_parse("tight", &o->planner);
-    o->page = 1;
+    o->page = 0; /* the device's (ggufmap_plan_build resolves it) */
 }
 
 /* ------------------------------------------------------------------------ */
 /* Defaults per device                                                       */
 /* ------------------------------------------------------------------------ */
 
-/* Apple Silicon's page: what ggml_metal_buffer_map aligns every buffer to. */
-#define APPLE_SILICON_PAGE 16384
-
+/* Every default a device implies comes from its row (device.c): the CPU
+ * rules of the machine it comes in, the page its buffers are wired in.
+ * The same values ggufmap_placement_build and ggufmap_plan_build resolve
+ * from GGUFMAP_CPU_HOST and page 0, so a caller gets the same rules either
+ * way (tests/unit/test_placement.c checks it). */
 void ggufmap_preset(ggufmap_device device, ggufmap_placement_opts *placement, ggufmap_plan_opts *plan) {
     if (placement) {
         ggufmap_placement_opts_init(placement);
         placement->device = device;
-        /* Metal means a Mac with Apple Silicon: its CPU repacks by the arm64 rules. */
-        if (device == GGUFMAP_DEVICE_METAL) placement->cpu = GGUFMAP_CPU_ARM64;
+        placement->cpu = gm_backend(device)->cpu;
     }
     if (plan) {
         ggufmap_plan_opts_init(plan);
-        if (device == GGUFMAP_DEVICE_METAL) plan->page = APPLE_SILICON_PAGE;
+        plan->page = gm_backend(device)->page;
     }
 }
 
@@ -448,7 +450,7 @@ int ggufmap_plan_build(const ggufmap_placement *pl, const ggufmap_plan_opts *opt
     if (!rc) {
         w.p->placement = pl;
         w.p->opts = *opts;
-        if (w.p->opts.page == 0) w.p->opts.page = 1;
+        w.p->opts.page = gm_device_page(ggufmap_placement_options(pl)->device, w.p->opts.page);
         index_instances(&w, pl);
         nb = count_buffers(&w, pl);
         if (!alloc_buffers(&w, nb))

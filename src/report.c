@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "ggufmap/report.h"
+#include "device.h"
 #include "internal.h"
 #include "json.h"
 #include "report_internal.h"
@@ -52,41 +53,35 @@ const char *gm_context_label(const ggufmap_context *c, char *buf, size_t cap) {
     return buf;
 }
 
-gm_buffer_kind gm_context_kind(const ggufmap_context *c) {
-    if (c->lazy) return GM_KIND_LAZY;
-    switch (c->kind) {
-    case GGUFMAP_BUFT_CPU: return GM_KIND_CPU;
-    case GGUFMAP_BUFT_CPU_REPACK: return GM_KIND_CPU_REPACK;
-    case GGUFMAP_BUFT_CUDA_HOST: return GM_KIND_CUDA_HOST;
-    case GGUFMAP_BUFT_CPU_AMX: return GM_KIND_CPU_AMX;
-    default: return GM_KIND_GPU;
-    }
-}
+gm_paint gm_context_paint(const ggufmap_context *c) { return c->lazy ? GM_PAINT_LAZY : (gm_paint)c->kind; }
 
-/* One row per kind: colour, letter, legend.  Colours from a palette that
- * stays apart for the common colour-vision deficiencies. */
+/* One row per paint: colour, letter, terminal colour.  Colours from a
+ * palette that stays apart for the common colour-vision deficiencies. */
 static const struct {
     const char *rgb;
     char letter;
-    const char *name;
-} kinds[GM_KIND_COUNT] = {
-    [GM_KIND_GPU] = {"#009e73", 'G', "GPU (MTL0, CUDA0)"},
-    [GM_KIND_CPU] = {"#0072b2", 'C', "CPU"},
-    [GM_KIND_CPU_REPACK] = {"#cc79a7", 'R', "CPU_REPACK"},
-    [GM_KIND_CUDA_HOST] = {"#e69f00", 'H', "CUDA_Host"},
-    [GM_KIND_LAZY] = {"#56b4e9", 'L', "CPU, lazily read"},
-    [GM_KIND_CPU_AMX] = {"#d55e00", 'A', "AMX"},
+    const char *ansi;
+} paints[GM_PAINT_COUNT] = {
+    [GGUFMAP_BUFT_GPU] = {"#009e73", 'G', "\033[32m"},
+    [GGUFMAP_BUFT_CPU] = {"#0072b2", 'C', "\033[34m"},
+    [GGUFMAP_BUFT_CPU_REPACK] = {"#cc79a7", 'R', "\033[35m"},
+    [GGUFMAP_BUFT_GPU_HOST] = {"#e69f00", 'H', "\033[33m"},
+    [GGUFMAP_BUFT_CPU_AMX] = {"#d55e00", 'A', "\033[31m"},
+    [GM_PAINT_LAZY] = {"#56b4e9", 'L', "\033[36m"},
 };
 
-const char *gm_kind_rgb(gm_buffer_kind k) { return kinds[k].rgb; }
-char gm_kind_letter(gm_buffer_kind k) { return kinds[k].letter; }
-const char *gm_kind_name(gm_buffer_kind k) { return kinds[k].name; }
+const char *gm_paint_rgb(gm_paint k) { return paints[k].rgb; }
+char gm_paint_letter(gm_paint k) { return paints[k].letter; }
 
-static const char *kind_ansi(gm_buffer_kind k) {
-    static const char *ansi[GM_KIND_COUNT] = {"\033[32m", "\033[34m", "\033[35m", "\033[33m", "\033[36m",
-                                                "\033[31m"};
-    return ansi[k];
+const char *gm_paint_name(gm_paint k, ggufmap_device d, char *buf, size_t cap) {
+    char cpu[16];
+    if (k == GM_PAINT_LAZY) snprintf(buf, cap, "%s, lazily read", ggufmap_buft_name(d, GGUFMAP_BUFT_CPU, 0, cpu, sizeof cpu));
+    else if (k == GGUFMAP_BUFT_GPU) snprintf(buf, cap, "GPU");
+    else ggufmap_buft_name(d, (ggufmap_buft_kind)k, 0, buf, cap);
+    return buf;
 }
+
+static const char *kind_ansi(gm_paint k) { return paints[k].ansi; }
 
 gm_totals gm_plan_totals(const ggufmap_plan *plan) {
     gm_totals t = {0};
@@ -117,8 +112,8 @@ const char *gm_plan_gpu_name(const ggufmap_plan *plan) {
 
 bool gm_plan_has_gpu(const ggufmap_plan *plan) { return gm_plan_gpu_name(plan) != NULL; }
 
-bool gm_plan_is_metal(const ggufmap_plan *plan) {
-    return ggufmap_placement_options(ggufmap_plan_placement(plan))->device == GGUFMAP_DEVICE_METAL;
+bool gm_plan_unified(const ggufmap_plan *plan) {
+    return gm_backend(ggufmap_placement_options(ggufmap_plan_placement(plan))->device)->unified;
 }
 
 void gm_shard_cells(const ggufmap_plan *plan, uint32_t s, uint32_t width, int *cell_owner) {
@@ -190,7 +185,7 @@ static void picture_legend(FILE *out, const ggufmap_placement *pl) {
     fprintf(out, "\npicture (one strip per shard; ");
     for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++) {
         const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
-        fprintf(out, "%c = %s, ", gm_kind_letter(gm_context_kind(ctx)), gm_context_label(ctx, label, sizeof label));
+        fprintf(out, "%c = %s, ", gm_paint_letter(gm_context_paint(ctx)), gm_context_label(ctx, label, sizeof label));
     }
     fprintf(out, ". = no tensor; '=' llama.cpp maps, '#' the planner maps)\n");
 }
@@ -202,9 +197,9 @@ static void picture_tensors(FILE *out, const ggufmap_placement *pl, const int *c
             fputc(cells[c] == -1 ? '.' : '?', out);
             continue;
         }
-        gm_buffer_kind k = gm_context_kind(ggufmap_placement_context(pl, (uint32_t)cells[c]));
-        if (color) fprintf(out, "%s%c" ANSI_RESET, kind_ansi(k), gm_kind_letter(k));
-        else fputc(gm_kind_letter(k), out);
+        gm_paint k = gm_context_paint(ggufmap_placement_context(pl, (uint32_t)cells[c]));
+        if (color) fprintf(out, "%s%c" ANSI_RESET, kind_ansi(k), gm_paint_letter(k));
+        else fputc(gm_paint_letter(k), out);
     }
     fprintf(out, "|\n");
 }
@@ -397,7 +392,7 @@ static void print_verdict(FILE *out, const ggufmap_plan *plan, uint64_t limit, c
     char label[96];
     ggufmap_plan_working_set(plan, &llama, &planned);
     ggufmap_plan_cpu_side(plan, &cpu_llama, &cpu_planned);
-    bool gpu = gm_plan_has_gpu(plan), metal = gpu && gm_plan_is_metal(plan);
+    bool gpu = gm_plan_has_gpu(plan), metal = gpu && gm_plan_unified(plan);
     snprintf(label, sizeof label, "loader, %s", planner);
     if (gpu)
         fprintf(out, "\nworking set (GPU buffers, page-aligned; KV cache and compute buffers not included)\n");

@@ -1,5 +1,5 @@
 /*
- * placement_args.h - llama.cpp's placement flags (--device, -ngl, -ot,
+ * placement_args.h - llama.cpp's placement flags (-dev, -ts, -sm, -mg, -ngl, -ot,
  * --cpu-moe, --n-cpu-moe, -nr, --cpu, --lazy-mode, --no-mmap, --no-host),
  * --mtp (the MTP draft head's load) and --regex (whose std::regex reads the
  * -ot patterns) as one option group (cli.h) that plan, fit, repack and load
@@ -25,7 +25,7 @@
 
 enum {
     OPT_DEVICE = 0x1000, OPT_NGL, OPT_OT, OPT_CPU_MOE, OPT_N_CPU_MOE, OPT_NO_REPACK, OPT_CPU, OPT_LAZY,
-    OPT_NO_MMAP, OPT_NO_HOST, OPT_MTP, OPT_REGEX,
+    OPT_NO_MMAP, OPT_NO_HOST, OPT_MTP, OPT_REGEX, OPT_TS, OPT_SM, OPT_MG,
     OPT_PLANNER = 0x1080, OPT_PAGE, OPT_MAX_BUFFER
 };
 

@@ -96,8 +96,9 @@ typedef struct ggufmap_fit_buffer {
 } ggufmap_fit_buffer;
 
 typedef struct ggufmap_fit_device {
-    char name[16];              /* "CPU", "MTL0", "CUDA0" */
+    char name[16];              /* "CPU", "MTL0", "CUDA0", "CUDA1" */
     bool gpu;
+    uint32_t ordinal;           /* a GPU's number (CUDA1: 1) */
     uint64_t weights, weights_planned;
     uint64_t kv, rs, output, output_max, compute;
     /* weights + kv + rs + output_max + compute, GPU buffers rounded to the

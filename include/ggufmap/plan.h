@@ -58,25 +58,28 @@ GGUFMAP_API const char *ggufmap_planner_format(const ggufmap_planner *planner, c
 
 typedef struct ggufmap_plan_opts {
     ggufmap_planner planner;
-    uint64_t page;        /* 1 = exact bytes; Metal: 16384 */
+    uint64_t page;        /* 1 = exact bytes; Metal: 16384; 0 = the placement's device's */
     uint64_t max_buffer;  /* Metal maxBufferLength; 0 = no limit */
 } ggufmap_plan_opts;
 
-/* Fills opts with the defaults: the tight planner (tight:0:64), page 1
- * (exact bytes), no maximum buffer length.  ggufmap_preset gives a device's
- * page size as well. */
+/* Fills opts with the defaults: the tight planner (tight:0:64), the
+ * device's page (0: resolved by ggufmap_plan_build from the placement's
+ * device: 16 KiB for Metal, exact bytes otherwise), no maximum buffer
+ * length.  ggufmap_preset gives the same values spelled out. */
 GGUFMAP_API void ggufmap_plan_opts_init(ggufmap_plan_opts *opts);
 
 /* The defaults for a device: the options `ggufmap plan --device D` (and
  * repack, load) start from, so that a program gets the command line's
- * figures.  One table, shared by the library and the CLI:
+ * figures.  One table (src/device.c), shared by the library and the CLI;
+ * ggufmap_placement_opts_init and ggufmap_plan_opts_init with only the
+ * device set give the same rules:
  *
- *   device  CPU_REPACK rules        -ngl  planner     page
- *   cpu     this machine's (host)   all   tight:0:64  1 (exact bytes)
- *   metal   arm64 (Apple Silicon)   all   tight:0:64  16 KiB (Apple Silicon's
- *                                                     page, as ggml_metal_buffer_map
- *                                                     aligns every buffer)
- *   cuda    this machine's (host)   all   tight:0:64  1
+ *   device     CPU rules                -ngl  planner     page
+ *   cpu        this machine's (host)    all   tight:0:64  1 (exact bytes)
+ *   metal      arm64 (Apple Silicon)    all   tight:0:64  16 KiB (Apple Silicon's
+ *                                                         page, as ggml_metal_buffer_map
+ *                                                         aligns every buffer)
+ *   cuda, rocm this machine's (host)    all   tight:0:64  1
  *
  * "-ngl all" is llama_model_default_params' n_gpu_layers (-1); with no GPU it
  * changes nothing.  Every other field is llama.cpp's default, as
