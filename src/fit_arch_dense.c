@@ -55,9 +55,9 @@ static void rope_qk(dec *d, int32_t *q, int32_t *k, int32_t factors) {
 static int32_t w(dec *d, const char *name, int il) { return gm_w(d->l, name, il); }
 
 /* the output norm (t_embd) and the projection to the vocabulary */
-static int32_t head(dec *d, int32_t cur, gm_norm_type nt) {
+static int32_t head(dec *d, int32_t cur, bool rms) {
     gm_llm *l = d->l;
-    cur = gm_build_norm(l, cur, w(d, "output_norm.weight", 0), w(d, "output_norm.bias", 0), nt, -1);
+    cur = gm_build_norm(l, cur, w(d, "output_norm.weight", 0), w(d, "output_norm.bias", 0), rms, -1);
     l->t_embd = cur;
     return gm_build_lora_mm(l, gm_w_output(l), cur);
 }
@@ -73,8 +73,8 @@ static int32_t ffn_or_moe(dec *d, int32_t cur, int il) {
     gm_llm *l = d->l;
     const int32_t gate_inp = w(d, "blk.%d.ffn_gate_inp.weight", il);
     if (gate_inp == GM_NONE) {
-        const gm_ffn_w fw = gm_ffn_weights(l, il);
-        return gm_build_ffn_w(l, cur, &fw, GM_FFN_SILU, GM_FFN_PAR);
+        const gm_ffn_w fw = gm_ffn_weights(l, "ffn", il);
+        return gm_build_ffn_ex(l, cur, &fw, GM_FFN_SILU, GM_FFN_PAR);
     }
     return gm_build_moe_ffn(l, cur, gate_inp, w(d, "blk.%d.ffn_up_exps.weight", il),
                             w(d, "blk.%d.ffn_gate_exps.weight", il), w(d, "blk.%d.ffn_down_exps.weight", il),
@@ -101,7 +101,7 @@ void gm_arch_mistral3(gm_llm *l) {
     d.out_ids = gm_inp_out_ids(l);
     for (int il = 0; il < (int)hp->n_layer; il++) {
         int32_t inpSA = d.inpL, q, k, v;
-        int32_t cur = gm_build_norm(l, d.inpL, w(&d, "blk.%d.attn_norm.weight", il), GM_NONE, GM_NORM_RMS, il);
+        int32_t cur = gm_build_norm(l, d.inpL, w(&d, "blk.%d.attn_norm.weight", il), GM_NONE, true, il);
         const int32_t factors = gm_rope_factors(l, il);
         gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], true, &q, &k, &v);
         rope_qk(&d, &q, &k, factors);
@@ -109,11 +109,11 @@ void gm_arch_mistral3(gm_llm *l) {
         cur = attn(&d, il, q, k, v, true);
         if (last_layer(&d, il)) cur = rows(&d, cur), inpSA = rows(&d, inpSA);
         int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
-        cur = gm_build_norm(l, ffn_inp, w(&d, "blk.%d.ffn_norm.weight", il), GM_NONE, GM_NORM_RMS, il);
+        cur = gm_build_norm(l, ffn_inp, w(&d, "blk.%d.ffn_norm.weight", il), GM_NONE, true, il);
         cur = ffn_or_moe(&d, cur, il);
         d.inpL = gm_binary(g, GM_OP_ADD, cur, ffn_inp);
     }
-    finish(&d, head(&d, d.inpL, GM_NORM_RMS));
+    finish(&d, head(&d, d.inpL, true));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -129,7 +129,7 @@ void gm_arch_phi3(gm_llm *l) {
         int32_t residual = d.inpL, q, k, v;
         const int32_t factors = gm_rope_factors(l, il);
         int32_t cur = gm_build_norm(l, d.inpL, w(&d, "blk.%d.attn_norm.weight", il), w(&d, "blk.%d.attn_norm.bias", il),
-                                    GM_NORM_RMS, il);
+                                    true, il);
         gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], true, &q, &k, &v);
         rope_qk(&d, &q, &k, factors);
         q = gm_unary(g, GM_OP_SCALE, q);
@@ -138,18 +138,18 @@ void gm_arch_phi3(gm_llm *l) {
         cur = gm_binary(g, GM_OP_ADD, cur, residual);
         residual = cur;
         cur = gm_build_norm(l, cur, w(&d, "blk.%d.ffn_norm.weight", il), w(&d, "blk.%d.ffn_norm.bias", il),
-                            GM_NORM_RMS, il);
+                            true, il);
         const int32_t gate_inp = w(&d, "blk.%d.ffn_gate_inp.weight", il);
         if (gate_inp == GM_NONE) {
             const gm_ffn_w fw = { .up = w(&d, "blk.%d.ffn_up.weight", il), .up_b = GM_NONE, .gate = GM_NONE,
                                   .gate_b = GM_NONE, .down = w(&d, "blk.%d.ffn_down.weight", il), .down_b = GM_NONE };
-            cur = gm_build_ffn_w(l, cur, &fw, GM_FFN_SWIGLU, GM_FFN_SEQ);
+            cur = gm_build_ffn_ex(l, cur, &fw, GM_FFN_SWIGLU, GM_FFN_SEQ);
         } else {
             cur = ffn_or_moe(&d, cur, il);
         }
         d.inpL = gm_binary(g, GM_OP_ADD, residual, cur);
     }
-    int32_t cur = head(&d, d.inpL, GM_NORM_RMS);
+    int32_t cur = head(&d, d.inpL, true);
     const int32_t out_b = w(&d, "output.bias", 0);
     if (out_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, out_b);
     finish(&d, cur);
@@ -166,14 +166,14 @@ static int32_t granite_ffn(dec *d, int32_t cur, int32_t inpSA, int il) {
     gm_graph *g = l->g;
     if (l->hp->f_residual_scale != 0.0f) cur = gm_unary(g, GM_OP_SCALE, cur);
     int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
-    cur = gm_build_norm(l, ffn_inp, w(d, "blk.%d.ffn_norm.weight", il), GM_NONE, GM_NORM_RMS, il);
+    cur = gm_build_norm(l, ffn_inp, w(d, "blk.%d.ffn_norm.weight", il), GM_NONE, true, il);
     const bool moe = w(d, "blk.%d.ffn_gate_inp.weight", il) != GM_NONE;
     int32_t out = ffn_or_moe(d, cur, il);
     if (moe && l->hp->n_ff_shexp > 0) {
         const gm_ffn_w sh = { .up = w(d, "blk.%d.ffn_up_shexp.weight", il), .up_b = GM_NONE,
                               .gate = w(d, "blk.%d.ffn_gate_shexp.weight", il), .gate_b = GM_NONE,
                               .down = w(d, "blk.%d.ffn_down_shexp.weight", il), .down_b = GM_NONE };
-        out = gm_binary(g, GM_OP_ADD, out, gm_build_ffn_w(l, cur, &sh, GM_FFN_SILU, GM_FFN_PAR));
+        out = gm_binary(g, GM_OP_ADD, out, gm_build_ffn_ex(l, cur, &sh, GM_FFN_SILU, GM_FFN_PAR));
     }
     if (l->hp->f_residual_scale != 0.0f) out = gm_unary(g, GM_OP_SCALE, out);
     return gm_binary(g, GM_OP_ADD, out, ffn_inp);
@@ -185,14 +185,14 @@ void gm_arch_granite(gm_llm *l) {
     dec_begin(&d, l, !hp->no_rope);
     for (int il = 0; il < (int)hp->n_layer; il++) {
         int32_t inpSA = d.inpL, q, k, v;
-        int32_t cur = gm_build_norm(l, d.inpL, w(&d, "blk.%d.attn_norm.weight", il), GM_NONE, GM_NORM_RMS, il);
+        int32_t cur = gm_build_norm(l, d.inpL, w(&d, "blk.%d.attn_norm.weight", il), GM_NONE, true, il);
         gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], true, &q, &k, &v);
         if (!hp->no_rope) rope_qk(&d, &q, &k, gm_rope_factors(l, il));
         cur = attn(&d, il, q, k, v, true);
         if (last_layer(&d, il)) cur = rows(&d, cur), inpSA = rows(&d, inpSA);
         d.inpL = granite_ffn(&d, cur, inpSA, il);
     }
-    finish(&d, gm_unary(l->g, GM_OP_SCALE, head(&d, d.inpL, GM_NORM_RMS)));
+    finish(&d, gm_unary(l->g, GM_OP_SCALE, head(&d, d.inpL, true)));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -207,15 +207,15 @@ static void cohere(gm_llm *l, bool rope_swa_only) {
     dec_begin(&d, l, true);
     for (int il = 0; il < (int)hp->n_layer; il++) {
         int32_t q, k, v;
-        int32_t cur = gm_build_norm(l, d.inpL, w(&d, "blk.%d.attn_norm.weight", il), GM_NONE, GM_NORM_LAYER, il);
+        int32_t cur = gm_build_norm(l, d.inpL, w(&d, "blk.%d.attn_norm.weight", il), GM_NONE, false, il);
         int32_t ffn_inp = cur;
         const int32_t factors = rope_swa_only ? gm_rope_factors(l, il) : GM_NONE;
         gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], true, &q, &k, &v);
         const int32_t q_norm = w(&d, "blk.%d.attn_q_norm.weight", il), k_norm = w(&d, "blk.%d.attn_k_norm.weight", il);
         const bool rope = !rope_swa_only || hp->is_swa[il];
-        if (q_norm != GM_NONE) q = gm_build_norm(l, q, q_norm, GM_NONE, GM_NORM_LAYER, il);
+        if (q_norm != GM_NONE) q = gm_build_norm(l, q, q_norm, GM_NONE, false, il);
         if (rope) q = gm_rope(g, q, d.pos, factors);
-        if (k_norm != GM_NONE) k = gm_build_norm(l, k, k_norm, GM_NONE, GM_NORM_LAYER, il);
+        if (k_norm != GM_NONE) k = gm_build_norm(l, k, k_norm, GM_NONE, false, il);
         if (rope) k = gm_rope(g, k, d.pos, factors);
         cur = attn(&d, il, q, k, v, true);
         int32_t inpL = d.inpL;
@@ -224,11 +224,11 @@ static void cohere(gm_llm *l, bool rope_swa_only) {
         const gm_ffn_w fw = { .up = w(&d, "blk.%d.ffn_up.weight", il), .up_b = GM_NONE,
                               .gate = w(&d, "blk.%d.ffn_gate.weight", il), .gate_b = GM_NONE,
                               .down = w(&d, "blk.%d.ffn_down.weight", il), .down_b = GM_NONE };
-        cur = gm_build_ffn_w(l, ffn_inp, &fw, GM_FFN_SILU, GM_FFN_PAR);
+        cur = gm_build_ffn_ex(l, ffn_inp, &fw, GM_FFN_SILU, GM_FFN_PAR);
         cur = gm_binary(g, GM_OP_ADD, cur, inpL);
         d.inpL = gm_binary(g, GM_OP_ADD, cur, attn_out);
     }
-    int32_t cur = head(&d, d.inpL, GM_NORM_LAYER);
+    int32_t cur = head(&d, d.inpL, false);
     if (hp->f_logit_scale != 0.0f) cur = gm_unary(g, GM_OP_SCALE, cur);
     finish(&d, cur);
 }
@@ -246,11 +246,11 @@ static int32_t post_norm_ffn(dec *d, int32_t cur, int32_t inpSA, int il) {
     gm_llm *l = d->l;
     gm_graph *g = l->g;
     if (last_layer(d, il)) cur = rows(d, cur), inpSA = rows(d, inpSA);
-    cur = gm_build_norm(l, cur, w(d, "blk.%d.post_attention_norm.weight", il), GM_NONE, GM_NORM_RMS, il);
+    cur = gm_build_norm(l, cur, w(d, "blk.%d.post_attention_norm.weight", il), GM_NONE, true, il);
     int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
-    const gm_ffn_w fw = gm_ffn_weights(l, il);
-    cur = gm_build_ffn_w(l, ffn_inp, &fw, GM_FFN_SILU, GM_FFN_PAR);
-    cur = gm_build_norm(l, cur, w(d, "blk.%d.post_ffw_norm.weight", il), GM_NONE, GM_NORM_RMS, -1);
+    const gm_ffn_w fw = gm_ffn_weights(l, "ffn", il);
+    cur = gm_build_ffn_ex(l, ffn_inp, &fw, GM_FFN_SILU, GM_FFN_PAR);
+    cur = gm_build_norm(l, cur, w(d, "blk.%d.post_ffw_norm.weight", il), GM_NONE, true, -1);
     return gm_binary(g, GM_OP_ADD, cur, ffn_inp);
 }
 
@@ -263,15 +263,15 @@ void gm_arch_olmo2(gm_llm *l) {
     for (int il = 0; il < (int)hp->n_layer; il++) {
         int32_t q, k, v;
         gm_build_qkv_ex(l, il, d.inpL, head_dim, hp->n_head[il], hp->n_head_kv[il], false, &q, &k, &v);
-        q = gm_build_norm(l, q, w(&d, "blk.%d.attn_q_norm.weight", il), GM_NONE, GM_NORM_RMS, il);
-        k = gm_build_norm(l, k, w(&d, "blk.%d.attn_k_norm.weight", il), GM_NONE, GM_NORM_RMS, il);
+        q = gm_build_norm(l, q, w(&d, "blk.%d.attn_q_norm.weight", il), GM_NONE, true, il);
+        k = gm_build_norm(l, k, w(&d, "blk.%d.attn_k_norm.weight", il), GM_NONE, true, il);
         q = gm_reshape_3d(g, q, head_dim, hp->n_head[il], n);
         k = gm_reshape_3d(g, k, head_dim, hp->n_head_kv[il], n);
         v = gm_reshape_3d(g, v, head_dim, hp->n_head_kv[il], n);
         rope_qk(&d, &q, &k, GM_NONE);
         d.inpL = post_norm_ffn(&d, attn(&d, il, q, k, v, false), d.inpL, il);
     }
-    finish(&d, head(&d, d.inpL, GM_NORM_RMS));
+    finish(&d, head(&d, d.inpL, true));
 }
 
 void gm_arch_exaone4(gm_llm *l) {
@@ -283,12 +283,12 @@ void gm_arch_exaone4(gm_llm *l) {
         const bool use_rope = hp->is_swa[il] || hp->swa_type == GM_SWA_NONE;
         const int32_t factors = gm_rope_factors(l, il);
         gm_build_qkv_ex(l, il, d.inpL, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], true, &q, &k, &v);
-        q = gm_build_norm(l, q, w(&d, "blk.%d.attn_q_norm.weight", il), GM_NONE, GM_NORM_RMS, il);
-        k = gm_build_norm(l, k, w(&d, "blk.%d.attn_k_norm.weight", il), GM_NONE, GM_NORM_RMS, il);
+        q = gm_build_norm(l, q, w(&d, "blk.%d.attn_q_norm.weight", il), GM_NONE, true, il);
+        k = gm_build_norm(l, k, w(&d, "blk.%d.attn_k_norm.weight", il), GM_NONE, true, il);
         if (use_rope) rope_qk(&d, &q, &k, factors);
         d.inpL = post_norm_ffn(&d, attn(&d, il, q, k, v, false), d.inpL, il);
     }
-    finish(&d, head(&d, d.inpL, GM_NORM_RMS));
+    finish(&d, head(&d, d.inpL, true));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -303,18 +303,18 @@ void gm_arch_starcoder2(gm_llm *l) {
     for (int il = 0; il < (int)hp->n_layer; il++) {
         int32_t inpSA = d.inpL, q, k, v;
         int32_t cur = gm_build_norm(l, d.inpL, w(&d, "blk.%d.attn_norm.weight", il), w(&d, "blk.%d.attn_norm.bias", il),
-                                    GM_NORM_LAYER, il);
+                                    false, il);
         gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], true, &q, &k, &v);
         rope_qk(&d, &q, &k, GM_NONE);
         cur = attn(&d, il, q, k, v, true);
         if (last_layer(&d, il)) cur = rows(&d, cur), inpSA = rows(&d, inpSA);
         int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
         cur = gm_build_norm(l, ffn_inp, w(&d, "blk.%d.ffn_norm.weight", il), w(&d, "blk.%d.ffn_norm.bias", il),
-                            GM_NORM_LAYER, il);
-        gm_ffn_w fw = gm_ffn_weights(l, il);
+                            false, il);
+        gm_ffn_w fw = gm_ffn_weights(l, "ffn", il);
         fw.gate = fw.gate_b = GM_NONE;
-        cur = gm_build_ffn_w(l, cur, &fw, GM_FFN_GELU, GM_FFN_SEQ);
+        cur = gm_build_ffn_ex(l, cur, &fw, GM_FFN_GELU, GM_FFN_SEQ);
         d.inpL = gm_binary(g, GM_OP_ADD, cur, ffn_inp);
     }
-    finish(&d, head(&d, d.inpL, GM_NORM_LAYER));
+    finish(&d, head(&d, d.inpL, false));
 }

@@ -14,7 +14,7 @@
 static int32_t w(gm_llm *l, const char *name, int il) { return gm_w(l, name, il); }
 
 static int32_t rms(gm_llm *l, int32_t cur, const char *name, int il) {
-    return gm_build_norm(l, cur, w(l, name, il), GM_NONE, GM_NORM_RMS, il);
+    return gm_build_norm(l, cur, w(l, name, il), GM_NONE, true, il);
 }
 
 /* scale, tanh, scale */
@@ -25,8 +25,8 @@ static int32_t soft_cap(gm_graph *g, int32_t cur) {
 }
 
 static int32_t geglu(gm_llm *l, int32_t cur, int il) {
-    const gm_ffn_w fw = gm_ffn_weights(l, il);
-    return gm_build_ffn_w(l, cur, &fw, GM_FFN_GELU, GM_FFN_PAR);
+    const gm_ffn_w fw = gm_ffn_weights(l, "ffn", il);
+    return gm_build_ffn_ex(l, cur, &fw, GM_FFN_GELU, GM_FFN_PAR);
 }
 
 /* gemma2.cpp:33-150 and gemma3.cpp:80-200 */
@@ -57,10 +57,10 @@ static void gemma23(gm_llm *l, bool qk_norm, bool cap_logits) {
         cur = rms(l, cur, "blk.%d.post_attention_norm.weight", il);
         const int32_t sa_out = gm_binary(g, GM_OP_ADD, cur, inpL);
         cur = geglu(l, rms(l, sa_out, "blk.%d.ffn_norm.weight", il), il);
-        cur = gm_build_norm(l, cur, w(l, "blk.%d.post_ffw_norm.weight", il), GM_NONE, GM_NORM_RMS, -1);
+        cur = gm_build_norm(l, cur, w(l, "blk.%d.post_ffw_norm.weight", il), GM_NONE, true, -1);
         inpL = gm_binary(g, GM_OP_ADD, cur, sa_out);
     }
-    int32_t cur = gm_build_norm(l, inpL, w(l, "output_norm.weight", 0), GM_NONE, GM_NORM_RMS, -1);
+    int32_t cur = gm_build_norm(l, inpL, w(l, "output_norm.weight", 0), GM_NONE, true, -1);
     l->t_embd = cur;
     cur = gm_build_lora_mm(l, gm_w_output(l), cur);
     if (cap_logits) cur = soft_cap(g, cur);

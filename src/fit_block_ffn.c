@@ -1,65 +1,58 @@
 /*
- * fit_block_ffn.c - build_norm and build_ffn (llama-graph.cpp) in their
- * general forms, over the shape-only graph (declared in fit_blocks.h).
+ * fit_block_ffn.c - build_ffn (llama-graph.cpp:1753-1905) over the
+ * shape-only graph, op for op (fit_block_ffn.h).
  *
- * Unary ops (silu, gelu, relu, tanh, sqr) are one op kind here: the
- * allocator treats them alike (each may run in place of its source) and the
- * scheduler looks only at their shapes.
+ * Data structure: the layer's weights as graph tensors.  Workload: one call
+ * per FFN.  Fidelity: the NVFP4 scales (*_s), LoRA, activation scales and
+ * the SwiGLU clamp of DeepSeek-4-style models are not modelled (none of the
+ * architectures using this block has them); the GLU variants (split or
+ * one-operand) fold into one
+ * GLU op and the unary activations into UNARY, as fit_graph.h does.
  */
-#include "fit_blocks.h"
+#include "fit_block_ffn.h"
 
-/* build_norm: ggml_norm or ggml_rms_norm, the "norm" callback when a weight
- * or bias follows, then the weight and the bias */
-int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, gm_norm_type type, int il) {
-    cur = gm_unary(l->g, type == GM_NORM_RMS ? GM_OP_RMS_NORM : GM_OP_NORM, cur);
-    if (w != GM_NONE || b != GM_NONE) gm_cb_norm(l, cur, il);
-    if (w != GM_NONE) cur = gm_binary(l->g, GM_OP_MUL, cur, w);
-    if (b != GM_NONE) cur = gm_binary(l->g, GM_OP_ADD, cur, b);
-    return cur;
+#include <stdio.h>
+
+gm_ffn_w gm_ffn_weights(gm_llm *l, const char *prefix, int il) {
+    static const char *const parts[6] = { "up.weight", "up.bias", "gate.weight", "gate.bias", "down.weight", "down.bias" };
+    int32_t out[6];
+    for (int i = 0; i < 6; i++) {
+        char fmt[96];
+        snprintf(fmt, sizeof fmt, "blk.%%d.%s_%s", prefix, parts[i]);
+        out[i] = gm_w(l, fmt, il);
+    }
+    return (gm_ffn_w){ out[0], out[1], out[2], out[3], out[4], out[5] };
 }
 
-gm_ffn_w gm_ffn_weights(gm_llm *l, int il) {
-    return (gm_ffn_w){
-        .up = gm_w(l, "blk.%d.ffn_up.weight", il), .up_b = gm_w(l, "blk.%d.ffn_up.bias", il),
-        .gate = gm_w(l, "blk.%d.ffn_gate.weight", il), .gate_b = gm_w(l, "blk.%d.ffn_gate.bias", il),
-        .down = gm_w(l, "blk.%d.ffn_down.weight", il), .down_b = gm_w(l, "blk.%d.ffn_down.bias", il),
-    };
-}
+static int32_t add_bias(gm_graph *g, int32_t cur, int32_t b) { return b == GM_NONE ? cur : gm_binary(g, GM_OP_ADD, cur, b); }
 
-/* ggml_glu_impl without a second operand: half of a's rows (ggml.c) */
+/* ggml_glu_impl without a second operand (ggml_swiglu, ggml_geglu): half of a's rows */
 static int32_t glu_single(gm_graph *g, int32_t a) {
     const gm_tensor *x = &g->t[a];
     const int64_t ne[4] = { x->ne[0] / 2, x->ne[1], x->ne[2], x->ne[3] };
     return gm_op_shaped(g, GM_OP_GLU, x->type, 4, ne, &a, 1);
 }
 
-/* the activation of build_ffn's switch; *par_left: a parallel gate still
- * to multiply in afterwards (the activations without a split form) */
-static int32_t activation(gm_graph *g, int32_t cur, int32_t tmp, gm_ffn_act act, bool par, bool *par_left) {
-    const bool split = act == GM_FFN_SILU || act == GM_FFN_GELU || act == GM_FFN_RELU;
-    *par_left = par && !split;
-    if (split && par) return gm_glu_split(g, cur, tmp);
-    switch (act) {
-    case GM_FFN_RELU_SQR: return gm_unary(g, GM_OP_UNARY, gm_unary(g, GM_OP_UNARY, cur));
-    case GM_FFN_SWIGLU: case GM_FFN_GEGLU: case GM_FFN_REGLU: return glu_single(g, cur);
-    default: return gm_unary(g, GM_OP_UNARY, cur);
-    }
-}
-
-int32_t gm_build_ffn_w(gm_llm *l, int32_t cur, const gm_ffn_w *w, gm_ffn_act act, gm_ffn_gate gate) {
+int32_t gm_build_ffn_ex(gm_llm *l, int32_t cur, const gm_ffn_w *w, gm_ffn_op op, gm_ffn_gate type_gate) {
     gm_graph *g = l->g;
     int32_t tmp = w->up != GM_NONE ? gm_build_lora_mm(l, w->up, cur) : cur;
-    if (w->up_b != GM_NONE) tmp = gm_binary(g, GM_OP_ADD, tmp, w->up_b);
+    tmp = add_bias(g, tmp, w->up_b);
     if (w->gate != GM_NONE) {
-        cur = gm_build_lora_mm(l, w->gate, gate == GM_FFN_PAR ? cur : tmp);
-        if (w->gate_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, w->gate_b);
+        cur = gm_build_lora_mm(l, w->gate, type_gate == GM_FFN_SEQ ? tmp : cur);
+        cur = add_bias(g, cur, w->gate_b);
     } else {
         cur = tmp;
     }
-    bool par_left;
-    cur = activation(g, cur, tmp, act, w->gate != GM_NONE && gate == GM_FFN_PAR, &par_left);
-    if (par_left) cur = gm_binary(g, GM_OP_MUL, cur, tmp);
+    const bool single_glu = op == GM_FFN_SWIGLU || op == GM_FFN_GEGLU;
+    const bool glu = w->gate != GM_NONE && type_gate == GM_FFN_PAR && op != GM_FFN_RELU_SQR && !single_glu;
+    if (glu) {
+        cur = gm_glu_split(g, cur, tmp); /* swiglu_split, geglu_split, reglu_split */
+    } else {
+        cur = single_glu ? glu_single(g, cur) : gm_unary(g, GM_OP_UNARY, cur);
+        if (op == GM_FFN_RELU_SQR) cur = gm_unary(g, GM_OP_SQR, cur);
+        /* a parallel gate without a fused GLU multiplies by up afterwards */
+        if (w->gate != GM_NONE && type_gate == GM_FFN_PAR) cur = gm_binary(g, GM_OP_MUL, cur, tmp);
+    }
     if (w->down != GM_NONE) cur = gm_build_lora_mm(l, w->down, cur);
-    if (w->down_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, w->down_b);
-    return cur;
+    return add_bias(g, cur, w->down_b);
 }

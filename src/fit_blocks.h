@@ -3,9 +3,8 @@
  * shape-only graph (internal), beside fit_llm.h's: the general forms the
  * dense decoders and the encoders need, shared by every architecture file.
  *
- *   fit_block_ffn.c   build_norm (RMS and layer norm, weight and bias),
- *                     build_ffn (every activation, parallel or sequential
- *                     gate, biases)
+ *   (build_norm is gm_build_norm in fit_llm.h; build_ffn is
+ *   gm_build_ffn_ex in fit_block_ffn.h, included here)
  *   fit_block_attn.c  build_qkv (fused or separate, biases, reshaped or
  *                     not), the attention without a cache (encoders), T5's
  *                     cross attention and relative position bias, the
@@ -21,31 +20,8 @@
 #ifndef GGUFMAP_FIT_BLOCKS_H
 #define GGUFMAP_FIT_BLOCKS_H
 
+#include "fit_block_ffn.h"
 #include "fit_llm.h"
-
-/* ---- norms and feed-forward (fit_block_ffn.c) ---- */
-
-typedef enum gm_norm_type { GM_NORM_RMS, GM_NORM_LAYER } gm_norm_type;
-
-/* build_norm (llama-graph.cpp:1583-1617): norm, times w, plus b (either
- * GM_NONE); "norm" is the callback name that pins it to layer il's backend */
-int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, gm_norm_type type, int il);
-
-/* build_ffn's activations (llm_ffn_op_type) and gate placement */
-typedef enum gm_ffn_act {
-    GM_FFN_SILU, GM_FFN_GELU, GM_FFN_RELU, GM_FFN_RELU_SQR, GM_FFN_SWIGLU, GM_FFN_GEGLU, GM_FFN_REGLU
-} gm_ffn_act;
-typedef enum gm_ffn_gate { GM_FFN_SEQ, GM_FFN_PAR } gm_ffn_gate;
-
-/* the weights of one FFN; GM_NONE where there is none */
-typedef struct gm_ffn_w {
-    int32_t up, up_b, gate, gate_b, down, down_b;
-} gm_ffn_w;
-
-/* layer il's ffn_up/ffn_gate/ffn_down weights and biases (llama.cpp's names) */
-gm_ffn_w gm_ffn_weights(gm_llm *l, int il);
-/* build_ffn (llama-graph.cpp:1748-1947) */
-int32_t gm_build_ffn_w(gm_llm *l, int32_t cur, const gm_ffn_w *w, gm_ffn_act act, gm_ffn_gate gate);
 
 /* ---- attention (fit_block_attn.c) ---- */
 

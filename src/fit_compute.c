@@ -18,14 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit_arch_recurrent.h"
+#include "fit_graph_dump.h"
 #include "fit_internal.h"
 #include "fit_llm.h"
 #include "internal.h"
 
 typedef void (*arch_graph)(gm_llm *l);
 
-static arch_graph graph_of(gm_arch a) {
-    switch (a) {
+static arch_graph graph_of(const gm_hparams *hp) {
+    switch (hp->arch) {
     case GM_ARCH_LLAMA: return gm_arch_llama;
     case GM_ARCH_QWEN2: return gm_arch_llama;
     case GM_ARCH_SMOLLM3: return gm_arch_smollm3;
@@ -44,6 +46,14 @@ static arch_graph graph_of(gm_arch a) {
     case GM_ARCH_EXAONE4: return gm_arch_exaone4;
     case GM_ARCH_GEMMA2: return gm_arch_gemma2;
     case GM_ARCH_GEMMA3: return gm_arch_gemma3;
+    case GM_ARCH_QWEN35: return gm_arch_qwen35;
+    case GM_ARCH_QWEN35MOE: return gm_arch_qwen35;
+    case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next;
+    case GM_ARCH_MAMBA2: return gm_arch_mamba2;
+    case GM_ARCH_NEMOTRON_H: return gm_arch_nemotron_h;
+    case GM_ARCH_FALCON_H1: return gm_arch_falcon_h1;
+    case GM_ARCH_LFM2: return hp->memory == GM_MEMORY_HYBRID && hp->causal ? gm_arch_lfm2 : NULL; /* no SWA pair */
+    case GM_ARCH_RWKV7: return gm_arch_rwkv7;
     default: return NULL;
     }
 }
@@ -165,7 +175,14 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     make_memory(l);
     build(l);
     gm_set_outputs(l);
+#ifdef GGUFMAP_GRAPH_DUMP
+    int32_t *srcs = gm_graph_dump_save_srcs(&g);
     bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+    if (ok) gm_graph_dump(&g, srcs, &sg, l->be.gpu);
+    free(srcs);
+#else
+    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+#endif
     gm_split_graph_free(&sg);
     gm_graph_free(&g);
     l->g = NULL;
@@ -186,7 +203,7 @@ static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const u
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
     /* no MTP graph and no pooling head is modelled op for op */
     const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0;
-    arch_graph build = fit->hp->ctx_mtp || pooled ? NULL : graph_of(fit->hp->arch);
+    arch_graph build = fit->hp->ctx_mtp || pooled ? NULL : graph_of(fit->hp);
     if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);

@@ -125,7 +125,7 @@ int32_t gm_inp_embd(gm_llm *l, int32_t tok_embd) {
 }
 
 int32_t gm_inp_pos(gm_llm *l) {
-    const int64_t per = l->hp->arch == GM_ARCH_QWEN4EXP ? 4 : 1; /* n_pos_per_embd: 4 with M-RoPE */
+    const int64_t per = l->hp->n_pos_per_embd ? l->hp->n_pos_per_embd : 1; /* 4 with M-RoPE */
     return input(l, gm_new_1d(l->g, T_I32, l->ub.n_tokens * per));
 }
 
@@ -421,4 +421,12 @@ int32_t gm_build_moe_ffn(gm_llm *l, int32_t cur, int32_t gate_inp, int32_t up_ex
 void gm_set_outputs(gm_llm *l) {
     if (l->t_logits != GM_NONE) gm_set_output(l->g, l->t_logits);
     if (l->t_embd != GM_NONE) gm_set_output(l->g, l->t_embd);
+}
+
+int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, bool rms, int il) {
+    cur = gm_unary(l->g, rms ? GM_OP_RMS_NORM : GM_OP_NORM, cur);
+    if (w != GM_NONE || b != GM_NONE) gm_cb_norm(l, cur, il);
+    if (w != GM_NONE) cur = gm_binary(l->g, GM_OP_MUL, cur, w);
+    if (b != GM_NONE) cur = gm_binary(l->g, GM_OP_ADD, cur, b);
+    return cur;
 }

@@ -114,6 +114,11 @@ int32_t gm_build_ffn(gm_llm *l, int32_t cur, int32_t up, int32_t gate, int32_t d
 int32_t gm_build_moe_ffn(gm_llm *l, int32_t cur, int32_t gate_inp, int32_t up_exps, int32_t gate_exps,
                          int32_t down_exps, int64_t n_expert, int64_t n_expert_used, bool norm_w);
 
+/* build_norm in full (llama-graph.cpp:1583-1615): LLM_NORM (layer norm)
+ * or LLM_NORM_RMS, then the weight and the bias where given ("norm" pinned
+ * as gm_build_norm_rms does) */
+int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, bool rms, int il);
+
 /* marks the graph's outputs as llm_graph_result::set_outputs does */
 void gm_set_outputs(gm_llm *l);
 

@@ -414,6 +414,7 @@ static void read_qwen35(reader *r, gm_hparams *hp) {
     read_ssm(r, hp);
     read_recurrent_interval(r, hp);
     hp->attn_filter = GM_ATTN_TRUNK_NOT_RECR;
+    hp->n_pos_per_embd = hp->arch == GM_ARCH_QWEN3NEXT ? 1 : 4; /* NEOX rope; qwen35*: IMROPE */
 }
 
 /* granite-hybrid.cpp, nemotron-h.cpp: a layer is recurrent when it has no KV
@@ -500,6 +501,7 @@ static void read_qwen4exp(reader *r, gm_hparams *hp) {
     read_qwen4exp_core(r, hp);
     if (r->status == GGUFMAP_OK) read_qwen4exp_layers(r, hp);
     hp->attn_filter = GM_ATTN_TRUNK_NOT_RECR;
+    hp->n_pos_per_embd = 4; /* M-RoPE */
 }
 
 /* One row per modelled architecture: its name, the memory create_memory

@@ -132,6 +132,9 @@ typedef struct gm_hparams {
     bool no_rope;                        /* granite: rope.scaling.finetuned false turns RoPE off */
     uint32_t n_ctx_orig_yarn;            /* rope.scaling.original_context_length (default n_ctx_train) */
     uint32_t dec_n_layer;                /* t5: decoder_block_count (default n_layer) */
+    /* graphs (graphs-recurrent): positions per token in inp_pos, 4 with
+     * M-RoPE/IMRoPE (llama_hparams::n_pos_per_embd; 0 reads as 1) */
+    uint32_t n_pos_per_embd;
 } gm_hparams;
 
 /* Reads what llama.cpp reads, with its defaults.  Returns GGUFMAP_OK;
