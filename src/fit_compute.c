@@ -35,6 +35,17 @@ static arch_graph graph_of(const gm_hparams *hp) {
     case GM_ARCH_QWEN3: return gm_arch_qwen3moe;
     case GM_ARCH_GEMMA4: return gm_arch_gemma4;
     case GM_ARCH_QWEN4EXP: return gm_arch_qwen4exp;
+    /* graphs-dense */
+    case GM_ARCH_MISTRAL3: return gm_arch_mistral3;
+    case GM_ARCH_PHI3: return gm_arch_phi3;
+    case GM_ARCH_GRANITE: return gm_arch_granite;
+    case GM_ARCH_COMMAND_R: return gm_arch_command_r;
+    case GM_ARCH_COHERE2: return gm_arch_cohere2;
+    case GM_ARCH_OLMO2: return gm_arch_olmo2;
+    case GM_ARCH_STARCODER2: return gm_arch_starcoder2;
+    case GM_ARCH_EXAONE4: return gm_arch_exaone4;
+    case GM_ARCH_GEMMA2: return gm_arch_gemma2;
+    case GM_ARCH_GEMMA3: return gm_arch_gemma3;
     case GM_ARCH_QWEN35: return gm_arch_qwen35;
     case GM_ARCH_QWEN35MOE: return gm_arch_qwen35;
     case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next;
