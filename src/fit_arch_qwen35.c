@@ -175,8 +175,7 @@ static void qwen35_graph(gm_llm *l, bool next) {
     const gm_hparams *hp = l->hp;
     q35 c = { .l = l, .next = next };
     int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
-    gm_rs_inp_build(l, &c.rs); /* build_inp_mem_hybrid: the state inputs, then the attention's */
-    gm_attn_inp_kv(l, &l->kv, &c.attn);
+    gm_inp_mem_hybrid(l, &c.rs, &c.attn);
     int32_t pos = gm_inp_pos(l);
     int32_t out_ids = gm_inp_out_ids(l);
     for (int il = 0; il < (int)hp->n_layer; il++) {
