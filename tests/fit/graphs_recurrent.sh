@@ -47,6 +47,10 @@ declare -A FIX=(
   [lfm2-w]="--arch lfm2 $WIDE"
   [rwkv7]="--arch rwkv7"
   [rwkv7-w]="--arch rwkv7 $WIDE"
+  [qwen35-nextn2]="--arch qwen35 --nextn 2"
+  [qwen3next-nextn2]="--arch qwen3next --nextn 2"
+  [glm4moe-nextn2]="--arch glm4moe --nextn 2"
+  [hy_v3-nextn2]="--arch hy_v3 --nextn 2"
 )
 FIXTURES=()
 for f in $(printf '%s\n' "${!FIX[@]}" | sort); do
@@ -100,6 +104,12 @@ named qwen35moe-mtp-metal qwen35moe-w -c 8192 -np 2 -ub 128 --device metal -ngl 
 named qwen35moe-mtp-nkvo qwen35moe -c 4096 -nkvo --device metal -ngl 2 --mtp
 named qwen3next-mtp-q8 qwen3next-w -c 8192 -ctk q8_0 -ctv q8_0 --device cuda -ngl all --mtp
 named qwen3next-mtp-unified qwen3next -c 4096 -np 4 --kv-unified --mtp
+# two MTP blocks: the draft graphs that assert a single one abort (qwen35.cpp:489,
+# glm4-moe.cpp:135), hy_v3's takes them
+named qwen35-nextn2-abort qwen35-nextn2 -c 4096 --mtp
+named qwen3next-nextn2-abort qwen3next-nextn2 -c 4096 -np 2 --device metal -ngl all --mtp
+named glm4moe-nextn2-abort glm4moe-nextn2 -c 4096 --mtp
+named hy_v3-nextn2 hy_v3-nextn2 -c 4096 --mtp
 
 # drawn: a fixed-seed walk through the options, N_PER per fixture
 ctxs=(256 777 4096 5000 32768 262144)
@@ -114,6 +124,7 @@ seed=1717
 # pick N: R = the next draw in [0, N) (no subshell: the seed must advance)
 pick() { seed=$(( (seed * 1103515245 + 12345) % 2147483648 )); R=$(( seed / 65536 % $1 )); }
 for fx in "${FIXTURES[@]}"; do
+  case $fx in *-nextn2) continue ;; esac
   for ((i = 0; i < N_PER; i++)); do
     pick ${#caches[@]}; read -r ctk ctv <<<"${caches[$R]}"
     pick ${#ctxs[@]}; ctx=${ctxs[$R]}
