@@ -432,3 +432,16 @@ int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, bool rms, in
     if (b != GM_NONE) cur = gm_binary(l->g, GM_OP_ADD, cur, b);
     return cur;
 }
+
+int32_t gm_build_mtp_eh_proj(gm_llm *l, int il) {
+    gm_graph *g = l->g;
+    const int64_t n = l->ub.n_tokens;
+    int32_t tokens = input(l, gm_new_1d(g, T_I32, n));
+    /* the input's embd tensor is left out: the reserve's ubatch has tokens */
+    int32_t embd_w = gm_w(l, "blk.%d.nextn.embed_tokens.weight", il);
+    int32_t tok = gm_get_rows(g, embd_w != GM_NONE ? embd_w : gm_w(l, "token_embd.weight", 0), tokens);
+    int32_t h = input(l, gm_new_2d(g, T_F32, l->hp->n_embd, n));
+    int32_t h_norm = gm_build_norm_rms(l, h, gm_w(l, "blk.%d.nextn.hnorm.weight", il), il);
+    int32_t e_norm = gm_build_norm_rms(l, tok, gm_w(l, "blk.%d.nextn.enorm.weight", il), il);
+    return gm_build_lora_mm(l, gm_w(l, "blk.%d.nextn.eh_proj.weight", il), gm_concat(g, e_norm, h_norm, 0));
+}
