@@ -35,6 +35,17 @@ static arch_graph graph_of(const gm_hparams *hp) {
     case GM_ARCH_QWEN3: return gm_arch_qwen3moe;
     case GM_ARCH_GEMMA4: return gm_arch_gemma4;
     case GM_ARCH_QWEN4EXP: return gm_arch_qwen4exp;
+    /* graphs-dense */
+    case GM_ARCH_MISTRAL3: return gm_arch_mistral3;
+    case GM_ARCH_PHI3: return gm_arch_phi3;
+    case GM_ARCH_GRANITE: return gm_arch_granite;
+    case GM_ARCH_COMMAND_R: return gm_arch_command_r;
+    case GM_ARCH_COHERE2: return gm_arch_cohere2;
+    case GM_ARCH_OLMO2: return gm_arch_olmo2;
+    case GM_ARCH_STARCODER2: return gm_arch_starcoder2;
+    case GM_ARCH_EXAONE4: return gm_arch_exaone4;
+    case GM_ARCH_GEMMA2: return gm_arch_gemma2;
+    case GM_ARCH_GEMMA3: return gm_arch_gemma3;
     case GM_ARCH_QWEN35: return gm_arch_qwen35;
     case GM_ARCH_QWEN35MOE: return gm_arch_qwen35;
     case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next;
@@ -200,10 +211,20 @@ static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const u
     }
 }
 
+/* the MTP draft context's graph (LLM_GRAPH_TYPE_DECODER_MTP) */
+static arch_graph mtp_graph_of(const gm_hparams *hp) {
+    switch (hp->arch) {
+    case GM_ARCH_QWEN35: return gm_arch_qwen35_mtp;
+    case GM_ARCH_QWEN35MOE: return gm_arch_qwen35_mtp;
+    case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next_mtp;
+    default: return NULL;
+    }
+}
+
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
-    /* no MTP graph and no pooling head is modelled op for op */
+    /* no pooling head is modelled op for op */
     const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0;
-    arch_graph build = fit->hp->ctx_mtp || pooled ? NULL : graph_of(fit->hp);
+    arch_graph build = pooled ? NULL : fit->hp->ctx_mtp ? mtp_graph_of(fit->hp) : graph_of(fit->hp);
     if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
