@@ -96,7 +96,7 @@ static bool in_context(const gm_hparams *hp, int32_t il) {
     return il >= 0 && (uint32_t)il < hp->n_layer_all && ((uint32_t)il < hp->n_layer) != hp->ctx_mtp;
 }
 
-static bool sum_weights(const ggufmap_fit *fit, weight_sums *w) {
+static bool sum_weights(const gm_fit_ctx *fit, weight_sums *w) {
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
     const ggufmap_model *m = ggufmap_placement_model(pl);
     uint64_t *width = calloc(GM_MAX_LAYERS, sizeof *width), *bytes = calloc(GM_MAX_LAYERS, sizeof *bytes);
@@ -159,7 +159,7 @@ static bool has_attention_cache(const gm_hparams *hp) {
 }
 
 /* the KV cache sizes the graph attends over: full, SWA, indexer */
-static void cache_sizes(const ggufmap_fit *fit, uint64_t n_kv[3]) {
+static void cache_sizes(const gm_fit_ctx *fit, uint64_t n_kv[3]) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const uint64_t n_stream = s->n_stream;
@@ -171,16 +171,16 @@ static void cache_sizes(const ggufmap_fit *fit, uint64_t n_kv[3]) {
 /* encoders attend over the ubatch itself (build_attn_inp_no_cache), even
  * t5encoder, whose KV cache the graph never reads */
 static bool attends_ubatch(const gm_hparams *hp) {
-    return !has_attention_cache(hp) || hp->arch == GM_ARCH_T5ENCODER;
+    return !has_attention_cache(hp) || hp->traits.cache_unread;
 }
 
 /* T5's relative position bias: kq + kq_b keeps flash attention off for
  * every layer (llama-graph.cpp:2626), and the bias is a get_rows result, its
  * contiguous copy and, when the GPU computes it, a split copy, each the size
  * of the scores (t5.cpp:147, :306) */
-static bool has_position_bias(const gm_hparams *hp) { return hp->arch == GM_ARCH_T5 || hp->arch == GM_ARCH_T5ENCODER; }
+static bool has_position_bias(const gm_hparams *hp) { return hp->traits.position_bias; }
 
-static uint64_t inputs_term(const ggufmap_fit *fit, reserve_shape r) {
+static uint64_t inputs_term(const gm_fit_ctx *fit, reserve_shape r) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
     uint64_t n_kv[3], bytes = r.T * 4 + r.T * hp->n_embd * 4 + r.T * 16 + r.O * 4 + r.np * 16;
@@ -193,7 +193,7 @@ static uint64_t inputs_term(const ggufmap_fit *fit, reserve_shape r) {
     }
     if (attends_ubatch(hp) && hp->n_head[0]) bytes += r.T * r.T * 4;          /* no cache: [T, T] */
     if (has_position_bias(hp)) bytes += r.T * r.T * 4; /* the encoder's position buckets */
-    if (hp->arch == GM_ARCH_T5) /* the decoder's; the encoder output and the cross mask over n_ctx_train rows */
+    if (hp->traits.encoder_decoder) /* the decoder's; the encoder output and the cross mask over n_ctx_train rows */
         bytes += n_kv[0] / s->n_stream * r.T * 4 + 4ull * hp->n_ctx_train * (hp->n_embd + r.T);
     const uint64_t head = gm_head_k(hp, 0) > gm_head_v(hp, 0) ? gm_head_k(hp, 0) : gm_head_v(hp, 0);
     bytes += 2 * head * head * 4;                                                /* Hadamard rotations */
@@ -202,7 +202,7 @@ static uint64_t inputs_term(const ggufmap_fit *fit, reserve_shape r) {
 
 
 /* one attention layer's transient tensors, the largest over the layers */
-static uint64_t attention_term(const ggufmap_fit *fit, reserve_shape r) {
+static uint64_t attention_term(const gm_fit_ctx *fit, reserve_shape r) {
     const gm_hparams *hp = fit->hp;
     const gm_cparams *cp = &fit->cp;
     const ggufmap_fit_context *s = &cp->sizes;
@@ -213,7 +213,7 @@ static uint64_t attention_term(const ggufmap_fit *fit, reserve_shape r) {
         if (hp->n_head[il] == 0) continue;
         uint64_t kv = hp->is_swa[il] && n_kv[1] ? n_kv[1] / s->n_stream : n_kv[0] / s->n_stream;
         if (attends_ubatch(hp) || kv < r.T) kv = kv > r.T ? kv : r.T;
-        if (hp->arch == GM_ARCH_T5 && kv < hp->n_ctx_train) kv = hp->n_ctx_train; /* cross attention */
+        if (hp->traits.encoder_decoder && kv < hp->n_ctx_train) kv = hp->n_ctx_train; /* cross attention */
         const uint64_t heads = hp->n_head[il], cells = kv * s->n_stream;
         uint64_t t = 4 * r.T * heads * (gm_head_v(hp, il) + gm_head_k(hp, il)) * 2;
         if (!fa) {
@@ -227,14 +227,14 @@ static uint64_t attention_term(const ggufmap_fit *fit, reserve_shape r) {
         }
         /* the indexer's scores, the sparse mask it fills and the mask it adds, over every stream's cells */
         if (n_kv[2] && hp->indexer_n_head) t += 4 * n_kv[2] * r.T * (hp->indexer_n_head + 3ull);
-        if (hp->arch == GM_ARCH_T5) t += 4 * 4ull * hp->n_ctx_train * hp->n_embd; /* cross K and V of the encoder rows */
+        if (hp->traits.encoder_decoder) t += 4 * 4ull * hp->n_ctx_train * hp->n_embd; /* cross K and V of the encoder rows */
         if (t > best) best = t;
     }
     return best;
 }
 
 /* the K and V of the largest cache layer, as a split copies them to the GPU */
-static uint64_t kv_layer_bytes(const ggufmap_fit *fit) {
+static uint64_t kv_layer_bytes(const gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
     const gm_cparams *cp = &fit->cp;
     const uint64_t cells = (uint64_t)cp->sizes.kv_size * cp->sizes.n_stream;
@@ -259,7 +259,7 @@ static uint64_t recurrent_term(const gm_hparams *hp, reserve_shape r) {
     return 4 * (r.T * (3 * conv_dim + 3 * inner) + 3 * r.np * ((uint64_t)gm_n_embd_r(hp) + gm_n_embd_s(hp)));
 }
 
-static bound_terms terms_of(const ggufmap_fit *fit, const weight_sums *w, reserve_shape r) {
+static bound_terms terms_of(const gm_fit_ctx *fit, const weight_sums *w, reserve_shape r) {
     const gm_hparams *hp = fit->hp;
     bound_terms b;
     b.inputs = inputs_term(fit, r);
@@ -283,7 +283,7 @@ typedef struct layout {
     bool gpu, gpu_layers, cpu_layers, output_on_gpu;
 } layout;
 
-static layout layout_of(const ggufmap_fit *fit) {
+static layout layout_of(const gm_fit_ctx *fit) {
     layout lo = { .gpu = gm_fit_has_gpu(fit) };
     for (uint32_t il = 0; il < fit->hp->n_layer_all; il++) {
         if (!in_context(fit->hp, (int32_t)il)) continue;
@@ -295,7 +295,7 @@ static layout layout_of(const ggufmap_fit *fit) {
 }
 
 /* one reserve's bound per backend: [0] the GPU's, [1] the CPU's */
-static void bound_reserve(const ggufmap_fit *fit, const weight_sums *w, reserve_shape r, uint64_t out[2]) {
+static void bound_reserve(const gm_fit_ctx *fit, const weight_sums *w, reserve_shape r, uint64_t out[2]) {
     const layout lo = layout_of(fit);
     const bound_terms b = terms_of(fit, w, r);
     const uint64_t work = b.layer + b.attention + b.recurrent;
@@ -320,7 +320,7 @@ static void bound_reserve(const ggufmap_fit *fit, const weight_sums *w, reserve_
     if (!lo.gpu || !lo.output_on_gpu) out[1] += b.output;
 }
 
-int gm_fit_compute_bound(ggufmap_fit *fit) {
+int gm_fit_compute_bound(gm_fit_ctx *fit) {
     const ggufmap_fit_context *s = &fit->cp.sizes;
     weight_sums w;
     if (!sum_weights(fit, &w)) return GGUFMAP_ENOMEM;

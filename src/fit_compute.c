@@ -61,7 +61,7 @@ static arch_graph graph_of(const gm_hparams *hp) {
 /* llama_context's backends: every model device (the run's GPUs, present
  * at any -ngl) in order, then the CPU, which computes in the first GPU's
  * host buffer type when it has one (CUDA_Host) (:330-421) */
-static void setup_backends(const ggufmap_fit *fit, gm_backends *be) {
+static void setup_backends(const gm_fit_ctx *fit, gm_backends *be) {
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
     memset(be, 0, sizeof *be);
     be->device = fit->device;
@@ -77,7 +77,7 @@ static void setup_backends(const ggufmap_fit *fit, gm_backends *be) {
 }
 
 /* Per model tensor, the context of its instance and of its output copy. */
-static bool weight_contexts(const ggufmap_fit *fit, int32_t **ctx_of, int32_t **dup_of) {
+static bool weight_contexts(const gm_fit_ctx *fit, int32_t **ctx_of, int32_t **dup_of) {
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
     const int64_t n = ggufmap_model_n_tensors(ggufmap_placement_model(pl));
     *ctx_of = malloc((size_t)(n + 1) * sizeof **ctx_of);
@@ -161,7 +161,7 @@ static void make_memory(gm_llm *l) {
  * refuses it and no GPU takes it; ggml_backend_sched_split_graph asserts
  * (ggml-backend.cpp:1293), llama.cpp aborts creating the context. */
 static void unrunnable(gm_llm *l, int32_t t) {
-    ggufmap_fit *fit = (ggufmap_fit *)l->fit;
+    gm_fit_ctx *fit = (gm_fit_ctx *)l->fit;
     if (fit->refusal[0]) return;
     snprintf(fit->refusal, sizeof fit->refusal, "no backend runs a node of the graph (op %d): the CPU's extra buffer "
              "type (AMX or CPU_REPACK) that holds its weight refuses it and no GPU takes it; ggml asserts in "
@@ -200,7 +200,7 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     return ok;
 }
 
-static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const uint64_t size[GM_MAX_BACKENDS]) {
+static void add_compute_buffers(gm_fit_ctx *fit, const gm_backends *be, const uint64_t size[GM_MAX_BACKENDS]) {
     for (int b = 0; b < be->n; b++) {
         if (size[b] == 0) continue;
         const gm_buft_id id = {gm_loc_kind(be->buft[b]), gm_loc_gpu(be->buft[b])};
@@ -221,7 +221,7 @@ static arch_graph mtp_graph_of(const gm_hparams *hp) {
     }
 }
 
-int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
+int gm_fit_compute(gm_fit_ctx *fit, ggufmap_error *err) {
     /* no pooling head is modelled op for op */
     const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0;
     arch_graph build = pooled ? NULL : fit->hp->ctx_mtp ? mtp_graph_of(fit->hp) : graph_of(fit->hp);

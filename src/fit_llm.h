@@ -29,7 +29,7 @@ typedef struct gm_kv_cache {
 
 typedef struct gm_llm {
     gm_graph *g;
-    const ggufmap_fit *fit;
+    const gm_fit_ctx *fit;
     const gm_hparams *hp;
     const gm_cparams *cp;
     gm_backends be;

@@ -38,10 +38,10 @@
 /* Output buffer                                                             */
 /* ------------------------------------------------------------------------ */
 
-static void add_output(ggufmap_fit *fit) {
+static void add_output(gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
-    const bool embd = fit->cp.embeddings || hp->arch == GM_ARCH_T5; /* "hacky enc-dec support" (:2121-2125) */
+    const bool embd = fit->cp.embeddings || hp->traits.encoder_decoder; /* "hacky enc-dec support" (:2121-2125) */
     const uint64_t row = 4ull * (hp->n_vocab + (embd ? hp->n_embd_out : 0));
     const bool host = gm_backend(fit->device)->host_buft && gm_fit_layer_on_gpu(fit, hp->n_layer_all);
     const uint64_t rows_max = s->n_outputs_max > s->n_seq_max ? s->n_outputs_max : s->n_seq_max;
@@ -67,7 +67,7 @@ typedef struct module_bufs {
     uint32_t n;
 } module_bufs;
 
-static uint32_t slot_for(const ggufmap_fit *fit, module_bufs *m, gm_buft_id buft) {
+static uint32_t slot_for(const gm_fit_ctx *fit, module_bufs *m, gm_buft_id buft) {
     for (uint32_t i = 0; i < m->n; i++)
         if (m->buft[i].kind == buft.kind && m->buft[i].gpu == buft.gpu) return i;
     gm_buft_name(fit->device, buft, false, m->name[m->n], sizeof m->name[m->n]);
@@ -79,7 +79,7 @@ static uint32_t slot_for(const ggufmap_fit *fit, module_bufs *m, gm_buft_id buft
 
 /* A cache tensor of ne0 elements per row: false (and an abort recorded) when
  * a quantized row is not whole blocks. */
-static bool add_tensor(ggufmap_fit *fit, module_bufs *m, uint32_t slot, int32_t type, int64_t ne0, int64_t ne1,
+static bool add_tensor(gm_fit_ctx *fit, module_bufs *m, uint32_t slot, int32_t type, int64_t ne0, int64_t ne1,
                        int64_t ne2) {
     const ggufmap_type_info *t = ggufmap_type(type);
     if (!t || t->block_size == 0 || ne0 % t->block_size != 0) {
@@ -111,7 +111,7 @@ static void sort_by_name(module_bufs *m) {
         }
 }
 
-static void emit_module(ggufmap_fit *fit, module_bufs *m, ggufmap_fit_kind kind, const char *what, uint32_t cells) {
+static void emit_module(gm_fit_ctx *fit, module_bufs *m, ggufmap_fit_kind kind, const char *what, uint32_t cells) {
     sort_by_name(m);
     for (uint32_t i = 0; i < m->n; i++) {
         ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, kind, m->buft[i], m->bytes[i]);
@@ -171,14 +171,14 @@ bool gm_cache_has_layer(const gm_hparams *hp, gm_cache cache, uint32_t il) {
 }
 
 int32_t gm_cache_reuse(const gm_hparams *hp, uint32_t il) {
-    if ((hp->arch != GM_ARCH_GEMMA4 && hp->arch != GM_ARCH_GEMMA3N) || gm_has_kv(hp, il)) return -1;
+    if (!hp->traits.kv_shared || gm_has_kv(hp, il)) return -1;
     return hp->n_layer_kv_from_start - (hp->is_swa[il] ? 2 : 1);
 }
 
 /* A llama_kv_cache over the layers of a cache with kv_size cells; the
  * indexers' are K-only (one head of indexer_head_size), and so is an MLA
  * model's (the compressed K, llama-kv-cache.cpp:223-227). */
-static bool add_kv_cache(ggufmap_fit *fit, gm_cache cache, uint32_t kv_size) {
+static bool add_kv_cache(gm_fit_ctx *fit, gm_cache cache, uint32_t kv_size) {
     const bool idx = cache == GM_CACHE_IDX;
     const gm_hparams *hp = fit->hp;
     const gm_cparams *cp = &fit->cp;
@@ -207,7 +207,7 @@ static bool add_kv_cache(ggufmap_fit *fit, gm_cache cache, uint32_t kv_size) {
     return true;
 }
 
-static void add_recurrent(ggufmap_fit *fit) {
+static void add_recurrent(gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
     const gm_cparams *cp = &fit->cp;
     const int64_t rows = (int64_t)(cp->sizes.n_seq_max > 0 ? cp->sizes.n_seq_max : 1) * (1 + cp->n_rs_seq);
@@ -225,7 +225,7 @@ static void add_recurrent(ggufmap_fit *fit) {
     emit_module(fit, &m, GGUFMAP_FIT_RS, what, 0);
 }
 
-int gm_fit_memory(ggufmap_fit *fit, ggufmap_error *err) {
+int gm_fit_memory(gm_fit_ctx *fit, ggufmap_error *err) {
     (void)err;
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
@@ -237,5 +237,5 @@ int gm_fit_memory(ggufmap_fit *fit, ggufmap_error *err) {
     if (ok && hp->memory == GM_MEMORY_KV_DSA) ok = add_kv_cache(fit, GM_CACHE_IDX, s->kv_size);
     if (ok && (hp->memory == GM_MEMORY_RECURRENT || is_hybrid(hp))) add_recurrent(fit);
     if (ok && hp->memory == GM_MEMORY_HYBRID_IDX && hp->indexer_head_size > 0) add_kv_cache(fit, GM_CACHE_IDX, s->kv_size);
-    return fit->n_buffers > 0 ? GGUFMAP_OK : GGUFMAP_ENOMEM;
+    return fit->buffers.n > 0 ? GGUFMAP_OK : GGUFMAP_ENOMEM;
 }
