@@ -300,6 +300,8 @@ uint64_t gm_device_page(ggufmap_device d, uint64_t asked) { return asked ? asked
 
 const char *ggufmap_device_name(ggufmap_device d) { return gm_backend(d)->kind; }
 
+bool ggufmap_device_unified(ggufmap_device d) { return gm_backend(d)->unified; }
+
 /* ------------------------------------------------------------------------ */
 /* Buffer types                                                              */
 /* ------------------------------------------------------------------------ */

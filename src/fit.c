@@ -191,6 +191,56 @@ static void sum_devices(ggufmap_fit *fit) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* The verdict's checks                                                      */
+/* ------------------------------------------------------------------------ */
+
+static ggufmap_fit_check *add_check(ggufmap_fit *fit, int32_t device, uint64_t limit) {
+    ggufmap_fit_check *c = &fit->checks[fit->n_checks++];
+    memset(c, 0, sizeof *c);
+    c->device = device;
+    c->limit = limit;
+    return c;
+}
+
+/* Each GPU against its limit (the CPU alone against opts.limit). */
+static void device_checks(ggufmap_fit *fit) {
+    const gm_run *run = &fit->run;
+    const bool unified = gm_backend(run->device)->unified;
+    for (uint32_t i = run->n_devices > 1 ? 1 : 0; i < run->n_devices; i++) {
+        const ggufmap_fit_device *d = &run->devices[i];
+        const uint64_t own = d->gpu && d->ordinal < GGUFMAP_MAX_GPUS ? fit->opts.gpu_limits[d->ordinal] : 0;
+        const uint64_t limit = own ? own : fit->opts.limit;
+        if (!limit) continue;
+        char name[sizeof d->name];
+        memcpy(name, d->name, sizeof name);
+        ggufmap_fit_check *c = add_check(fit, (int32_t)i, limit);
+        snprintf(c->what, sizeof c->what, "%s (%s)", !d->gpu ? "memory" : unified ? "GPU working set" : "GPU memory",
+                 name);
+        c->total = d->total;
+        c->total_planned = d->total_planned;
+    }
+}
+
+/* Everything the host's RAM holds (docs/fit.md "Unified memory"): the
+ * weights counted once (ggufmap_plan_resident), and every context buffer of
+ * the devices whose memory is the RAM. */
+static void ram_check(ggufmap_fit *fit) {
+    const gm_run *run = &fit->run;
+    const bool unified = gm_backend(run->device)->unified;
+    uint64_t weights, weights_planned, context = 0;
+    ggufmap_plan_resident(run->plan, &weights, &weights_planned);
+    for (uint32_t i = 0; i < run->n_devices; i++) {
+        const ggufmap_fit_device *d = &run->devices[i];
+        if (unified || !d->gpu) context += d->kv + d->rs + d->output_max + d->compute;
+    }
+    ggufmap_fit_check *c = add_check(fit, -1, fit->opts.mem);
+    snprintf(c->what, sizeof c->what, "%s", unified ? "RAM (unified memory: everything resident)"
+                                            : run->n_devices > 1 ? "RAM (the host's side)" : "RAM");
+    c->total = weights + context;
+    c->total_planned = weights_planned + context;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Building a fit                                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -216,6 +266,8 @@ int ggufmap_fit_build(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, gg
         return rc;
     }
     sum_devices(fit);
+    device_checks(fit);
+    if (opts->mem) ram_check(fit);
     *out = fit;
     return GGUFMAP_OK;
 }
@@ -272,11 +324,16 @@ const ggufmap_fit_device *ggufmap_fit_device_at(const ggufmap_fit *fit, uint32_t
     return i < fit->run.n_devices ? &fit->run.devices[i] : NULL;
 }
 
-uint32_t ggufmap_fit_limited_device(const ggufmap_fit *fit) { return fit->run.n_devices - 1; }
+uint32_t ggufmap_fit_limited_device(const ggufmap_fit *fit) { return fit->run.n_devices > 1 ? 1 : 0; }
+
+uint32_t ggufmap_fit_n_checks(const ggufmap_fit *fit) { return fit->n_checks; }
+const ggufmap_fit_check *ggufmap_fit_check_at(const ggufmap_fit *fit, uint32_t i) {
+    return i < fit->n_checks ? &fit->checks[i] : NULL;
+}
 
 bool ggufmap_fit_fits(const ggufmap_fit *fit, bool planned) {
     if (ggufmap_fit_refusal(fit, NULL)) return false;
-    if (fit->opts.limit == 0) return true;
-    const ggufmap_fit_device *d = &fit->run.devices[ggufmap_fit_limited_device(fit)];
-    return (planned ? d->total_planned : d->total) <= fit->opts.limit;
+    for (uint32_t i = 0; i < fit->n_checks; i++)
+        if ((planned ? fit->checks[i].total_planned : fit->checks[i].total) > fit->checks[i].limit) return false;
+    return true;
 }

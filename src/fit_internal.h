@@ -144,6 +144,8 @@ struct ggufmap_fit {
     gm_fit_ctx ctx[GM_MAX_CTX]; /* the contexts, in creation order */
     uint32_t n_ctx;             /* how many were tried (the draft only after the main one was created) */
     gm_buffers buffers;         /* the weights, then every created context's buffers */
+    ggufmap_fit_check checks[GM_MAX_DEVICES + 1]; /* the verdict: each limited GPU, then the RAM */
+    uint32_t n_checks;
 };
 
 #endif

@@ -125,21 +125,26 @@ static void text_max_ctx(FILE *out, const ggufmap_fit_report_opts *ro) {
 }
 
 static void text_verdict(FILE *out, const ggufmap_fit *fit, const ggufmap_fit_report_opts *ro) {
-    const ggufmap_fit_device *d = &fit->run.devices[ggufmap_fit_limited_device(fit)];
-    const uint64_t limit = fit->opts.limit;
-    if (limit && !ggufmap_fit_refusal(fit, NULL)) {
-        fprintf(out, "\n%s (%s):\n", d->gpu && gm_backend(fit->run.device)->unified ? "working set" : "memory", d->name);
-        text_verdict_line(out, "llama.cpp today", d->total, limit);
-        text_verdict_line(out, "repacked (planned)", d->total_planned, limit);
+    char a[32];
+    for (uint32_t i = 0; i < fit->n_checks && !ggufmap_fit_refusal(fit, NULL); i++) {
+        const ggufmap_fit_check *c = &fit->checks[i];
+        fprintf(out, "\n%s:\n", c->what);
+        text_verdict_line(out, "llama.cpp today", c->total, c->limit);
+        text_verdict_line(out, "repacked (planned)", c->total_planned, c->limit);
     }
+    if (fit->n_checks > 1 && !ggufmap_fit_refusal(fit, NULL))
+        fprintf(out, "verdict: %s (every check must pass)\n", ggufmap_fit_fits(fit, false) ? "FITS" : "DOES NOT FIT");
     if (ro && ro->searched)
         text_max_ctx(out, ro);
     if (ro && ro->n_suggestions) {
-        char a[32];
+        char b[32];
         fprintf(out, "\nto make it fit, cheapest first (each step keeps the ones before it):\n");
-        for (uint32_t i = 0; i < ro->n_suggestions; i++)
-            fprintf(out, "  %u. %-34s total %s  %s\n", i + 1, ro->suggestions[i].flags,
-                    gm_fmt_mib(a, sizeof a, ro->suggestions[i].total), ro->suggestions[i].fits ? "fits" : "does not fit");
+        for (uint32_t i = 0; i < ro->n_suggestions; i++) {
+            const ggufmap_fit_suggestion *x = &ro->suggestions[i];
+            fprintf(out, "  %u. %-34s total %s", i + 1, x->flags, gm_fmt_mib(a, sizeof a, x->total));
+            if (fit->opts.mem) fprintf(out, ", RAM %s", gm_fmt_mib(b, sizeof b, x->resident));
+            fprintf(out, "  %s\n", x->fits ? "fits" : "does not fit");
+        }
     }
 }
 
@@ -165,6 +170,9 @@ static void json_options(json *j, const ggufmap_fit *fit) {
     json_key(j, "mtp"); json_bool(j, o->mtp);
     json_key(j, "limit");
     if (o->limit) json_uint(j, o->limit);
+    else json_null(j);
+    json_key(j, "mem");
+    if (o->mem) json_uint(j, o->mem);
     else json_null(j);
     json_end_object(j);
 }
@@ -262,18 +270,41 @@ static void json_devices(json *j, const ggufmap_fit *fit) {
     json_end_array(j);
 }
 
+static void json_check(json *j, const ggufmap_fit *fit, const ggufmap_fit_check *c) {
+    json_key(j, "what"); json_string(j, c->what);
+    json_key(j, "device"); json_string(j, c->device < 0 ? "RAM" : fit->run.devices[c->device].name);
+    json_key(j, "total"); json_uint(j, c->total);
+    json_key(j, "total_planned"); json_uint(j, c->total_planned);
+    json_key(j, "limit"); json_uint(j, c->limit);
+}
+
+/* the verdict: every check passes (fits), its first check's figures (the
+ * limited GPU, or the RAM), and every check */
 static void json_verdict(json *j, const ggufmap_fit *fit, const ggufmap_fit_report_opts *ro) {
     const ggufmap_fit_device *d = &fit->run.devices[ggufmap_fit_limited_device(fit)];
     json_key(j, "verdict");
     json_begin_object(j);
-    json_key(j, "device"); json_string(j, d->name);
-    json_key(j, "total"); json_uint(j, d->total);
-    json_key(j, "total_planned"); json_uint(j, d->total_planned);
-    json_key(j, "limit");
-    if (fit->opts.limit) json_uint(j, fit->opts.limit);
-    else json_null(j);
+    if (fit->n_checks) {
+        json_check(j, fit, &fit->checks[0]);
+    } else {
+        json_key(j, "device"); json_string(j, d->name);
+        json_key(j, "total"); json_uint(j, d->total);
+        json_key(j, "total_planned"); json_uint(j, d->total_planned);
+        json_key(j, "limit"); json_null(j);
+    }
     json_key(j, "fits"); json_bool(j, ggufmap_fit_fits(fit, false));
     json_key(j, "fits_planned"); json_bool(j, ggufmap_fit_fits(fit, true));
+    json_key(j, "checks");
+    json_begin_array(j);
+    for (uint32_t i = 0; i < fit->n_checks; i++) {
+        const ggufmap_fit_check *c = &fit->checks[i];
+        json_begin_object(j);
+        json_check(j, fit, c);
+        json_key(j, "fits"); json_bool(j, c->total <= c->limit);
+        json_key(j, "fits_planned"); json_bool(j, c->total_planned <= c->limit);
+        json_end_object(j);
+    }
+    json_end_array(j);
     json_end_object(j);
     json_key(j, "max_ctx");
     if (ro && ro->searched) json_uint(j, ro->max_ctx);
@@ -287,6 +318,9 @@ static void json_verdict(json *j, const ggufmap_fit *fit, const ggufmap_fit_repo
         json_begin_object(j);
         json_key(j, "flags"); json_string(j, ro->suggestions[i].flags);
         json_key(j, "total"); json_uint(j, ro->suggestions[i].total);
+        json_key(j, "resident");
+        if (fit->opts.mem) json_uint(j, ro->suggestions[i].resident);
+        else json_null(j);
         json_key(j, "fits"); json_bool(j, ro->suggestions[i].fits);
         json_end_object(j);
     }

@@ -522,6 +522,71 @@ void ggufmap_plan_cpu_side(const ggufmap_plan *p, uint64_t *llama_bytes, uint64_
     *planned_bytes = all_planned - gpu_planned;
 }
 
+/* An interval list per shard: ranges page-aligned, then merged. */
+typedef struct span {
+    uint32_t shard;
+    uint64_t first, last;
+} span;
+
+static int by_shard_first(const void *a, const void *b) {
+    const span *x = a, *y = b;
+    if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+static uint64_t union_bytes(span *v, size_t n) {
+    uint64_t sum = 0;
+    qsort(v, n, sizeof *v, by_shard_first);
+    for (size_t i = 0; i < n;) {
+        uint64_t first = v[i].first, last = v[i].last;
+        size_t j = i + 1;
+        for (; j < n && v[j].shard == v[i].shard && v[j].first <= last; j++)
+            if (v[j].last > last) last = v[j].last;
+        sum += last - first;
+        i = j;
+    }
+    return sum;
+}
+
+/* Whether buffer b's memory is the host's RAM under the device's model. */
+static bool in_ram(const ggufmap_plan *p, const ggufmap_buffer *b) {
+    const ggufmap_placement *pl = p->placement;
+    return gm_backend(ggufmap_placement_options(pl)->device)->unified || !ggufmap_placement_context(pl, b->context)->gpu;
+}
+
+void ggufmap_plan_resident(const ggufmap_plan *p, uint64_t *llama_bytes, uint64_t *planned_bytes) {
+    const ggufmap_placement *pl = p->placement;
+    const uint64_t page = p->opts.page ? p->opts.page : 1;
+    size_t n_span = 0, n_range = 0;
+    for (uint32_t i = 0; i < p->n_buffers; i++) n_range += p->buffers[i].n_ranges, n_span++;
+    span *spans = malloc((n_span + 1) * sizeof *spans), *ranges = malloc((n_range + 1) * sizeof *ranges);
+    uint64_t alloc = 0;
+    size_t ns = 0, nr = 0;
+    for (uint32_t i = 0; spans && ranges && i < p->n_buffers; i++) {
+        const ggufmap_buffer *b = &p->buffers[i];
+        if (!in_ram(p, b) || ggufmap_placement_context(pl, b->context)->lazy) continue;
+        if (!b->mapped) {
+            alloc += b->size;
+            continue;
+        }
+        spans[ns++] = (span){b->shard, gm_floor_to(b->first, page), gm_ceil_to(b->last, page)};
+        for (uint32_t k = 0; k < b->n_ranges; k++)
+            ranges[nr++] = (span){b->shard, gm_floor_to(b->ranges[k].first, page), gm_ceil_to(b->ranges[k].last, page)};
+    }
+    if (!spans || !ranges) { /* out of memory: every span whole, an upper bound */
+        uint64_t l = 0, q = 0;
+        ggufmap_plan_working_set(p, &l, &q);
+        ggufmap_plan_cpu_side(p, llama_bytes, planned_bytes);
+        *llama_bytes += l;
+        *planned_bytes += q;
+    } else {
+        *llama_bytes = alloc + union_bytes(spans, ns);
+        *planned_bytes = alloc + union_bytes(ranges, nr);
+    }
+    free(spans);
+    free(ranges);
+}
+
 uint32_t ggufmap_plan_n_buffers(const ggufmap_plan *p) { return p->n_buffers; }
 const ggufmap_buffer *ggufmap_plan_buffer(const ggufmap_plan *p, uint32_t i) {
     return i < p->n_buffers ? &p->buffers[i] : NULL;

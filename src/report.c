@@ -385,9 +385,21 @@ static void verdict_line(FILE *out, const char *label, uint64_t bytes, uint64_t 
             gm_fmt_against_limit(v, sizeof v, bytes, limit));
 }
 
+/* The weights the RAM holds against --mem (docs/fit.md "Unified memory"). */
+static void print_ram(FILE *out, const ggufmap_plan *plan, uint64_t mem, const char *label) {
+    uint64_t llama, planned;
+    if (!mem) return;
+    ggufmap_plan_resident(plan, &llama, &planned);
+    fprintf(out, "RAM (%s; KV cache and compute buffers not included)\n",
+            gm_plan_unified(plan) ? "unified memory: every weight resident, counted once"
+            : gm_plan_has_gpu(plan) ? "the host's weights" : "every weight, counted once");
+    verdict_line(out, "llama.cpp today", llama, mem);
+    verdict_line(out, label, planned, mem);
+}
+
 /* The GPU working set and its verdict, then the CPU side; without a GPU,
- * everything is the CPU's and counts once. */
-static void print_verdict(FILE *out, const ggufmap_plan *plan, uint64_t limit, const char *planner) {
+ * everything is the CPU's and counts once.  Then the RAM's verdict. */
+static void print_verdict(FILE *out, const ggufmap_plan *plan, uint64_t limit, uint64_t mem, const char *planner) {
     uint64_t llama, planned, cpu_llama, cpu_planned;
     char label[96];
     ggufmap_plan_working_set(plan, &llama, &planned);
@@ -400,11 +412,13 @@ static void print_verdict(FILE *out, const ggufmap_plan *plan, uint64_t limit, c
         fprintf(out, "\nmemory (no GPU: every buffer, page-aligned; KV cache and compute buffers not included)\n");
     verdict_line(out, "llama.cpp today", llama, limit);
     verdict_line(out, label, planned, limit);
-    if (!gpu) return;
-    fprintf(out, "CPU side (CPU_Mapped and CPU buffers%s)\n",
-            metal ? "; with unified memory they share the Mac's RAM with the working set" : "");
-    verdict_line(out, "llama.cpp today", cpu_llama, 0);
-    verdict_line(out, label, cpu_planned, 0);
+    if (gpu) {
+        fprintf(out, "CPU side (CPU_Mapped and CPU buffers%s)\n",
+                metal ? "; with unified memory they share the Mac's RAM with the working set" : "");
+        verdict_line(out, "llama.cpp today", cpu_llama, 0);
+        verdict_line(out, label, cpu_planned, 0);
+    }
+    print_ram(out, plan, mem, label);
 }
 
 static void print_suggestions(FILE *out, const ggufmap_report_opts *o) {
@@ -418,6 +432,8 @@ static void print_suggestions(FILE *out, const ggufmap_report_opts *o) {
         fprintf(out, "\n     then llama.cpp's working set is %s%s%s", gm_fmt_bytes(a, sizeof a, s->working_set),
                 o->limit ? ", " : "", gm_fmt_against_limit(v, sizeof v, s->working_set, o->limit));
         if (s->cpu_side) fprintf(out, "; CPU side %s", gm_fmt_bytes(b, sizeof b, s->cpu_side));
+        if (o->mem) fprintf(out, "; RAM %s, %s", gm_fmt_bytes(b, sizeof b, s->resident),
+                            gm_fmt_against_limit(v, sizeof v, s->resident, o->mem));
         fputc('\n', out);
     }
 }
@@ -431,7 +447,7 @@ static void text(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts 
             po->page > 1 ? gm_fmt_bytes(a, sizeof a, po->page) : "");
     for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) print_buffer(out, plan, i, planner, o->top_foreign);
     print_totals(out, plan, planner);
-    print_verdict(out, plan, o->limit, planner);
+    print_verdict(out, plan, o->limit, o->mem, planner);
     print_suggestions(out, o);
     if (!(o->flags & GGUFMAP_REPORT_NO_PICTURE)) picture(out, plan, o);
 }
@@ -539,7 +555,7 @@ static void json_buffer(json *j, const ggufmap_placement *pl, const ggufmap_buff
     json_end_object(j);
 }
 
-static void json_totals(json *j, const ggufmap_plan *plan, uint64_t limit) {
+static void json_totals(json *j, const ggufmap_plan *plan, uint64_t limit, uint64_t mem) {
     gm_totals t = gm_plan_totals(plan);
     json_key(j, "totals");
     json_begin_object(j);
@@ -572,6 +588,19 @@ static void json_totals(json *j, const ggufmap_plan *plan, uint64_t limit) {
     json_key(j, "llama"), json_uint(j, llama);
     json_key(j, "planned"), json_uint(j, planned);
     json_end_object(j);
+
+    ggufmap_plan_resident(plan, &llama, &planned);
+    json_key(j, "ram");
+    json_begin_object(j);
+    json_key(j, "llama"), json_uint(j, llama);
+    json_key(j, "planned"), json_uint(j, planned);
+    json_key(j, "limit");
+    mem ? json_uint(j, mem) : json_null(j);
+    json_key(j, "llama_fits");
+    mem ? json_bool(j, llama <= mem) : json_null(j);
+    json_key(j, "planned_fits");
+    mem ? json_bool(j, planned <= mem) : json_null(j);
+    json_end_object(j);
 }
 
 static void json_suggestions(json *j, const ggufmap_report_opts *o) {
@@ -584,8 +613,10 @@ static void json_suggestions(json *j, const ggufmap_report_opts *o) {
         json_key(j, "command"), json_string(j, s->command);
         json_key(j, "working_set"), json_uint(j, s->working_set);
         json_key(j, "cpu_side"), json_uint(j, s->cpu_side);
+        json_key(j, "resident"), json_uint(j, s->resident);
         json_key(j, "fits");
-        o->limit ? json_bool(j, s->working_set <= o->limit) : json_null(j);
+        o->limit || o->mem ? json_bool(j, (!o->limit || s->working_set <= o->limit) && (!o->mem || s->resident <= o->mem))
+                           : json_null(j);
         json_end_object(j);
     }
     json_end_array(j);
@@ -623,7 +654,7 @@ static void json_plan_fields(json *j, const ggufmap_plan *plan, const ggufmap_re
     json_begin_array(j);
     for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) json_buffer(j, pl, ggufmap_plan_buffer(plan, i));
     json_end_array(j);
-    json_totals(j, plan, o->limit);
+    json_totals(j, plan, o->limit, o->mem);
     json_suggestions(j, o);
     json_tensors(j, plan);
 }

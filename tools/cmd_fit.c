@@ -50,10 +50,11 @@ static const cli_option planning_options[] = {
 
 static const cli_option verdict_options[] = {
     {OPT_LIMIT, "--limit", "SIZE", NULL,
-     "what the limited device (the GPU, else the CPU) may hold, e.g. 96G; exit status 3 when the run exceeds it"},
+     "what each GPU (else the CPU) may hold, e.g. 96G; exit status 3 when the run exceeds it"},
     {OPT_MEM, "--mem", "SIZE", NULL,
-     "the machine's RAM: with metal the limit is macOS's default GPU working set (2/3 of RAM up to 32G, 3/4 "
-     "above), on the CPU the RAM itself"},
+     "the machine's RAM: everything the run holds there must fit it too (with metal's unified memory "
+     "everything it holds at all: a second check, exit 3 if either fails); with metal it also sets --limit to "
+     "macOS's default GPU working set (2/3 of RAM up to 32G, 3/4 above) unless --limit is given"},
     {OPT_MAX_CTX, "--max-ctx", NULL, NULL,
      "search the largest -c (a multiple of 256) that fits the limit, up to -c N when given, else the trained "
      "context"},
@@ -149,12 +150,10 @@ static int settle(fit_args *f) {
        common/common.cpp:1713) and the MTP draft context on those weights beside the main one */
     f->fit.mtp = f->placement.opts.load_mtp;
     if (f->max_ctx && !f->fit.limit && !f->mem) return cli_usage_error("fit", "--max-ctx needs --limit or --mem");
-    if (f->mem && f->fit.limit) return cli_usage_error("fit", "give --limit or --mem, not both");
-    if (!f->mem) return EXIT_OK;
-    if (device == GGUFMAP_DEVICE_CUDA)
-        return cli_usage_error("fit", "--mem describes a Mac's or a CPU machine's RAM; give a CUDA GPU's memory with "
-                                      "--limit");
-    f->fit.limit = device == GGUFMAP_DEVICE_METAL ? ggufmap_metal_default_limit(f->mem) : f->mem;
+    /* --mem is the host's RAM: a check of its own; with unified memory it also sets macOS's default GPU
+       working set unless --limit says otherwise (iogpu.wired_limit_mb) */
+    f->fit.mem = f->mem;
+    if (f->mem && !f->fit.limit && ggufmap_device_unified(device)) f->fit.limit = ggufmap_metal_default_limit(f->mem);
     return EXIT_OK;
 }
 

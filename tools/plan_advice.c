@@ -12,6 +12,9 @@
  *               to fit (bisection: more layers on the CPU never need more
  *               GPU memory), or --cpu-moe;
  *   -ngl        under such a limit: the most layers on the GPU that fit.
+ * "Fit" is both verdicts: the GPU working set under --limit and, with
+ * --mem, the weights the RAM holds under it (ggufmap_plan_resident); every
+ * step is judged by placing and planning with it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +26,13 @@
 /* ------------------------------------------------------------------------ */
 
 typedef struct outcome {
-    uint64_t working_set, cpu_side;
+    uint64_t working_set, cpu_side, resident;
 } outcome;
+
+/* Both verdicts: the working set under --limit, the RAM's weights under --mem. */
+static bool fits(const plan_advice_input *in, const outcome *o) {
+    return (!in->limit || o->working_set <= in->limit) && (!in->mem || o->resident <= in->mem);
+}
 
 /* The placement given, less the flags whose code is in skip, plus one flag
  * (code 0: none), placed and planned. */
@@ -52,6 +60,7 @@ static int evaluate(const plan_advice_input *in, const int *skip, size_t n_skip,
         uint64_t planned;
         ggufmap_plan_working_set(plan, &out->working_set, &planned);
         ggufmap_plan_cpu_side(plan, &out->cpu_side, &planned);
+        ggufmap_plan_resident(plan, &out->resident, &planned);
     }
     ggufmap_plan_free(plan);
     ggufmap_placement_free(pl);
@@ -65,8 +74,9 @@ static void plan_command(const plan_advice_input *in, const int *skip, size_t n_
                          ggufmap_suggestion *s) {
     char flags[1536], model[1024];
     placement_args_spell(in->placement, skip, n_skip, flags, sizeof flags);
-    snprintf(s->command, sizeof s->command, "ggufmap plan %s%s %s%s%s", shell_quote(in->model_path, model, sizeof model),
-             flags, extra, in->limit_text ? " --limit " : "", in->limit_text ? in->limit_text : "");
+    snprintf(s->command, sizeof s->command, "ggufmap plan %s%s %s%s%s%s%s",
+             shell_quote(in->model_path, model, sizeof model), flags, extra, in->limit_text ? " --limit " : "",
+             in->limit_text ? in->limit_text : "", in->mem_text ? " --mem " : "", in->mem_text ? in->mem_text : "");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -106,6 +116,8 @@ static bool advise_repack(const plan_advice_input *in, ggufmap_suggestion *s) {
              ggufmap_format_bytes(space, sizeof space, res->space_needed));
     s->working_set = res->cases[0].gpu_after;
     s->cpu_side = res->cases[0].cpu_after;
+    uint64_t now;
+    ggufmap_plan_resident(in->plan, &now, &s->resident); /* the repacked file maps the planned ranges */
     ggufmap_repack_result_free(res);
     return true;
 }
@@ -123,12 +135,12 @@ static int32_t bisect(const plan_advice_input *in, const int *skip, size_t n_ski
         int32_t n = lo + (hi - lo) / 2;
         snprintf(value, sizeof value, "%d", n);
         if (evaluate(in, skip, n_skip, code, value, &mid)) return -1;
-        bool fits = mid.working_set <= in->limit;
-        if (fits) {
+        bool ok = fits(in, &mid);
+        if (ok) {
             found = n;
             *best = mid;
         }
-        if (fits == grows) lo = n + 1;
+        if (ok == grows) lo = n + 1;
         else hi = n - 1;
     }
     return found;
@@ -138,7 +150,7 @@ static bool advise_cpu_moe(const plan_advice_input *in, int32_t n_layers, ggufma
     static const int skip[] = {OPT_N_CPU_MOE, OPT_CPU_MOE};
     outcome none, all;
     if (evaluate(in, skip, 2, 0, NULL, &none) || evaluate(in, skip, 2, OPT_CPU_MOE, NULL, &all)) return false;
-    if (all.working_set >= none.working_set || all.working_set > in->limit) return false; /* no experts, or no help */
+    if (all.working_set >= none.working_set || !fits(in, &all)) return false; /* no experts, or no help */
     outcome best = all;
     int32_t found = bisect(in, skip, 2, OPT_N_CPU_MOE, 1, n_layers, false, &best);
     char extra[32];
@@ -154,12 +166,13 @@ static bool advise_cpu_moe(const plan_advice_input *in, int32_t n_layers, ggufma
     plan_command(in, skip, 2, extra, s);
     s->working_set = best.working_set;
     s->cpu_side = best.cpu_side;
+    s->resident = best.resident;
     return true;
 }
 
 static bool advise_ngl(const plan_advice_input *in, int32_t n_layers, ggufmap_suggestion *s) {
     static const int skip[] = {OPT_NGL};
-    outcome best = {0, 0};
+    outcome best = {0, 0, 0};
     /* -ngl n_layers + 1 is all: that is the plan at hand */
     int32_t found = bisect(in, skip, 1, OPT_NGL, 1, n_layers, true, &best);
     if (found < 0) return false;
@@ -170,6 +183,7 @@ static bool advise_ngl(const plan_advice_input *in, int32_t n_layers, ggufmap_su
     plan_command(in, skip, 1, extra, s);
     s->working_set = best.working_set;
     s->cpu_side = best.cpu_side;
+    s->resident = best.resident;
     return true;
 }
 
@@ -246,6 +260,7 @@ static bool advise_override(const plan_advice_input *in, uint64_t llama, ggufmap
     plan_command(in, NULL, 0, extra, s);
     s->working_set = moved.working_set;
     s->cpu_side = moved.cpu_side;
+    s->resident = moved.resident;
     return true;
 }
 
@@ -258,7 +273,9 @@ uint32_t plan_advice(const plan_advice_input *in, ggufmap_suggestion *out) {
     if (foreign && advise_repack(in, &out[n])) n++;
     if (foreign && advise_override(in, llama, &out[n])) n++;
     bool gpu = in->placement->opts.device != GGUFMAP_DEVICE_CPU;
-    if (!in->limit || llama <= in->limit || !gpu) return n;
+    outcome now = {llama, 0, 0};
+    ggufmap_plan_resident(in->plan, &now.resident, &planned);
+    if ((!in->limit && !in->mem) || fits(in, &now) || !gpu) return n;
     int32_t n_layers = ggufmap_placement_n_layers(ggufmap_plan_placement(in->plan));
     if (advise_cpu_moe(in, n_layers, &out[n])) n++;
     if (advise_ngl(in, n_layers, &out[n])) n++;

@@ -250,6 +250,9 @@ GGUFMAP_API int ggufmap_cpu_parse(const char *name, ggufmap_cpu *out);
  * for GGUFMAP_BUFT_GPU), into buf; returns buf. */
 GGUFMAP_API const char *ggufmap_buft_name(ggufmap_device d, ggufmap_buft_kind kind, uint32_t ordinal, char *buf,
                                           size_t cap);
+/* Whether the device shares one memory with the CPU (Metal on Apple
+ * Silicon): its GPU buffers are RAM too, under a working-set limit. */
+GGUFMAP_API bool ggufmap_device_unified(ggufmap_device device);
 /* "cpu", "metal", "cuda", "rocm". */
 GGUFMAP_API const char *ggufmap_device_name(ggufmap_device device);
 /* Reads a device as llama.cpp or ggufmap names it, any case: a kind (cpu,

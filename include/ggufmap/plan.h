@@ -154,6 +154,17 @@ GGUFMAP_API void ggufmap_plan_working_set(const ggufmap_plan *plan, uint64_t *ll
  * On a unified-memory Mac these live in the same RAM as the GPU's. */
 GGUFMAP_API void ggufmap_plan_cpu_side(const ggufmap_plan *plan, uint64_t *llama_bytes, uint64_t *planned_bytes);
 
+/* Bytes of weights the run holds in the host's RAM: on a device with
+ * unified memory (Metal) every buffer, on the CPU alone every buffer, with
+ * a discrete GPU the host's buffers only.  Mapped buffers count their pages
+ * once where spans overlap (the file's pages are in memory once, however
+ * many buffers map them: a CPU_Mapped span reaching over MTL0_Mapped
+ * tensors), page-aligned as the plan's page says; lazily read tables
+ * (--lazy-mode) do not count, llama.cpp maps their files without
+ * MAP_POPULATE and reads only the rows a batch gathers; allocated buffers
+ * count their size.  With llama.cpp's spans and with the planned ranges. */
+GGUFMAP_API void ggufmap_plan_resident(const ggufmap_plan *plan, uint64_t *llama_bytes, uint64_t *planned_bytes);
+
 /* Plans one list of own byte ranges (sorted by first, non-overlapping, as
  * the tensors of one context in one file are) with a planner: the ranges it
  * maps go to out (room for n), their count is returned.  page as in

@@ -40,11 +40,14 @@ typedef struct ggufmap_suggestion {
     char command[2048];    /* "ggufmap repack M.gguf --device metal -o M-repacked.gguf" */
     uint64_t working_set;  /* llama.cpp's GPU working set after it */
     uint64_t cpu_side;     /* and its CPU side */
+    uint64_t resident;     /* and the weights the RAM holds (ggufmap_plan_resident) */
 } ggufmap_suggestion;
 
 typedef struct ggufmap_report_opts {
     unsigned flags;
     uint64_t limit;       /* working-set limit for a verdict; 0 = none */
+    uint64_t mem;         /* the host's RAM: the weights it holds (ggufmap_plan_resident) against it, a
+                             second verdict; 0 = none */
     uint32_t width;       /* picture width in cells (default 96) */
     uint32_t top_foreign; /* foreign tensors listed per buffer (default 5) */
     const ggufmap_suggestion *suggestions; /* next steps to print, or NULL */

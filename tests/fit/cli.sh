@@ -44,7 +44,6 @@ expect_rc 1 "unknown option" "$L" --bogus
 expect_rc 1 "-fa maybe" "$L" -fa maybe
 expect_rc 1 "-ctk q3_K (not a cache type llama.cpp accepts)" "$L" -ctk q3_K
 expect_rc 1 "--limit 12Q" "$L" --limit 12Q
-expect_rc 1 "--limit and --mem" "$L" --limit 1G --mem 2G
 expect_rc 1 "--max-ctx without a limit" "$L" --max-ctx
 expect_rc 2 "a missing file" "$WORK/none.gguf"
 grep -q 'none.gguf' "$WORK/err" || fail "the missing file's error does not name it"
@@ -122,6 +121,20 @@ for c in "metal 128G $((96 * G))" "metal 64G $((48 * G))" "metal 32G $((32 * G /
   got=$(limit_of --device "$dev" --mem "$mem")
   [ "$got" = "$want" ] && ok "--device $dev --mem $mem: limit $got" ||
     fail "--device $dev --mem $mem: limit $got, want $want"
+done
+# --mem is the RAM check of its own beside --limit (which then sets the GPU's limit, as
+# iogpu.wired_limit_mb does); a discrete GPU's --mem judges the host's side only
+# checks_of ARGS...: "device:limit" of every check
+checks_of() { "$GGUFMAP" fit "$L" "$@" --json | node -e '
+  const f = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  console.log(f.verdict.checks.map((c) => `${c.device}:${c.limit}`).join(" "))'; }
+for c in "metal|--limit 100G --mem 128G|MTL0:$((100 * G)) RAM:$((128 * G))" \
+         "cuda|--limit 24G --mem 64G|CUDA0:$((24 * G)) RAM:$((64 * G))" "cuda|--mem 64G|RAM:$((64 * G))" \
+         "cpu|--limit 8G --mem 16G|CPU:$((8 * G)) RAM:$((16 * G))"; do
+  IFS='|' read -r dev args want <<<"$c"
+  read -r -a a <<<"$args"
+  got=$(checks_of --device "$dev" "${a[@]}")
+  [ "$got" = "$want" ] && ok "--device $dev $args: checks $got" || fail "--device $dev $args: checks $got, want $want"
 done
 
 # --- searches against the real llama.cpp ------------------------------------
