@@ -46,7 +46,10 @@
  * the split copies of the host weights its offloaded ops read (the largest
  * CPU layer's and the output head's), of one cache layer's K and V (-nkvo,
  * offload), and room for a second layer's scores beside the fragments the
- * splits leave (ggml-backend.cpp's split inputs; measured on DSA).  Each
+ * splits leave (ggml-backend.cpp's split inputs; measured on DSA).  With
+ * several GPUs each holds the inputs and hidden rows the split before it
+ * hands over, and with pipeline parallelism four copies of every input on
+ * every backend that reads it, never freed (ggml-backend.cpp:1375-1416).  Each
  * buffer gets 1% and 64 KiB on top for what the terms do not name (norm
  * results, small inputs, alignment).  Every buffer is labelled an upper
  * bound (exact = false); tests/fit/archs.sh checks it is never below what
@@ -56,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit_graph.h"
 #include "fit_internal.h"
 #include "ggufmap/types.h"
 #include "internal.h"
@@ -278,7 +282,7 @@ static bound_terms terms_of(const gm_fit_ctx *fit, const weight_sums *w, reserve
 /* ------------------------------------------------------------------------ */
 
 /* the model's devices: whether any layer (with its share of the graph) or
- * the output head is on the GPU, and on the CPU */
+ * the output head is on a GPU, and on the CPU */
 typedef struct layout {
     bool gpu, gpu_layers, cpu_layers, output_on_gpu;
 } layout;
@@ -294,10 +298,24 @@ static layout layout_of(const gm_fit_ctx *fit) {
     return lo;
 }
 
-/* one reserve's bound per backend: [0] the GPU's, [1] the CPU's */
-static void bound_reserve(const gm_fit_ctx *fit, const weight_sums *w, reserve_shape r, uint64_t out[2]) {
+/* Whether GPU `ordinal` runs any of this context's layers or the output
+ * head: each GPU of a split gets a compute buffer of its own for them. */
+static bool gpu_has_work(const gm_fit_ctx *fit, uint32_t ordinal) {
+    for (uint32_t il = 0; il <= fit->hp->n_layer_all; il++)
+        if ((il == fit->hp->n_layer_all || in_context(fit->hp, (int32_t)il)) &&
+            gm_fit_layer_gpu(fit, il) == (int32_t)ordinal)
+            return true;
+    return false;
+}
+
+/* one reserve's bound: *gpu for a GPU that computes (every GPU with layers
+ * or the output head, and the first one when it takes the CPU layers'
+ * offloaded ops), *cpu for the CPU */
+static void bound_reserve(const gm_fit_ctx *fit, const weight_sums *w, reserve_shape r, uint64_t *gpu, uint64_t *cpu,
+                          bool *offload_out) {
     const layout lo = layout_of(fit);
     const bound_terms b = terms_of(fit, w, r);
+    const uint64_t n_copies = gm_fit_pipeline_parallel(fit) ? GM_SCHED_MAX_COPIES : 1;
     const uint64_t work = b.layer + b.attention + b.recurrent;
     const bool offload = lo.gpu && fit->cp.op_offload && r.T >= 32 && lo.cpu_layers;
     /* -nkvo without flash attention pins everything from the KV store to the
@@ -306,44 +324,55 @@ static void bound_reserve(const gm_fit_ctx *fit, const weight_sums *w, reserve_s
     const bool attention_on_cpu = !fit->cp.offload_kqv && !fit->cp.sizes.flash_attn && !fit->hp->is_mla &&
                                   !attends_ubatch(fit->hp) &&
                                   !(offload && gm_backend(fit->device)->offload == GM_OFFLOAD_ALL_BUT_ROWS);
-    out[0] = out[1] = 0;
+    *gpu = *cpu = 0;
+    *offload_out = offload;
     if (lo.gpu && (lo.gpu_layers || lo.output_on_gpu || offload)) {
-        out[0] = b.inputs + b.embed + work - (attention_on_cpu ? b.attention : 0) + b.output;
+        *gpu = b.inputs + b.embed + work - (attention_on_cpu ? b.attention : 0) + b.output;
         /* the weights its offloaded ops read, and room for the scores of one
          * layer beside the hole another's left: splits interleave their
          * input copies with the attention tensors (measured on DSA) */
-        if (offload) out[0] += w->cpu_layer_bytes + w->cpu_output_bytes + b.attention / 2;
-        if (offload || !fit->cp.offload_kqv) out[0] += b.kv_copy;
+        if (offload) *gpu += w->cpu_layer_bytes + w->cpu_output_bytes + b.attention / 2;
+        if (offload || !fit->cp.offload_kqv) *gpu += b.kv_copy;
+        /* several GPUs: each also holds the copies of the activations the split before it hands over,
+         * with pipeline parallelism GM_SCHED_MAX_COPIES of them and of every input, kept to the end */
+        if (ggufmap_placement_n_gpus(ggufmap_plan_placement(fit->plan)) > 1) *gpu += n_copies * (b.inputs + b.embed);
     }
-    out[1] = b.inputs + b.embed;
-    if (!lo.gpu || lo.cpu_layers || !fit->cp.offload_kqv) out[1] += work;
-    if (!lo.gpu || !lo.output_on_gpu) out[1] += b.output;
+    *cpu = b.inputs + b.embed + (n_copies - 1) * b.inputs; /* the graph inputs' copies stay where they are */
+    if (!lo.gpu || lo.cpu_layers || !fit->cp.offload_kqv) *cpu += work;
+    if (!lo.gpu || !lo.output_on_gpu) *cpu += b.output;
+}
+
+static ggufmap_fit_buffer *add_bound(gm_fit_ctx *fit, gm_buft_id buft, uint64_t size, uint64_t T) {
+    size += size / 100 + 65536; /* what the terms do not name: norms' results, small inputs, alignment */
+    ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, buft, gm_pad(size, 32));
+    if (!x) return NULL;
+    x->exact = false;
+    snprintf(x->what, sizeof x->what, "at most: inputs, a layer's activations and attention, the output head "
+             "(%llu-token ubatch)", (unsigned long long)T);
+    return x;
 }
 
 int gm_fit_compute_bound(gm_fit_ctx *fit) {
     const ggufmap_fit_context *s = &fit->cp.sizes;
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
     weight_sums w;
     if (!sum_weights(fit, &w)) return GGUFMAP_ENOMEM;
     const uint64_t np = s->n_seq_max;
     uint64_t T = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
     const uint64_t O = T < s->n_outputs_max ? T : s->n_outputs_max;
     T = (T + np - 1) / np * np;
-    uint64_t pp[2], tg[2];
-    bound_reserve(fit, &w, (reserve_shape){ T, O, np }, pp);
-    bound_reserve(fit, &w, (reserve_shape){ np, np, np }, tg);
-    for (int b = 0; b < 2; b++) {
-        uint64_t size = pp[b] > tg[b] ? pp[b] : tg[b];
-        if (size == 0) continue;
-        size += size / 100 + 65536; /* what the terms do not name: norms' results, small inputs, alignment */
-        const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
-        const gm_buft_id buft = b == 0 ? (gm_buft_id){GGUFMAP_BUFT_GPU, ggufmap_placement_gpu(pl, 0)}
-                                       : (gm_buft_id){gm_fit_has_gpu(fit) ? gm_cpu_compute_buft(fit->device)
-                                                                          : GGUFMAP_BUFT_CPU, 0};
-        ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, buft, gm_pad(size, 32));
-        if (!x) return GGUFMAP_ENOMEM;
-        x->exact = false;
-        snprintf(x->what, sizeof x->what, "at most: inputs, a layer's activations and attention, the output head "
-                 "(%llu-token ubatch)", (unsigned long long)T);
+    uint64_t pp_gpu, pp_cpu, tg_gpu, tg_cpu;
+    bool pp_off, tg_off;
+    bound_reserve(fit, &w, (reserve_shape){ T, O, np }, &pp_gpu, &pp_cpu, &pp_off);
+    bound_reserve(fit, &w, (reserve_shape){ np, np, np }, &tg_gpu, &tg_cpu, &tg_off);
+    const uint64_t gpu = pp_gpu > tg_gpu ? pp_gpu : tg_gpu, cpu = pp_cpu > tg_cpu ? pp_cpu : tg_cpu;
+    /* the scheduler's backends in order: the run's GPUs, then the CPU */
+    for (uint32_t i = 0; gpu && i < ggufmap_placement_n_gpus(pl); i++) {
+        const uint32_t ord = ggufmap_placement_gpu(pl, i);
+        if (!gpu_has_work(fit, ord) && !(i == 0 && (pp_off || tg_off))) continue;
+        if (!add_bound(fit, (gm_buft_id){GGUFMAP_BUFT_GPU, ord}, gpu, T)) return GGUFMAP_ENOMEM;
     }
+    const gm_buft_id host = {gm_fit_has_gpu(fit) ? gm_cpu_compute_buft(fit->device) : GGUFMAP_BUFT_CPU, 0};
+    if (cpu && !add_bound(fit, host, cpu, T)) return GGUFMAP_ENOMEM;
     return GGUFMAP_OK;
 }

@@ -58,6 +58,21 @@ static arch_graph graph_of(const gm_hparams *hp) {
     }
 }
 
+/* llama_context's pipeline parallelism (llama-context.cpp:427-456): several
+ * GPUs, every layer and the output on them (n_gpu_layers > n_layer_all),
+ * -sm layer, the KV cache offloaded, no tensor override (-ot, --n-cpu-moe),
+ * and every GPU backend with async compute and events, which CUDA, ROCm and
+ * Metal all have (ggml-cuda.cu:5099-5112 unless built with
+ * GGML_CUDA_NO_PEER_COPY, ggml-metal.cpp:695-701).  The scheduler then keeps
+ * GGML_SCHED_MAX_COPIES (4) copies of every input (ggml-backend.cpp:1872). */
+bool gm_fit_pipeline_parallel(const gm_fit_ctx *fit) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
+    const ggufmap_placement_opts *o = ggufmap_placement_options(pl);
+    const int32_t n_layer_all = ggufmap_placement_n_layers(pl);
+    return ggufmap_placement_n_gpus(pl) > 1 && (o->n_gpu_layers < 0 || o->n_gpu_layers > n_layer_all) &&
+           o->split_mode == GGUFMAP_SPLIT_LAYER && fit->cp.offload_kqv && o->n_overrides == 0;
+}
+
 /* llama_context's backends: every model device (the run's GPUs, present
  * at any -ngl) in order, then the CPU, which computes in the first GPU's
  * host buffer type when it has one (CUDA_Host) (:330-421) */
@@ -66,6 +81,7 @@ static void setup_backends(const gm_fit_ctx *fit, gm_backends *be) {
     memset(be, 0, sizeof *be);
     be->device = fit->device;
     be->op_offload = fit->cp.op_offload;
+    be->n_copies = gm_fit_pipeline_parallel(fit) ? GM_SCHED_MAX_COPIES : 1;
     for (uint32_t i = 0; i < ggufmap_placement_n_gpus(pl); i++) {
         be->buft[be->n] = gm_loc_of((gm_buft_id){GGUFMAP_BUFT_GPU, ggufmap_placement_gpu(pl, i)});
         be->alignment[be->n++] = gm_buft_alignment(fit->device, GGUFMAP_BUFT_GPU);
@@ -169,9 +185,24 @@ static void unrunnable(gm_llm *l, int32_t t) {
     fit->aborts = true;
 }
 
+/* resolve_fused_ops' check (llama-context.cpp:506-560): a flash-attention
+ * node the scheduler put on another device than its layer's
+ * (llama_model::dev_layer, whatever -nkvo says) */
+static bool fa_moved(const gm_llm *l, const gm_graph *g, const gm_split_graph *sg) {
+    for (int32_t i = 0; i < sg->n_nodes; i++) {
+        const gm_tensor *x = &g->t[sg->nodes[i]];
+        if (x->op != GM_OP_FLASH_ATTN_EXT || x->il < 0) continue;
+        const int b = sg->node_backend[i];
+        const int32_t device = b == l->be.n - 1 ? -1 : (int32_t)gm_loc_gpu(l->be.buft[b]);
+        if (device != gm_fit_layer_gpu(l->fit, (uint32_t)x->il)) return true;
+    }
+    return false;
+}
+
 /* llama_context::graph_reserve: the graph for this ubatch, split and
- * allocated; the peak of each backend's buffer into size[] */
-static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS]) {
+ * allocated; the peak of each backend's buffer into size[]; with moved,
+ * whether a flash-attention node left its layer's device */
+static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS], bool *moved) {
     const int64_t n_models = ggufmap_model_n_tensors(ggufmap_placement_model(ggufmap_plan_placement(l->fit->plan)));
     gm_graph g;
     gm_split_graph sg;
@@ -188,12 +219,13 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
 #ifdef GGUFMAP_GRAPH_DUMP
     int32_t *srcs = gm_graph_dump_save_srcs(&g);
     bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
-    if (ok) gm_graph_dump(&g, srcs, &sg, l->be.gpu);
+    if (ok) gm_graph_dump(&g, srcs, &sg, &l->be);
     free(srcs);
 #else
     bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
 #endif
     if (!ok && sg.unrunnable != GM_NONE) unrunnable(l, sg.unrunnable);
+    if (ok && moved) *moved = fa_moved(l, &g, &sg);
     gm_split_graph_free(&sg);
     gm_graph_free(&g);
     l->g = NULL;
@@ -247,8 +279,15 @@ int gm_fit_compute(gm_fit_ctx *fit, ggufmap_error *err) {
     const int64_t n_tokens = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
     const int64_t np = s->n_seq_max;
     const int64_t n_outputs = n_tokens < s->n_outputs_max ? n_tokens : s->n_outputs_max;
-    ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp);
-    ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg);
+    /* -fa auto: llama.cpp reserves a probe graph of one token per sequence (the token-generation
+       reserve's shape) and turns flash attention off when a flash-attention node left its layer's
+       device (resolve_fused_ops: an -ot that sends a CPU layer's weights to a GPU, say) */
+    bool moved = false;
+    const bool probe = fit->opts.flash_attn == GGUFMAP_FA_AUTO && s->flash_attn && gm_fit_has_gpu(fit);
+    if (probe && (ok = reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg, &moved)) && moved)
+        fit->cp.sizes.flash_attn = false;
+    ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp, NULL);
+    if (!probe || moved) ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg, NULL);
     if (!ok && fit->refusal[0]) ok = true; /* a refusal, not an error: the context has no buffers */
     for (int b = 0; b < GM_MAX_BACKENDS; b++) final[b] = pp[b] > tg[b] ? pp[b] : tg[b];
     if (ok && !fit->refusal[0]) add_compute_buffers(fit, &l.be, final);

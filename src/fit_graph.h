@@ -68,6 +68,7 @@ typedef struct gm_tensor {
     uint8_t buft;           /* gm_buft of its memory (views: their source's) */
     bool weight;            /* its buffer is a weights buffer (usage WEIGHTS) */
     int8_t user_backend;    /* ggml_backend_sched_set_tensor_backend, GM_NONE if not set */
+    int16_t il;             /* a fused node's layer (llm_graph_result::add_fused_node), -1 */
     int32_t src[GM_MAX_SRC];
     int32_t view_src;       /* the root tensor this is a view of, GM_NONE */
     uint64_t view_offs;
@@ -154,6 +155,7 @@ void gm_expand(gm_graph *g, int32_t t);
 /* ---- scheduler and allocator ---- */
 
 #define GM_MAX_BACKENDS (GGUFMAP_MAX_GPUS + 1)
+#define GM_SCHED_MAX_COPIES 4 /* GGML_SCHED_MAX_COPIES, ggml/CMakeLists.txt:188 */
 
 /* The scheduler's backends, highest priority first: the run's GPUs in
  * llama.cpp's order, then the CPU. */
@@ -162,6 +164,8 @@ typedef struct gm_backends {
     bool gpu;                 /* backends 0..n-2 are GPUs */
     ggufmap_device device;    /* their kind: its rules (device.h) */
     bool op_offload;
+    int n_copies;             /* the scheduler's copies of its inputs: GGML_SCHED_MAX_COPIES (4) with
+                                 pipeline parallelism, else 1 (0 counts as 1) */
     gm_buft buft[GM_MAX_BACKENDS];     /* the buffer type each backend computes in */
     uint64_t alignment[GM_MAX_BACKENDS];
 } gm_backends;

@@ -125,6 +125,10 @@ int32_t gm_cache_reuse(const gm_hparams *hp, uint32_t il);
 
 /* fit_compute.c: the compute buffers of the scheduler's backends. */
 int gm_fit_compute(gm_fit_ctx *fit, ggufmap_error *err);
+/* Whether llama.cpp runs the context with pipeline parallelism (several
+ * GPUs holding every layer, -sm layer, no override, KV offloaded): the
+ * scheduler then keeps GM_SCHED_MAX_COPIES copies of its inputs. */
+bool gm_fit_pipeline_parallel(const gm_fit_ctx *fit);
 
 /* fit_bound.c: an upper bound of the compute buffers for an architecture
  * without a graph in fit_compute.c (every buffer exact = false). */

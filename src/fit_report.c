@@ -141,7 +141,14 @@ static void text_verdict(FILE *out, const ggufmap_fit *fit, const ggufmap_fit_re
         fprintf(out, "\nto make it fit, cheapest first (each step keeps the ones before it):\n");
         for (uint32_t i = 0; i < ro->n_suggestions; i++) {
             const ggufmap_fit_suggestion *x = &ro->suggestions[i];
-            fprintf(out, "  %u. %-34s total %s", i + 1, x->flags, gm_fmt_mib(a, sizeof a, x->total));
+            if (x->n_gpus > 1) {
+                fprintf(out, "  %u. %-34s", i + 1, x->flags);
+                for (uint32_t g = 0; g < x->n_gpus && g + 1 < fit->run.n_devices; g++)
+                    fprintf(out, "%s%s %s", g ? ", " : " ", fit->run.devices[g + 1].name,
+                            gm_fmt_mib(a, sizeof a, x->gpu_total[g]));
+            } else {
+                fprintf(out, "  %u. %-34s total %s", i + 1, x->flags, gm_fmt_mib(a, sizeof a, x->total));
+            }
             if (fit->opts.mem) fprintf(out, ", RAM %s", gm_fmt_mib(b, sizeof b, x->resident));
             fprintf(out, "  %s\n", x->fits ? "fits" : "does not fit");
         }
@@ -318,6 +325,15 @@ static void json_verdict(json *j, const ggufmap_fit *fit, const ggufmap_fit_repo
         json_begin_object(j);
         json_key(j, "flags"); json_string(j, ro->suggestions[i].flags);
         json_key(j, "total"); json_uint(j, ro->suggestions[i].total);
+        json_key(j, "devices");
+        json_begin_array(j);
+        for (uint32_t g = 0; g < ro->suggestions[i].n_gpus && g + 1 < fit->run.n_devices; g++) {
+            json_begin_object(j);
+            json_key(j, "device"); json_string(j, fit->run.devices[g + 1].name);
+            json_key(j, "total"); json_uint(j, ro->suggestions[i].gpu_total[g]);
+            json_end_object(j);
+        }
+        json_end_array(j);
         json_key(j, "resident");
         if (fit->opts.mem) json_uint(j, ro->suggestions[i].resident);
         else json_null(j);

@@ -20,7 +20,13 @@
  *           type the split's backend cannot read gets a copy in the split
  * The copies are new tensors (ggml_dup_tensor_layout: same type, shape and
  * strides); the split graph lists, per split, a dependency view and the copy
- * for each input, then the split's nodes (n_copies is 1: no pipelining).
+ * for each input, then the split's nodes.  With pipeline parallelism
+ * (be->n_copies > 1) the scheduler keeps n_copies of each: every graph input
+ * (GGML_TENSOR_FLAG_INPUT) a node reads gets n_copies - 1 copies beside
+ * itself on its own backend, each split input n_copies copies on the
+ * split's backend, all marked input and output (never freed) and listed
+ * first among the leafs (ggml-backend.cpp:1375-1416, 1547-1574); the graph
+ * reads copy 0 (cur_copy at a reserve: ggml_backend_sched_synchronize).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +38,17 @@ typedef struct sched {
     gm_graph *g;
     const gm_backends *be;
     int8_t *backend;      /* per tensor, -1 unassigned */
-    int32_t *copy;        /* per tensor x backend: its copy there, GM_NONE */
+    int32_t *copy;        /* per tensor x backend x copy: its copy there, GM_NONE */
     int32_t unrunnable;   /* the first node no backend runs, GM_NONE */
+    int n_copies;
+    int32_t *graph_inputs; /* the graph inputs copied (n_copies > 1), in order */
+    int32_t n_graph_inputs, cap_graph_inputs;
 } sched;
+
+/* the slot of copy c of tensor t on backend b */
+static int32_t *copy_of(const sched *s, int32_t t, int b, int c) {
+    return &s->copy[((size_t)t * (size_t)s->be->n + (size_t)b) * (size_t)s->n_copies + (size_t)c];
+}
 
 static bool is_view_op(uint8_t op) {
     return op == GM_OP_VIEW || op == GM_OP_RESHAPE || op == GM_OP_PERMUTE || op == GM_OP_TRANSPOSE;
@@ -284,18 +298,46 @@ static bool weight_needs_new_split(const sched *s, int32_t t, int cur) {
     return false;
 }
 
+/* with pipeline parallelism: a graph input's copies on its own backend,
+ * itself the current one (copy 0) */
+static bool copy_graph_input(sched *s, int32_t src) {
+    gm_graph *g = s->g;
+    const int b = s->backend[src];
+    if (*copy_of(s, src, b, 0) != GM_NONE) return true;
+    for (int c = 0; c < s->n_copies; c++) {
+        const int32_t cp = c == 0 ? src : dup_layout(g, src); /* may move g->t */
+        if (g->oom) return false;
+        g->t[cp].flags |= GM_FLAG_INPUT | GM_FLAG_OUTPUT; /* ggml-alloc never overwrites it */
+        *copy_of(s, src, b, c) = cp;
+    }
+    if (s->n_graph_inputs == s->cap_graph_inputs) {
+        int32_t cap = s->cap_graph_inputs ? s->cap_graph_inputs * 2 : 16;
+        int32_t *n = realloc(s->graph_inputs, (size_t)cap * sizeof *n);
+        if (!n) return false;
+        s->graph_inputs = n;
+        s->cap_graph_inputs = cap;
+    }
+    s->graph_inputs[s->n_graph_inputs++] = src;
+    return true;
+}
+
 static bool copy_inputs(sched *s, split *sp, int32_t t, int cur) {
     gm_graph *g = s->g;
     for (int j = 0; j < GM_MAX_SRC; j++) {
         int32_t src = g->t[t].src[j];
-        if (src == GM_NONE || s->backend[src] == cur || buffer_supported(s, src, cur)) continue;
-        int32_t *c = &s->copy[(size_t)src * (size_t)s->be->n + (size_t)cur];
-        if (*c == GM_NONE) {
-            int32_t cp = dup_layout(g, src); /* may move g->t */
-            if (g->oom || !push_input(sp, src)) return false;
-            s->copy[(size_t)src * (size_t)s->be->n + (size_t)cur] = cp;
+        if (src == GM_NONE) continue;
+        if (s->n_copies > 1 && (g->t[src].flags & GM_FLAG_INPUT) && !copy_graph_input(s, src)) return false;
+        if (s->backend[src] == cur || buffer_supported(s, src, cur)) continue;
+        if (*copy_of(s, src, cur, 0) == GM_NONE) {
+            for (int c = 0; c < s->n_copies; c++) {
+                int32_t cp = dup_layout(g, src); /* may move g->t */
+                if (g->oom) return false;
+                if (s->n_copies > 1) g->t[cp].flags |= GM_FLAG_INPUT | GM_FLAG_OUTPUT;
+                *copy_of(s, src, cur, c) = cp;
+            }
+            if (!push_input(sp, src)) return false;
         }
-        g->t[t].src[j] = s->copy[(size_t)src * (size_t)s->be->n + (size_t)cur];
+        g->t[t].src[j] = *copy_of(s, src, cur, 0);
     }
     return true;
 }
@@ -338,10 +380,12 @@ static bool build_split_graph(sched *s, const splits *sp, gm_split_graph *o) {
     int32_t total_inputs = 0;
     for (int32_t k = 0; k < sp->n; k++) total_inputs += sp->v[k].n_inputs;
     const int32_t cap = g->n_nodes + 2 * total_inputs + 1;
+    const size_t cap_leafs = (size_t)g->n_leafs + 1 +
+                             (s->n_copies > 1 ? (size_t)(s->n_graph_inputs + total_inputs) * (size_t)s->n_copies : 0);
     o->nodes = malloc((size_t)cap * sizeof *o->nodes);
     o->node_backend = malloc((size_t)cap);
-    o->leafs = malloc(((size_t)g->n_leafs + 1) * sizeof *o->leafs);
-    o->leaf_backend = malloc((size_t)g->n_leafs + 1);
+    o->leafs = malloc(cap_leafs * sizeof *o->leafs);
+    o->leaf_backend = malloc(cap_leafs);
     if (!o->nodes || !o->node_backend || !o->leafs || !o->leaf_backend) return false;
     for (int32_t k = 0; k < sp->n; k++) {
         const split *x = &sp->v[k];
@@ -351,10 +395,27 @@ static bool build_split_graph(sched *s, const splits *sp, gm_split_graph *o) {
             if (g->oom) return false;
             g->t[dep].src[0] = in;
             if (!add_node(o, dep, s->backend[in], cap)) return false;
-            if (!add_node(o, s->copy[(size_t)in * (size_t)s->be->n + (size_t)x->backend], x->backend, cap)) return false;
+            if (!add_node(o, *copy_of(s, in, x->backend, 0), x->backend, cap)) return false;
         }
         for (int32_t i = x->i_start; i < x->i_end; i++)
             if (!add_node(o, g->nodes[i], s->backend[g->nodes[i]], cap)) return false;
+    }
+    if (s->n_copies > 1) { /* the input copies as leafs, allocated first */
+        for (int32_t i = 0; i < s->n_graph_inputs; i++) {
+            const int32_t in = s->graph_inputs[i];
+            for (int c = 0; c < s->n_copies; c++) {
+                o->leafs[o->n_leafs] = *copy_of(s, in, s->backend[in], c);
+                o->leaf_backend[o->n_leafs++] = s->backend[in];
+            }
+        }
+        for (int32_t k = 0; k < sp->n; k++) {
+            const split *x = &sp->v[k];
+            for (int32_t j = 0; j < x->n_inputs; j++)
+                for (int c = 0; c < s->n_copies; c++) {
+                    o->leafs[o->n_leafs] = *copy_of(s, x->inputs[j], x->backend, c);
+                    o->leaf_backend[o->n_leafs++] = (int8_t)x->backend;
+                }
+        }
     }
     for (int32_t i = 0; i < g->n_leafs; i++) {
         o->leafs[o->n_leafs] = g->leafs[i];
@@ -370,12 +431,14 @@ bool gm_sched_split(gm_graph *g, const gm_backends *be, gm_split_graph *out) {
     /* per-tensor state for the tensors the graph has now (copies and
      * dependency views added below are never looked up by index) */
     const size_t n_max = (size_t)g->n + 1;
-    sched s = { g, be, malloc(n_max), malloc(n_max * (size_t)be->n * sizeof(int32_t)), GM_NONE };
+    const int n_copies = be->n_copies > 1 ? be->n_copies : 1;
+    sched s = { g, be, malloc(n_max), malloc(n_max * (size_t)be->n * (size_t)n_copies * sizeof(int32_t)), GM_NONE,
+                n_copies, NULL, 0, 0 };
     splits sp = { NULL, 0, 0 };
     bool ok = s.backend && s.copy;
     if (ok) {
         memset(s.backend, -1, n_max);
-        for (size_t i = 0; i < n_max * (size_t)be->n; i++) s.copy[i] = GM_NONE;
+        for (size_t i = 0; i < n_max * (size_t)be->n * (size_t)n_copies; i++) s.copy[i] = GM_NONE;
         for (int32_t i = 0; i < g->n; i++) s.backend[i] = g->t[i].user_backend;
         pass1(&s);
         expand(&s, true, true);
@@ -391,6 +454,7 @@ bool gm_sched_split(gm_graph *g, const gm_backends *be, gm_split_graph *out) {
     free(sp.v);
     free(s.backend);
     free(s.copy);
+    free(s.graph_inputs);
     return ok && !g->oom;
 }
 

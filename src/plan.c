@@ -510,6 +510,45 @@ void ggufmap_plan_working_set(const ggufmap_plan *p, uint64_t *llama_bytes, uint
     }
 }
 
+void ggufmap_plan_gpu_working_set(const ggufmap_plan *p, uint32_t gpu, uint64_t *llama_bytes, uint64_t *planned_bytes) {
+    const ggufmap_placement *pl = p->placement;
+    *llama_bytes = *planned_bytes = 0;
+    if (gpu >= ggufmap_placement_n_gpus(pl)) return;
+    const uint32_t ordinal = ggufmap_placement_gpu(pl, gpu);
+    for (uint32_t i = 0; i < p->n_buffers; i++) {
+        const ggufmap_buffer *b = &p->buffers[i];
+        const ggufmap_context *c = ggufmap_placement_context(pl, b->context);
+        if (!c->gpu || c->ordinal != ordinal) continue;
+        *llama_bytes += b->mapped ? b->span_resident : b->size;
+        *planned_bytes += b->mapped ? b->ranges_resident : b->size;
+    }
+}
+
+bool ggufmap_plan_fits_limits(const ggufmap_plan *p, const ggufmap_plan *mtp, uint64_t limit, const uint64_t *gpu_limits,
+                              bool planned) {
+    const ggufmap_placement *pl = p->placement;
+    const uint32_t n = ggufmap_placement_n_gpus(pl);
+    uint64_t l, q, ml = 0, mq = 0;
+    if (n <= 1) { /* as ggufmap_plan_working_set counts: everything when no buffer is the GPU's */
+        const uint32_t ordinal = n ? ggufmap_placement_gpu(pl, 0) : 0;
+        if (n && gpu_limits && ordinal < GGUFMAP_MAX_GPUS && gpu_limits[ordinal]) limit = gpu_limits[ordinal];
+        if (!limit) return true;
+        ggufmap_plan_working_set(p, &l, &q);
+        if (mtp) ggufmap_plan_working_set(mtp, &ml, &mq);
+        return (planned ? q + mq : l + ml) <= limit;
+    }
+    for (uint32_t g = 0; g < n; g++) {
+        const uint32_t ordinal = ggufmap_placement_gpu(pl, g);
+        const uint64_t own = gpu_limits && ordinal < GGUFMAP_MAX_GPUS ? gpu_limits[ordinal] : 0;
+        const uint64_t lim = own ? own : limit;
+        if (!lim) continue;
+        ggufmap_plan_gpu_working_set(p, g, &l, &q);
+        if (mtp) ggufmap_plan_gpu_working_set(mtp, g, &ml, &mq);
+        if ((planned ? q + mq : l + ml) > lim) return false;
+    }
+    return true;
+}
+
 void ggufmap_plan_cpu_side(const ggufmap_plan *p, uint64_t *llama_bytes, uint64_t *planned_bytes) {
     uint64_t all_llama = 0, all_planned = 0, gpu_llama, gpu_planned;
     for (uint32_t i = 0; i < p->n_buffers; i++) {

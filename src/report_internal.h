@@ -43,6 +43,14 @@ gm_totals gm_plan_totals(const ggufmap_plan *plan);
  * buf; "" without a limit. */
 const char *gm_fmt_against_limit(char *buf, size_t cap, uint64_t bytes, uint64_t limit);
 
+/* The limit GPU i of the run (ggufmap_plan_gpu_working_set's index) is
+ * judged against: its own from gpu_limits, else limit. */
+uint64_t gm_gpu_limit(const ggufmap_plan *plan, uint32_t i, uint64_t limit, const uint64_t *gpu_limits);
+
+/* Whether a suggestion's working set passes the limits of o (each GPU's
+ * with several) and its RAM --mem. */
+bool gm_suggestion_fits(const ggufmap_plan *plan, const ggufmap_report_opts *o, const ggufmap_suggestion *s);
+
 /* "layers 0..47 and the output layer on the GPU", "layer 3 on the GPU",
  * "the output layer on the GPU", "no GPU", into buf. */
 const char *gm_gpu_layers(const ggufmap_plan *plan, char *buf, size_t cap);

@@ -238,7 +238,13 @@ static void verdict_text(char *buf, size_t cap, const char *who, uint64_t bytes,
              gm_fmt_against_limit(v, sizeof v, bytes, limit));
 }
 
-static void totals(figure *f, uint64_t limit) {
+static void totals(figure *f, const ggufmap_report_opts *o) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(f->plan);
+    const uint32_t n_gpus = ggufmap_placement_n_gpus(pl);
+    /* one GPU: its limit; several: the sums, and whether each GPU fits its own */
+    const uint64_t limit = n_gpus == 1 ? gm_gpu_limit(f->plan, 0, o->limit, o->gpu_limits) : n_gpus ? 0 : o->limit;
+    bool limited = false;
+    for (uint32_t g = 0; n_gpus > 1 && g < n_gpus; g++) limited |= gm_gpu_limit(f->plan, g, o->limit, o->gpu_limits) != 0;
     gm_totals t = gm_plan_totals(f->plan);
     char text[320], a[32], b[32], c[32], d[32], e[32], planner[64];
     uint64_t llama, planned, cpu_llama, cpu_planned;
@@ -255,12 +261,20 @@ static void totals(figure *f, uint64_t limit) {
     label(f->out, 20, f->y + 32, "font-size=\"12\" font-weight=\"bold\"",
           gpu ? "GPU working set (page-aligned; KV cache and compute buffers not included)"
               : "memory, no GPU (every buffer, page-aligned; KV cache and compute buffers not included)");
+    const bool llama_over = limited ? !ggufmap_plan_fits_limits(f->plan, NULL, o->limit, o->gpu_limits, false)
+                                    : limit && llama > limit;
+    const bool planned_over = limited ? !ggufmap_plan_fits_limits(f->plan, NULL, o->limit, o->gpu_limits, true)
+                                      : limit && planned > limit;
     verdict_text(text, sizeof text, "llama.cpp today", llama, limit);
-    label(f->out, 36, f->y + 50, limit && llama > limit ? "font-size=\"12\" fill=\"#b00000\"" : "font-size=\"12\"", text);
+    if (limited) snprintf(text + strlen(text), sizeof text - strlen(text), " on %u GPUs, %s", n_gpus,
+                          llama_over ? "a GPU EXCEEDS its limit" : "each FITS under its limit");
+    label(f->out, 36, f->y + 50, llama_over ? "font-size=\"12\" fill=\"#b00000\"" : "font-size=\"12\"", text);
     char who[96];
     snprintf(who, sizeof who, "ggufmap loader (%s)", planner);
     verdict_text(text, sizeof text, who, planned, limit);
-    label(f->out, 36, f->y + 66, limit && planned > limit ? "font-size=\"12\" fill=\"#b00000\"" : "font-size=\"12\"", text);
+    if (limited) snprintf(text + strlen(text), sizeof text - strlen(text), " on %u GPUs, %s", n_gpus,
+                          planned_over ? "a GPU EXCEEDS its limit" : "each FITS under its limit");
+    label(f->out, 36, f->y + 66, planned_over ? "font-size=\"12\" fill=\"#b00000\"" : "font-size=\"12\"", text);
     f->y += 74;
     if (!gpu) return;
     bool metal = gm_plan_unified(f->plan);
@@ -315,7 +329,7 @@ void ggufmap_report_svg(FILE *out, const ggufmap_plan *plan, const ggufmap_repor
     title(&f);
     ruler(&f, longest, f.y + 24 + shards_h - 10);
     for (uint32_t s = 0; s < n; s++) shard(&f, s);
-    totals(&f, o->limit);
+    totals(&f, o);
     legend(&f);
     fprintf(out, "</svg>\n");
 }

@@ -25,8 +25,9 @@ static const cli_option planning_options[] = {
 };
 
 static const cli_option output_options[] = {
-    {OPT_LIMIT, "--limit", "SIZE", NULL,
-     "a GPU working-set limit (96G: what a 128 GB Mac gives the GPU by default): a verdict for llama.cpp and for "
+    {OPT_LIMIT, "--limit", "SIZE|D=SIZE[,...]", NULL,
+     "a GPU working-set limit (96G: what a 128 GB Mac gives the GPU by default; each GPU's, or per device of -dev: "
+     "CUDA0=24G,CUDA1=12G): a verdict for llama.cpp and for "
      "the tight loader; exit status 3 when llama.cpp exceeds it"},
     {OPT_MEM, "--mem", "SIZE", NULL,
      "the machine's RAM: the weights it holds (with metal's unified memory all of them, counted once) must fit "
@@ -62,6 +63,7 @@ typedef struct plan_args {
     cli_common common;
     ggufmap_report_opts report;
     const char *svg_path, *color, *limit_text, *mem_text, *format;
+    device_limits limits; /* --limit */
     bool no_advice;
 } plan_args;
 
@@ -77,7 +79,7 @@ static int apply(void *ctx, int code, const char *value) {
     switch (code) {
     case OPT_LIMIT:
         a->limit_text = value;
-        return parse_size_option("plan", "--limit", value, 0, &a->report.limit);
+        return device_limits_parse(&a->limits, "plan", value);
     case OPT_MEM:
         a->mem_text = value;
         return parse_size_option("plan", "--mem", value, 0, &a->report.mem);
@@ -142,7 +144,7 @@ static int report(plan_args *a, const char *model_path, const ggufmap_model *m, 
     ggufmap_suggestion advice[PLAN_ADVICE_MAX];
     if (!lines && !a->common.quiet && !svg_stdout && !a->no_advice) {
         plan_advice_input in = {model_path, m, plan, &a->placement, &a->planning, popts, a->report.limit, a->limit_text,
-                                a->report.mem, a->mem_text};
+                                a->report.mem, a->mem_text, a->report.gpu_limits};
         a->report.n_suggestions = plan_advice(&in, advice);
         a->report.suggestions = advice;
     }
@@ -155,16 +157,11 @@ static int report(plan_args *a, const char *model_path, const ggufmap_model *m, 
     }
     rc = cli_finish_stdout("plan", rc);
     if (ggufmap_plan_failure(plan)) return cli_fail("plan", EXIT_BAD_INPUT, ggufmap_plan_failure(plan));
-    uint64_t llama, planned;
-    ggufmap_plan_working_set(plan, &llama, &planned);
-    if (mtp) { /* both loads are held at once */
-        uint64_t mtp_llama, mtp_planned;
-        ggufmap_plan_working_set(mtp, &mtp_llama, &mtp_planned);
-        llama += mtp_llama;
-    }
+    /* both loads are held at once (mtp) */
     uint64_t ram, ram_planned;
     ggufmap_plan_resident(plan, &ram, &ram_planned);
-    const bool over = (a->report.limit && llama > a->report.limit) || (a->report.mem && ram > a->report.mem);
+    const bool over = !ggufmap_plan_fits_limits(plan, mtp, a->report.limit, a->report.gpu_limits, false) ||
+                      (a->report.mem && ram > a->report.mem);
     return rc == EXIT_OK && over ? EXIT_NO : rc;
 }
 
@@ -198,7 +195,10 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     if (rc != EXIT_OK) goto done;
     placement_args_finish(&a->placement);
     planning_args_finish(&a->planning, a->placement.opts.device, &popts);
-    if (a->report.mem && !a->report.limit && ggufmap_device_unified(a->placement.opts.device))
+    if ((rc = device_limits_check(&a->limits, "plan", &a->placement.opts)) != EXIT_OK) goto done;
+    a->report.limit = a->limits.limit;
+    memcpy(a->report.gpu_limits, a->limits.gpu, sizeof a->report.gpu_limits);
+    if (a->report.mem && !device_limits_any(&a->limits) && ggufmap_device_unified(a->placement.opts.device))
         a->report.limit = ggufmap_metal_default_limit(a->report.mem); /* macOS's default working set */
     if ((rc = model_arg_open(&a->model, 0, &m)) != EXIT_OK) goto done;
     /* --mtp: the model's own load, then the MTP head's (load_mtp) beside it. */

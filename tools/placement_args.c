@@ -149,6 +149,59 @@ static int parse_devices(placement_args *a, const char *cmd, const char *value) 
     }
 }
 
+int device_limits_parse(device_limits *l, const char *cmd, const char *value) {
+    memset(l, 0, sizeof *l);
+    for (const char *s = value;;) {
+        const size_t n = strcspn(s, ",");
+        char item[96];
+        if (n == 0 || n >= sizeof item) return cli_usage_error(cmd, "--limit %s: expected SIZE or D=SIZE[,D=SIZE...]", value);
+        snprintf(item, sizeof item, "%.*s", (int)n, s);
+        char *eq = strchr(item, '=');
+        if (!eq) {
+            int rc = parse_size_option(cmd, "--limit", item, 0, &l->limit);
+            if (rc != EXIT_OK) return rc;
+        } else {
+            *eq = '\0';
+            ggufmap_device d;
+            uint32_t ordinal;
+            ggufmap_error err;
+            if (ggufmap_device_parse(item, &d, &ordinal, &err) != GGUFMAP_OK)
+                return cli_usage_error(cmd, "--limit %s: %s", value, err.message);
+            if (d == GGUFMAP_DEVICE_CPU)
+                return cli_usage_error(cmd, "--limit %s: '%s' is not a GPU (the host's RAM is --mem)", value, item);
+            if (l->named && d != l->device)
+                return cli_usage_error(cmd, "--limit %s: the GPUs of a run are of one backend here", value);
+            if (ordinal >= GGUFMAP_MAX_GPUS) return cli_usage_error(cmd, "--limit %s: no device %s", value, item);
+            int rc = parse_size_option(cmd, "--limit", eq + 1, 0, &l->gpu[ordinal]);
+            if (rc != EXIT_OK) return rc;
+            l->device = d;
+            l->named = true;
+        }
+        if (s[n] == '\0') return EXIT_OK;
+        s += n + 1;
+    }
+}
+
+int device_limits_check(const device_limits *l, const char *cmd, const ggufmap_placement_opts *o) {
+    if (!l->named) return EXIT_OK;
+    if (l->device != o->device)
+        return cli_usage_error(cmd, "--limit names %s devices, the run's are %s (-dev)", ggufmap_device_name(l->device),
+                               ggufmap_device_name(o->device));
+    for (uint32_t g = 0; g < GGUFMAP_MAX_GPUS; g++) {
+        if (!l->gpu[g]) continue;
+        bool listed = o->n_gpus == 0 && g == 0;
+        for (uint32_t i = 0; i < o->n_gpus; i++) listed |= o->gpus[i] == g;
+        if (!listed) {
+            char name[32];
+            ggufmap_buft_name(o->device, GGUFMAP_BUFT_GPU, g, name, sizeof name);
+            return cli_usage_error(cmd, "--limit names %s, which is not a device of the run (-dev)", name);
+        }
+    }
+    return EXIT_OK;
+}
+
+bool device_limits_any(const device_limits *l) { return l->limit || l->named; }
+
 /* -ts 3,1 (or 3/1): one share per GPU of -dev, as common/arg.cpp reads them */
 static int parse_tensor_split(placement_args *a, const char *cmd, const char *value) {
     memset(a->opts.tensor_split, 0, sizeof a->opts.tensor_split);

@@ -70,6 +70,29 @@ void placement_args_spell(const placement_args *a, const int *skip, size_t n_ski
 const char *shell_quote(const char *value, char *buf, size_t cap);
 
 /* ------------------------------------------------------------------------ */
+/* --limit: one for every GPU, or per device                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct device_limits {
+    uint64_t limit;                        /* a bare SIZE: every GPU's not named (0: none) */
+    uint64_t gpu[GGUFMAP_MAX_GPUS];        /* per GPU ordinal: CUDA1=12G sets gpu[1] */
+    ggufmap_device device;                 /* the backend of the names */
+    bool named;                            /* some device was named */
+} device_limits;
+
+/* --limit SIZE or D=SIZE[,D=SIZE...] (llama.cpp's device names, any case;
+ * a bare SIZE among them is the limit of the GPUs not named) into *l.
+ * Returns EXIT_OK or EXIT_USAGE after saying why. */
+int device_limits_parse(device_limits *l, const char *cmd, const char *value);
+
+/* Once -dev is read: each device named is a GPU of the run's backend and
+ * of -dev's list.  EXIT_OK or EXIT_USAGE. */
+int device_limits_check(const device_limits *l, const char *cmd, const ggufmap_placement_opts *o);
+
+/* Whether any limit was given. */
+bool device_limits_any(const device_limits *l);
+
+/* ------------------------------------------------------------------------ */
 /* Planning: --planner, --page, --max-buffer                                 */
 /* ------------------------------------------------------------------------ */
 

@@ -204,8 +204,10 @@ GGUFMAP_API int ggufmap_fit_max_ctx(const ggufmap_plan *plan, const ggufmap_fit_
  * passes every check. */
 typedef struct ggufmap_fit_suggestion {
     char flags[96];             /* what to pass: "repack", "-ctk q8_0 -ctv q8_0 -fa on", "--n-cpu-moe 12" */
-    uint64_t total;             /* the limited device's total with it */
+    uint64_t total;             /* the limited device's total with it (the first GPU) */
     uint64_t resident;          /* the RAM check's total with it (0 without opts.mem) */
+    uint32_t n_gpus;            /* the run's GPUs (devices 1.. of the fit), each one's total with it: */
+    uint64_t gpu_total[GGUFMAP_MAX_GPUS];
     bool fits;                  /* every check passes with it (a fit was built for it) */
 } ggufmap_fit_suggestion;
 

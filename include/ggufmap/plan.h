@@ -148,6 +148,20 @@ GGUFMAP_API int32_t ggufmap_plan_tensor_owner(const ggufmap_plan *plan, int64_t 
  * ranges, page-aligned as the plan's page size says. */
 GGUFMAP_API void ggufmap_plan_working_set(const ggufmap_plan *plan, uint64_t *llama_bytes, uint64_t *planned_bytes);
 
+/* One GPU's share of the working set: the buffers of the run's GPU i (0 ..
+ * ggufmap_placement_n_gpus - 1, in -dev's order), counted as
+ * ggufmap_plan_working_set counts them.  With one GPU, the same. */
+GGUFMAP_API void ggufmap_plan_gpu_working_set(const ggufmap_plan *plan, uint32_t i, uint64_t *llama_bytes,
+                                              uint64_t *planned_bytes);
+
+/* The working-set verdict: each GPU of the run against its own limit
+ * (gpu_limits[its ordinal], NULL or 0: limit); with at most one GPU,
+ * ggufmap_plan_working_set against it; with mtp (the MTP head's load of the same run, or NULL)
+ * both loads' buffers together.  planned: the planned ranges, else
+ * llama.cpp's spans.  True when no limit applies. */
+GGUFMAP_API bool ggufmap_plan_fits_limits(const ggufmap_plan *plan, const ggufmap_plan *mtp, uint64_t limit,
+                                          const uint64_t *gpu_limits, bool planned);
+
 /* The CPU side: every buffer ggufmap_plan_working_set leaves out (CPU_Mapped
  * spans or ranges, page-aligned; allocated CPU buffers such as CPU_REPACK at
  * their size; 0 on a CPU-only placement, where the working set counts them).
