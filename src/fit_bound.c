@@ -155,7 +155,7 @@ typedef struct reserve_shape {
 } reserve_shape;
 
 typedef struct bound_terms {
-    uint64_t inputs, embed, layer, attention, recurrent, output, kv_copy;
+    uint64_t inputs, embed, layer, attention, recurrent, output, kv_copy, bias;
 } bound_terms;
 
 static bool has_attention_cache(const gm_hparams *hp) {
@@ -237,6 +237,31 @@ static uint64_t attention_term(const gm_fit_ctx *fit, reserve_shape r) {
     return best;
 }
 
+/* T5's position bias with pipeline parallelism: the bias (computed by the
+ * first layer's device, [n_kv, T, n_head] f32 like one layer's scores) draws
+ * the score ops of the layers on the other GPUs to that device (the
+ * scheduler's expansion), so scores-sized tensors cross between the GPUs as
+ * split inputs, each kept four times and never freed.  Measured on the t5
+ * fixture over two devices: 3.5, 7.8 and 12.1 scores more on the first GPU
+ * with 0, 1 and 2 layers on the second.  The term: one scores per
+ * attention layer of the context plus one, each of the four copies. */
+static uint64_t bias_term(const gm_fit_ctx *fit, reserve_shape r) {
+    const gm_hparams *hp = fit->hp;
+    const ggufmap_fit_context *s = &fit->cp.sizes;
+    uint64_t n_kv[3], best = 0, layers = 1;
+    if (!has_position_bias(hp)) return 0;
+    cache_sizes(fit, n_kv);
+    for (uint32_t il = 0; il < hp->n_layer_all; il++) {
+        if (hp->n_head[il] == 0 || !in_context(hp, (int32_t)il)) continue;
+        uint64_t kv = n_kv[0] / s->n_stream;
+        if (attends_ubatch(hp) || kv < r.T) kv = r.T;
+        const uint64_t b = 4 * kv * r.T * hp->n_head[il];
+        if (b > best) best = b;
+        layers++;
+    }
+    return layers * best;
+}
+
 /* the K and V of the largest cache layer, as a split copies them to the GPU */
 static uint64_t kv_layer_bytes(const gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
@@ -274,6 +299,7 @@ static bound_terms terms_of(const gm_fit_ctx *fit, const weight_sums *w, reserve
     b.recurrent = recurrent_term(hp, r);
     b.output = 4 * r.O * ((uint64_t)hp->n_vocab + 2ull * hp->n_embd_out);
     b.kv_copy = 2 * kv_layer_bytes(fit);
+    b.bias = bias_term(fit, r);
     return b;
 }
 
@@ -299,12 +325,18 @@ static layout layout_of(const gm_fit_ctx *fit) {
 }
 
 /* Whether GPU `ordinal` runs any of this context's layers or the output
- * head: each GPU of a split gets a compute buffer of its own for them. */
+ * head: each GPU of a split gets a compute buffer of its own for them.  The
+ * output "layer" is work only where it has weights (an encoder's pooled
+ * output has none: a GPU given only that layer computes nothing). */
 static bool gpu_has_work(const gm_fit_ctx *fit, uint32_t ordinal) {
-    for (uint32_t il = 0; il <= fit->hp->n_layer_all; il++)
-        if ((il == fit->hp->n_layer_all || in_context(fit->hp, (int32_t)il)) &&
-            gm_fit_layer_gpu(fit, il) == (int32_t)ordinal)
-            return true;
+    for (uint32_t il = 0; il < fit->hp->n_layer_all; il++)
+        if (in_context(fit->hp, (int32_t)il) && gm_fit_layer_gpu(fit, il) == (int32_t)ordinal) return true;
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
+    for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
+        const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
+        const ggufmap_context *c = ggufmap_placement_context(pl, in->context);
+        if (in->cls == GGUFMAP_CLASS_OUTPUT && c->gpu && c->ordinal == ordinal) return true;
+    }
     return false;
 }
 
@@ -335,7 +367,8 @@ static void bound_reserve(const gm_fit_ctx *fit, const weight_sums *w, reserve_s
         if (offload || !fit->cp.offload_kqv) *gpu += b.kv_copy;
         /* several GPUs: each also holds the copies of the activations the split before it hands over,
          * with pipeline parallelism GM_SCHED_MAX_COPIES of them and of every input, kept to the end */
-        if (ggufmap_placement_n_gpus(ggufmap_plan_placement(fit->plan)) > 1) *gpu += n_copies * (b.inputs + b.embed);
+        if (ggufmap_placement_n_gpus(ggufmap_plan_placement(fit->plan)) > 1)
+            *gpu += n_copies * (b.inputs + b.embed) + (n_copies > 1 ? n_copies * b.bias : 0);
     }
     *cpu = b.inputs + b.embed + (n_copies - 1) * b.inputs; /* the graph inputs' copies stay where they are */
     if (!lo.gpu || lo.cpu_layers || !fit->cp.offload_kqv) *cpu += work;

@@ -16,7 +16,8 @@
 # exact graph (llama, qwen3moe, gemma4, qwen35) and one with a bound; and
 # pipeline parallelism (the fake devices say async and events as CUDA and
 # Metal do, so llama.cpp turns it on with every layer on several GPUs) and
-# each condition that turns it off.
+# each condition that turns it off; then every architecture of
+# `ggufmap-fixture --list-archs` in four multi-GPU configurations.
 #
 # usage: tests/fit/multi_gpu.sh GGUFMAP FIXTURE ORACLE WORKDIR
 set -uo pipefail
@@ -146,6 +147,22 @@ weights pp-ngl99 L --device CUDA0,CUDA1,CUDA2 -ngl 99 -c 4096 -np 3
 weights pp-ncmoe M --device CUDA0,CUDA1 -ngl all --n-cpu-moe 1 -c 2048
 weights pp-ub L --device CUDA0,CUDA1 -ngl all -c 8192 -ub 256 -b 1024
 weights pp-q8 M --device CUDA0,CUDA1,CUDA2,CUDA3 -ngl all -c 8192 -ctk q8_0 -ctv q8_0 -fa on
+
+# every architecture the fixture maker builds, on several GPUs: pipeline parallelism (2 CUDA, every
+# layer), -ts 1,3 at a longer context, a partial offload, 3 Metal devices without flash attention
+mapfile -t ARCHS < <("$FIXTURE" --list-archs | awk 'NR > 1 { print $1 }')
+[ "${#ARCHS[@]}" -ge 46 ] || { echo "FAIL: ggufmap-fixture lists ${#ARCHS[@]} architectures, want 46" >&2; exit 1; }
+for a in "${ARCHS[@]}"; do
+  layers=(--layers 4)
+  case $a in nemotron_h*) layers=(--layers 3) ;; esac
+  make_fixture "arch-$a" --arch "$a" "${layers[@]}"
+  e=()
+  case $a in bert*|nomic-bert*|t5encoder*) e=(--embedding) ;; esac   # pooled: the oracle runs them with embeddings
+  check "$a-pp" "arch-$a" --device CUDA0,CUDA1 -ngl all -c 2048 "${e[@]}"
+  check "$a-ts13" "arch-$a" --device CUDA0,CUDA1 -ts 1,3 -ngl all -c 4096 -fa on "${e[@]}"
+  check "$a-part" "arch-$a" --device CUDA0,CUDA1 -ngl 3 -c 1024 -np 2 "${e[@]}"
+  check "$a-mtl3" "arch-$a" --device MTL0,MTL1,MTL2 -ngl all -c 1024 -fa off "${e[@]}"
+done
 
 # plan --limit per device: each GPU judged against its own (exit 3 when one exceeds)
 plan_rc() {
