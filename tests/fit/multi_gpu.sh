@@ -179,6 +179,16 @@ plan_rc 3 --device CUDA0,CUDA1 -ngl all --limit 1K,CUDA1=1G
 plan_rc 0 --device CUDA0,CUDA1 -sm none -mg 1 -ngl all --limit CUDA0=1K,CUDA1=1G
 plan_rc 1 --device CUDA0,CUDA1 --limit CUDA2=1G
 grep -q 'EXCEEDS' "$WORK/plan.out" && { fails+=("plan usage error printed a verdict"); n_fail=$((n_fail + 1)); }
+# -sm row: refused, naming why (Metal: llama.cpp's own refusal, as the oracle's; CUDA: its split buffer type
+# is not modelled)
+plan_rc 1 --device CUDA0,CUDA1 -sm row -ngl all
+grep -q 'CUDA_Split' "$WORK/plan.out" || { fails+=("-sm row on CUDA: the refusal does not name CUDA_Split"); n_fail=$((n_fail + 1)); }
+plan_rc 1 --device MTL0,MTL1 -sm row -ngl all
+"$ORACLE" --no-repack --fake-gpu metal --fake-gpus 2 --dev MTL0,MTL1 --sm row --ngl all "$WORK/L.gguf" >"$WORK/row.out" 2>&1
+want=$(grep -o 'device MTL0 does not support split buffers' "$WORK/row.out")
+if [ -z "$want" ] || ! grep -qF "$want" "$WORK/plan.out"; then
+  fails+=("-sm row on Metal: plan says '$(head -c 200 "$WORK/plan.out")', llama.cpp '$want'"); n_fail=$((n_fail + 1))
+fi
 
 echo "plan: $n_plan configurations, weights equal per device ($n_gpu_sets per-GPU working sets); fit: $n_devices_listed device lists checked"
 report "multi_gpu"
