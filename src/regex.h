@@ -90,6 +90,20 @@ int gm_regex_search(const gm_regex *re, const char *s, size_t n, uint64_t max_st
 
 void gm_regex_free(gm_regex *re);
 
+/* ---- regex_cache.c: answers remembered across placements ---- */
+
+/* One pattern's answers in a ggufmap_regex_cache (ggufmap/placement.h). */
+typedef struct gm_regex_memo gm_regex_memo;
+
+/* The memo of the len bytes at pattern in this dialect, made on first use;
+ * NULL when cache is NULL or memory runs out (searches then just run). */
+gm_regex_memo *gm_regex_memo_of(ggufmap_regex_cache *cache, const char *pattern, size_t len,
+                                ggufmap_regex_dialect dialect);
+/* gm_regex_search(re, s, n, 0, err) for re, the memo's pattern compiled in
+ * its dialect: the answer remembered when memo is not NULL, so each name is
+ * searched once (a search given up is not remembered). */
+int gm_regex_memo_search(gm_regex_memo *memo, const gm_regex *re, const char *s, size_t n, gm_regex_error *err);
+
 /* "libstdc++" or "libc++". */
 const char *gm_regex_dialect_name(ggufmap_regex_dialect dialect);
 

@@ -184,8 +184,11 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     ggufmap_placement *pl = NULL, *pl_mtp = NULL;
     ggufmap_plan *plan = NULL, *plan_mtp = NULL;
     ggufmap_plan_opts popts;
+    ggufmap_regex_cache *searched = NULL; /* -ot answers, shared with the next steps' placements */
     if (rc != EXIT_OK) goto done;
     placement_args_finish(&a->placement);
+    ggufmap_regex_cache_new(&searched); /* none when out of memory: the searches just run */
+    a->placement.opts.regex_cache = searched;
     planning_args_finish(&a->planning, a->placement.opts.device, &popts);
     if ((rc = model_arg_open(&a->model, 0, &m)) != EXIT_OK) goto done;
     /* --mtp: the model's own load, then the MTP head's (load_mtp) beside it. */
@@ -204,6 +207,7 @@ done:
     ggufmap_model_free(m);
     model_arg_free(&a->model);
     placement_args_free(&a->placement);
+    ggufmap_regex_cache_free(searched);
     free(a);
     return cli_parse_status(cmd, rc);
 }
