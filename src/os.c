@@ -130,8 +130,15 @@ bool gm_os_sees_holes(void) {
 uint64_t gm_os_next_data(int fd, uint64_t pos, uint64_t end) {
 #if GM_OS_SEEK_HOLES
     off_t d = lseek(fd, (off_t)pos, SEEK_DATA);
-    if (d < 0) return errno == ENXIO ? end : pos; /* ENXIO: only a hole follows; else cannot tell */
-    return (uint64_t)d > end ? end : (uint64_t)d;
+    if (d >= 0) return (uint64_t)d > end ? end : (uint64_t)d;
+    /* ENXIO says "no data at or after pos": a hole up to the end of the
+     * file, or pos at or past the end.  The second is no hole: the file
+     * is shorter than the caller knows (truncated meanwhile), and the read
+     * the caller makes at pos must find that out, not zeros. */
+    struct stat st;
+    if (errno == ENXIO && fstat(fd, &st) == 0 && (uint64_t)st.st_size > pos)
+        return (uint64_t)st.st_size < end ? (uint64_t)st.st_size : end;
+    return pos; /* past the end, or cannot tell: all is data */
 #else
     (void)fd;
     (void)end;
@@ -142,7 +149,7 @@ uint64_t gm_os_next_data(int fd, uint64_t pos, uint64_t end) {
 uint64_t gm_os_next_hole(int fd, uint64_t pos, uint64_t end) {
 #if GM_OS_SEEK_HOLES
     off_t h = lseek(fd, (off_t)pos, SEEK_HOLE);
-    if (h < 0 || (uint64_t)h <= pos) return end;
+    if (h < 0 || (uint64_t)h <= pos) return end; /* ENXIO (past the end) too: the read there fails */
     return (uint64_t)h > end ? end : (uint64_t)h;
 #else
     (void)fd;

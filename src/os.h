@@ -78,7 +78,10 @@ bool gm_os_random(void *buf, size_t n);
 
 /* The first byte of data at or after pos, at most end: end when only a hole
  * follows, pos when the system cannot tell (posix: always; then all is
- * data). */
+ * data) and when pos is at or past the end of the file (a file shorter
+ * than the caller thinks: the caller's read there reports it).  A hole
+ * that runs to the end of the file ends there: the end of a file that
+ * shrank to less than end is returned, not end. */
 uint64_t gm_os_next_data(int fd, uint64_t pos, uint64_t end);
 /* The first hole after pos, at most end (the end of the file counts as
  * one; end when the system cannot tell). */

@@ -383,6 +383,14 @@ static int copy_and_verify(repack *r, ggufmap_error *err) {
     int rc = rp_copy_all(&c, err);
     if (rc && o->cancel && *o->cancel)
         return gm_fail(err, GGUFMAP_EIO, "interrupted by a signal: partial output removed, input untouched");
+    /* An input that changed while copied (truncated, rewritten, replaced)
+     * makes a copy of two files: that is the error, whatever the copy
+     * said, and it is found before the input's header is read again. */
+    ggufmap_error changed;
+    if (gm_model_check_unchanged(r->m, &changed) != GGUFMAP_OK) {
+        if (err) *err = changed;
+        return changed.status;
+    }
     if (rc) return rc;
     r->res->used_copy_file_range = c.used_copy_file_range;
     uint64_t t1 = gm_now_ns();

@@ -113,6 +113,7 @@ static int copy_piece(engine *en, const rp_task *t, const piece *p, uint8_t *buf
     if ((sys = read_piece(t->src_fd, buf, p->len, in)))
         return gm_fail_errno(e, sys, "%s: read at offset %llu (tensor '%s')", t->src_path, (unsigned long long)in,
                              t->name);
+    GM_TEST_INPUT_READ(t->src_path);
     if (digest_piece(sp, p->rel, buf, p->len)) return gm_fail(e, GGUFMAP_ENOMEM, "SHA-256 failed");
     if (atomic_load(&en->use_cfr)) {
         sys = gm_os_copy_range(t->src_fd, in, dfd, out, p->len, &done);
