@@ -44,6 +44,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #elif GM_OS_DARWIN
+#include <sys/file.h>
 #include <libproc.h>
 #include <mach/mach.h>
 #endif
@@ -109,6 +110,19 @@ bool gm_os_random(void *buf, size_t n) {
     return true;
 #endif
     return urandom(buf, n);
+}
+
+int gm_os_try_lock_file(int fd) {
+#if GM_OS_LINUX && defined(F_OFD_SETLK)
+    struct flock ofd = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0, .l_pid = 0};
+    if (fcntl(fd, F_OFD_SETLK, &ofd) == 0) return 0;
+    if (errno != EINVAL) return errno; /* else: a kernel before 3.15 */
+#elif GM_OS_DARWIN
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+    if (errno != ENOTSUP) return errno;
+#endif
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    return fcntl(fd, F_SETLK, &fl) == 0 ? 0 : errno;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -23,6 +23,8 @@
  *     replace         (RENAME_NOREPLACE)       (RENAME_EXCL)
  *   fsync             -                        F_FULLFSYNC             fsync
  *   random name       getrandom                arc4random_buf          /dev/urandom
+ *   lock a file       F_OFD_SETLK              flock                   fcntl F_SETLK
+ *                     (per open file)          (per open file)         (per process)
  *   sparse files      SEEK_DATA, SEEK_HOLE     SEEK_DATA, SEEK_HOLE    none: all is data
  *   range copy        copy_file_range          none (clonefile and     none
  *                                              fcopyfile copy whole
@@ -73,6 +75,15 @@ int gm_os_fsync(int fd);
 /* Fills buf with n random bytes for a temporary file's name.  False when
  * the system gives none (the caller then mixes the clock and the pid). */
 bool gm_os_random(void *buf, size_t n);
+
+/* Takes an exclusive lock on the whole file open at fd, without waiting:
+ * 0, or an errno (EAGAIN/EACCES: someone holds it).  The lock belongs to
+ * this open file description and goes when it is closed or the process
+ * ends, however it ends (linux: F_OFD_SETLK, so two locks of one process
+ * on two descriptors exclude each other too; darwin: flock; posix: fcntl's
+ * F_SETLK, which belongs to the process instead, and which closing any
+ * descriptor of the file releases). */
+int gm_os_try_lock_file(int fd);
 
 /* ---- sparse files ---- */
 

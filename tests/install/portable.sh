@@ -75,7 +75,7 @@ echo "os.c ($mode) calls: $(tr '\n' ' ' <<<"$os_calls")"
 
 # The sources: code (comments and strings stripped) naming a system's own
 # flag or function, or a string naming /proc, outside os.c.
-words='renameat2|RENAME_NOREPLACE|renamex_np|RENAME_EXCL|copy_file_range|sync_file_range|SYNC_FILE_RANGE_[A-Z_]+|SEEK_DATA|SEEK_HOLE|getrandom|arc4random_buf|fstatfs|statfs|syscall|SYS_[a-z_]+|F_FULLFSYNC|MAP_ANONYMOUS|MAP_ANON|MAP_NORESERVE|MAP_POPULATE|O_DIRECT|O_TMPFILE|fallocate|mincore|madvise|task_info|proc_pid_rusage|pthread_cond_timedwait_relative_np|_GNU_SOURCE|_DARWIN_C_SOURCE|__linux__|__APPLE__'
+words='renameat2|RENAME_NOREPLACE|renamex_np|RENAME_EXCL|copy_file_range|sync_file_range|SYNC_FILE_RANGE_[A-Z_]+|SEEK_DATA|SEEK_HOLE|getrandom|arc4random_buf|fstatfs|statfs|syscall|SYS_[a-z_]+|F_FULLFSYNC|MAP_ANONYMOUS|MAP_ANON|MAP_NORESERVE|MAP_POPULATE|O_DIRECT|O_TMPFILE|fallocate|mincore|madvise|task_info|proc_pid_rusage|pthread_cond_timedwait_relative_np|F_OFD_SETLK|flock|_GNU_SOURCE|_DARWIN_C_SOURCE|__linux__|__APPLE__'
 hits=""
 for f in "$src"/src/*.[ch] "$src"/tools/*.[ch] "$src"/tools/fixture/*.[ch]; do
   case $(basename "$f") in os.c|os.h) continue ;; esac
