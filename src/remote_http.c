@@ -85,6 +85,7 @@ static void start_answer(gm_transfer *t, long status) {
     t->status = status;
     t->has_range = t->range_total_known = t->has_length = false;
     t->etag[0] = '\0';
+    t->modified[0] = '\0';
     t->retry_after_s = -1;
 }
 
@@ -102,6 +103,8 @@ static size_t on_header(char *line, size_t one, size_t n, void *ctx) {
         t->has_length = parse_u64(v, &p, &t->length) && !*p;
     } else if (header_value(line, n, "etag", v, sizeof v)) {
         snprintf(t->etag, sizeof t->etag, "%s", v);
+    } else if (header_value(line, n, "last-modified", v, sizeof v)) {
+        snprintf(t->modified, sizeof t->modified, "%s", v);
     } else if (header_value(line, n, "retry-after", v, sizeof v)) {
         t->retry_after_s = parse_retry_after(v);
     }
@@ -133,6 +136,9 @@ static bool set_headers(gm_transfer *t, const gm_http_opts *o) {
         if (!add_header(t, "Range: bytes=%s%s", range, "")) return false;
     }
     if (o->if_none_match && !add_header(t, "If-None-Match: %s%s", o->if_none_match, "")) return false;
+    if (!o->if_none_match && o->if_modified_since &&
+        !add_header(t, "If-Modified-Since: %s%s", o->if_modified_since, ""))
+        return false;
     /* The token goes to the endpoint's own origin: never to a CDN or any
      * other host a redirect names. */
     t->sent_token = o->token && *o->token && o->endpoint && gm_url_same_origin(t->url, o->endpoint);
@@ -146,7 +152,9 @@ const char *gm_http_prepare(gm_transfer *t, const gm_http_opts *o) {
     if (!e) return "libcurl could not make a handle";
     t->easy = e;
     if (!set_headers(t, o)) return "out of memory for the request headers";
-    long timeout = (long)o->timeout_s;
+    /* The session's deadline (remote.c) ends every wait at timeout_s; these
+     * are libcurl's own limits, a second later, as a backstop only. */
+    long timeout = (long)o->timeout_s + 1;
     bool ok = curl_easy_setopt(e, CURLOPT_URL, t->url) == CURLE_OK &&
               curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
               curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
@@ -223,6 +231,23 @@ void gm_http_describe_failure(const gm_transfer *t, uint32_t timeout_s, char *ou
     case CURLE_COULDNT_CONNECT:
         snprintf(out, cap, "cannot connect (%s)", detail);
         break;
+    case CURLE_OUT_OF_MEMORY:
+#if LIBCURL_VERSION_NUM >= 0x080600
+    case CURLE_TOO_LARGE:
+#endif
+        if (t->body_started) goto other; /* a body is kept by us, not by libcurl: a real shortage */
+        /* libcurl refuses a header line over CURL_MAX_HTTP_HEADER (100 KB)
+         * with this code: no shortage of memory, an answer no file server
+         * gives (a Location or a cookie that long). */
+        if (t->status)
+            snprintf(out, cap,
+                     "the HTTP %ld answer has a header line (a Location, a cookie...) longer than the 100 KB libcurl "
+                     "reads: not an answer a file server gives",
+                     t->status);
+        else
+            snprintf(out, cap, "the answer's status or header lines are longer than the 100 KB libcurl reads");
+        break;
+    other:
     default: snprintf(out, cap, "%s (%s)", curl_easy_strerror(rc), detail); break;
     }
 }

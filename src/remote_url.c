@@ -122,6 +122,32 @@ static size_t append_encoded(char *out, size_t used, size_t cap, const char *s, 
     return used;
 }
 
+/* "." or "..", dots and all percent-encoded (%2E): a name, not a step. */
+static size_t append_dot_segment(char *out, size_t used, size_t cap, const char *seg, size_t len) {
+    if ((len != 1 && len != 2) || memcmp(seg, "..", len) != 0) return SIZE_MAX;
+    for (size_t k = 0; k < len; k++) {
+        if (used + 3 >= cap) return cap;
+        memcpy(out + used, "%2E", 3);
+        used += 3;
+    }
+    return used;
+}
+
+size_t gm_url_append_path(char *out, size_t used, size_t cap, const char *s, size_t n, const char *keep) {
+    bool by_segment = strchr(keep, '/') != NULL; /* else the whole piece is one segment */
+    const char *end = s + n;
+    for (const char *seg = s; used < cap;) {
+        const char *stop = by_segment ? memchr(seg, '/', (size_t)(end - seg)) : NULL;
+        if (!stop) stop = end;
+        size_t len = (size_t)(stop - seg), dots = append_dot_segment(out, used, cap, seg, len);
+        used = dots != SIZE_MAX ? dots : append_encoded(out, used, cap, seg, len, keep);
+        if (stop == end) break;
+        if (used < cap) out[used++] = '/';
+        seg = stop + 1;
+    }
+    return used;
+}
+
 /* Splits "OWNER/REPO[@REVISION]/PATH" into its parts (pointers into s).  A
  * revision ends at the next '/', except the hub's refs/pr/N and
  * refs/convert/NAME, which run over two more (huggingface_hub reads them so). */
@@ -165,11 +191,11 @@ int gm_url_resolve(const char *endpoint, const char *name, char **url, ggufmap_e
     char *out = malloc(cap);
     if (!out) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     used = (size_t)snprintf(out, cap, "%s/", endpoint);
-    used = append_encoded(out, used, cap, repo, repo_len, "/");
+    used = gm_url_append_path(out, used, cap, repo, repo_len, "/");
     used = append_encoded(out, used, cap, "/resolve/", 9, "/");
-    used = append_encoded(out, used, cap, rev, rev_len, "%"); /* refs/pr/1 -> refs%2Fpr%2F1, as the hub wants */
+    used = gm_url_append_path(out, used, cap, rev, rev_len, "%"); /* refs/pr/1 -> refs%2Fpr%2F1, as the hub wants */
     used = append_encoded(out, used, cap, "/", 1, "/");
-    used = append_encoded(out, used, cap, path, strlen(path), "/");
+    used = gm_url_append_path(out, used, cap, path, strlen(path), "/");
     if (used >= cap) {
         free(out);
         return gm_fail(err, GGUFMAP_EINVAL, "%s: name too long", name);
