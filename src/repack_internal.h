@@ -104,8 +104,8 @@ typedef struct rp_task {
     char name[GGUFMAP_MAX_NAME + 1];
 } rp_task;
 
-/* The copy of every task into the output temporaries, each tensor hashed
- * while copied and again as read back from the output (repack_copy.c). */
+/* The copy of every task into the output temporaries, each piece compared
+ * with what is read back from the output (repack_copy.c). */
 typedef struct rp_copy {
     rp_task *tasks;             /* reordered: the largest first */
     int64_t n_tasks;
@@ -121,7 +121,8 @@ typedef struct rp_copy {
 } rp_copy;
 
 /* Copies and checks every task (see "How the bytes move" in repack_copy.c).
- * Returns GGUFMAP_OK; EFORMAT when a read-back digest differs; EIO/ENOSPC
+ * Returns GGUFMAP_OK; EFORMAT when a piece read back differs from what was
+ * written; EIO/ENOSPC
  * for the system's errors; EIO "interrupted" on cancellation. */
 int rp_copy_all(rp_copy *c, ggufmap_error *err);
 

@@ -40,19 +40,19 @@
  * Free space is checked first (holes of a sparse input count as holes).  Each
  * shard is written to OUT.tmp-XXXXXX beside its final name, sized with
  * ftruncate (holes stay holes: only the 64 KiB chunks that hold data are
- * read and written).  Up to n_threads workers copy whole tensors in 8 MiB
- * pieces, each piece added to the tensor's copy digest (sparse digest, see
- * ggufmap/hash.h) as it is copied; a few pieces later the worker waits until
- * the disk has the piece (sync_file_range), reads it back from the output,
- * adds it to the read-back digest and drops it from the page cache; the two
- * digests of every tensor must agree.  Then every shard's header is
+ * read and written).  Up to n_threads workers copy whole tensors in 4 MiB
+ * pieces, each kept in memory after it is written; a few pieces later the
+ * worker waits until the disk has the piece (sync_file_range), reads it
+ * back from the output, compares it byte for byte with what was written
+ * and drops it from the page cache.  Then every shard's header is
  * re-parsed by our reader and its pairs, tensor names, types and offsets
  * compared with the input and the layout; then each shard is fsynced.  Only
  * then are the shards renamed into place with RENAME_NOREPLACE, the first
  * shard last, and the folder fsynced.  On any error or cancellation every
  * temporary file (and any shard already placed) is removed and the input is
- * untouched.  A SIGKILL can leave OUT.tmp-* files, never a partial file under
- * a final name.
+ * untouched.  A SIGKILL can leave OUT.tmp-* files, and shards but the first
+ * under their final names; the next repack into the folder removes them
+ * (ggufmap_repack_recover).
  *
  * Copying: see ggufmap_copy_mode.
  *
@@ -82,8 +82,8 @@ typedef enum ggufmap_order {
     GGUFMAP_ORDER_CPU_LAST = 3
 } ggufmap_order;
 
-/* How tensor bytes move.  The digest needs every byte in memory, so the
- * input is always read into a buffer; the question is who writes:
+/* How tensor bytes move.  The read-back check needs every byte in memory,
+ * so the input is always read into a buffer; the question is who writes:
  *   AUTO    copy_file_range where the output's file system can share blocks
  *           or copy on the server (Btrfs, XFS, bcachefs, ZFS, NFS, SMB),
  *           write() elsewhere: on ext4 or tmpfs copy_file_range is a second
