@@ -28,6 +28,7 @@
 #define _DARWIN_C_SOURCE
 #endif
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -123,6 +124,38 @@ int gm_os_try_lock_file(int fd) {
 #endif
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
     return fcntl(fd, F_SETLK, &fl) == 0 ? 0 : errno;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Shared libraries, loaded on demand                                        */
+/* ------------------------------------------------------------------------ */
+
+void gm_os_library_name(char *buf, size_t cap, const char *name, int major) {
+#if defined(__APPLE__) /* the file naming is the platform's, whichever calls the build uses */
+    snprintf(buf, cap, "lib%s.%d.dylib", name, major);
+#else
+    snprintf(buf, cap, "lib%s.so.%d", name, major);
+#endif
+}
+
+void *gm_os_library_open(const char *file, char *why, size_t cap) {
+    void *lib = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(why, cap, "%s", e ? e : "dlopen failed");
+    }
+    return lib;
+}
+
+void gm_os_library_close(void *lib) { dlclose(lib); }
+
+gm_os_function gm_os_library_symbol(void *lib, const char *name) {
+    void *p = dlsym(lib, name);
+    gm_os_function f;
+    /* POSIX guarantees a function's address survives the trip through
+     * void *; C does not let it be cast, so it is copied. */
+    memcpy(&f, &p, sizeof f);
+    return p ? f : NULL;
 }
 
 /* ------------------------------------------------------------------------ */

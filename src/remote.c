@@ -2,7 +2,8 @@
  * remote.c - remote files as byte sources for the reader: only the header
  * bytes of each file, fetched with range requests as the reader needs them.
  *
- * Data structure.  A session (ggufmap_remote) owns one libcurl multi handle
+ * Data structure.  A session (ggufmap_remote) loads libcurl (remote_curl.h:
+ * only a command given a URL pays for the network stack), owns one libcurl multi handle
  * and a list of remote files.  A remote file is a gm_byte_source whose bytes
  * live in an address-space reservation the size of the header limit (pages
  * are committed as bytes arrive), so base never moves and the reader's
@@ -24,7 +25,6 @@
  * follow a redirect (10 hops), retry 429/5xx (Retry-After or doubling waits),
  * trust the cache (304), or fail with a message naming the URL.
  */
-#include <curl/curl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,6 +44,7 @@
 struct ggufmap_remote {
     ggufmap_remote_opts o;        /* strings point at the copies below */
     char *endpoint, *token, *cacert, *cache_dir;
+    gm_curl curl;                 /* libcurl, loaded with the session (remote_curl.h) */
     CURLM *multi;
     struct remote_file *files;    /* every file still tied to the session */
     uint32_t n_prefetches;        /* files no open has taken yet */
@@ -193,7 +194,7 @@ static void stop_transfer(remote_file *f) {
     gm_transfer *t = f->xfer;
     if (!t) return;
     if (!t->done && t->status) log_answer(f, t); /* one we stop: say what it brought */
-    if (f->r && t->easy) curl_multi_remove_handle(f->r->multi, t->easy);
+    if (f->r && t->easy) f->r->curl.multi_remove_handle(f->r->multi, t->easy);
     gm_http_release(t);
     free(t->url);
     free(t);
@@ -233,12 +234,12 @@ static bool start_request(remote_file *f) {
     t->sink = sink;
     next_range(f, &t->start, &t->end);
     bool ask_cache = !f->answered && f->cached.bytes;
-    gm_http_opts ho = {r->token, r->endpoint, r->cacert, r->o.timeout_s,
+    gm_http_opts ho = {&r->curl, r->token, r->endpoint, r->cacert, r->o.timeout_s,
                        ask_cache && *f->cached.etag ? f->cached.etag : NULL,
                        ask_cache && *f->cached.modified ? f->cached.modified : NULL};
     f->xfer = t;
     const char *why = gm_http_prepare(t, &ho);
-    if (!why && curl_multi_add_handle(r->multi, t->easy) != CURLM_OK) why = "libcurl refused the request";
+    if (!why && r->curl.multi_add_handle(r->multi, t->easy) != CURLM_OK) why = "libcurl refused the request";
     if (why) {
         stop_transfer(f);
         return file_fail(f, GGUFMAP_EIO, "%s", why);
@@ -479,16 +480,16 @@ static void settle(remote_file *f) {
  * starts the retries that are due. */
 static void pump(ggufmap_remote *r) {
     int running, left;
-    curl_multi_perform(r->multi, &running);
+    r->curl.multi_perform(r->multi, &running);
     CURLMsg *m;
-    while ((m = curl_multi_info_read(r->multi, &left))) {
+    while ((m = r->curl.multi_info_read(r->multi, &left))) {
         char *owner = NULL;
-        if (m->msg != CURLMSG_DONE || curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &owner) != CURLE_OK)
+        if (m->msg != CURLMSG_DONE || r->curl.easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &owner) != CURLE_OK)
             continue;
         gm_transfer *t = (gm_transfer *)(void *)owner;
         t->done = true;
         t->result = (int)m->data.result;
-        curl_multi_remove_handle(r->multi, m->easy_handle);
+        r->curl.multi_remove_handle(r->multi, m->easy_handle);
         settle(t->owner);
     }
     uint64_t now = gm_now_ns();
@@ -505,7 +506,7 @@ static void wait_activity(ggufmap_remote *r) {
     uint64_t now = gm_now_ns(), wait_ns = 100000000ull;
     for (remote_file *f = r->files; f; f = f->next)
         if (f->retry_at_ns && f->retry_at_ns - now < wait_ns) wait_ns = f->retry_at_ns > now ? f->retry_at_ns - now : 0;
-    curl_multi_poll(r->multi, NULL, 0, (int)(wait_ns / 1000000) + 1, NULL);
+    r->curl.multi_poll(r->multi, NULL, 0, (int)(wait_ns / 1000000) + 1, NULL);
 }
 
 /* One turn of the loop: run the transfers, then wait for activity unless
@@ -556,7 +557,7 @@ static bool run_until(remote_file *f, uint64_t end) {
         if (!f->xfer && !f->retry_at_ns && !start_request(f)) return false;
         if (f->xfer && f->xfer->paused) {
             f->xfer->paused = false;
-            curl_easy_pause(f->xfer->easy, CURLPAUSE_CONT);
+            f->r->curl.easy_pause(f->xfer->easy, CURLPAUSE_CONT);
         }
         if (past_deadline(f)) return false;
         turn(f->r, has, f, end);
@@ -755,21 +756,26 @@ int ggufmap_remote_new(const ggufmap_remote_opts *opts, ggufmap_remote **out, gg
     const char *endpoint = opts->endpoint && *opts->endpoint ? opts->endpoint : "https://huggingface.co";
     if (!gm_url_is_http(endpoint))
         return gm_fail(err, GGUFMAP_EINVAL, "endpoint %s: expected an http:// or https:// URL", endpoint);
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return gm_fail(err, GGUFMAP_EIO, "libcurl cannot start");
     ggufmap_remote *r = calloc(1, sizeof *r);
-    bool ok = r != NULL;
-    if (ok) {
-        r->o = *opts;
-        r->endpoint = dup_or_null(endpoint, &ok);
-        r->token = dup_or_null(opts->token, &ok);
-        r->cacert = dup_or_null(opts->cacert, &ok);
-        r->cache_dir = dup_or_null(opts->cache_dir, &ok);
-        r->multi = curl_multi_init();
-        ok = ok && r->multi;
+    if (!r) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    int rc = gm_curl_load(&r->curl, err); /* the network stack comes with the first session */
+    if (rc) {
+        free(r);
+        return rc;
     }
-    if (!ok) {
+    if (r->curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        free(r);
+        return gm_fail(err, GGUFMAP_EIO, "libcurl cannot start");
+    }
+    bool ok = true;
+    r->o = *opts;
+    r->endpoint = dup_or_null(endpoint, &ok);
+    r->token = dup_or_null(opts->token, &ok);
+    r->cacert = dup_or_null(opts->cacert, &ok);
+    r->cache_dir = dup_or_null(opts->cache_dir, &ok);
+    r->multi = r->curl.multi_init();
+    if (!ok || !r->multi) {
         ggufmap_remote_free(r);
-        if (!r) curl_global_cleanup();
         return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     }
     size_t n = strlen(r->endpoint);
@@ -780,7 +786,7 @@ int ggufmap_remote_new(const ggufmap_remote_opts *opts, ggufmap_remote **out, gg
     r->o.cache_dir = r->cache_dir;
     if (r->o.first_range == 0) r->o.first_range = 64 * 1024;
     if (r->o.parallel == 0) r->o.parallel = 1;
-    curl_multi_setopt(r->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    r->curl.multi_setopt(r->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
     *out = r;
     return GGUFMAP_OK;
 }
@@ -793,13 +799,13 @@ void ggufmap_remote_free(ggufmap_remote *r) {
         stop_transfer(f);
         unlink_file(f);
     }
-    if (r->multi) curl_multi_cleanup(r->multi);
+    if (r->multi) r->curl.multi_cleanup(r->multi);
     free(r->endpoint);
     free(r->token);
     free(r->cacert);
     free(r->cache_dir);
+    r->curl.global_cleanup(); /* libcurl itself stays loaded (remote_curl.h) */
     free(r);
-    curl_global_cleanup();
 }
 
 void ggufmap_remote_totals(const ggufmap_remote *r, uint64_t *fetched_bytes, uint64_t *requests) {

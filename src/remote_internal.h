@@ -18,6 +18,7 @@
 
 #include "byte_source.h"
 #include "ggufmap/remote.h"
+#include "remote_curl.h"
 
 /* ---- remote.c: for the reader and the model module ---- */
 
@@ -48,6 +49,7 @@ const char *gm_remote_endpoint(const ggufmap_remote *r);
  * body bytes go to sink(owner, ...), which returns what it consumed (n), 0
  * to stop the transfer, or CURL_WRITEFUNC_PAUSE. */
 typedef struct gm_transfer {
+    const gm_curl *curl;        /* the session's libcurl (gm_http_prepare sets it) */
     void *easy;                 /* CURL * */
     void *headers;              /* struct curl_slist * */
     void *owner;
@@ -77,6 +79,7 @@ typedef struct gm_transfer {
 } gm_transfer;
 
 typedef struct gm_http_opts {
+    const gm_curl *curl;        /* the session's libcurl */
     const char *token;          /* sent when the URL's origin is endpoint's */
     const char *endpoint;
     const char *cacert;
@@ -115,8 +118,9 @@ int gm_url_resolve(const char *endpoint, const char *name, char **url, ggufmap_e
  * and all, leave the endpoint's prefix).  The new length, or cap when out
  * is full. */
 size_t gm_url_append_path(char *out, size_t used, size_t cap, const char *s, size_t n, const char *keep);
-/* True when both URLs have the same scheme, host (any case) and port. */
-bool gm_url_same_origin(const char *a, const char *b);
+/* True when both URLs have the same scheme, host (any case) and port, as
+ * libcurl's URL parser reads them. */
+bool gm_url_same_origin(const gm_curl *curl, const char *a, const char *b);
 /* True for http:// and https:// (any case). */
 bool gm_url_is_http(const char *url);
 /* How much of name the split naming applies to: a URL's query and fragment

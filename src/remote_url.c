@@ -5,11 +5,11 @@
  * name that llama.cpp's split naming applies to.
  *
  * Everything here is string work on names of at most a few hundred bytes;
- * URLs are parsed with libcurl's own URL parser (curl_url), so that what we
- * compare is what libcurl will connect to.
+ * URLs are parsed with libcurl's own URL parser (curl_url, through the
+ * session's table: remote_curl.h), so that what we compare is what libcurl
+ * will connect to.
  */
 #include <ctype.h>
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,28 +74,28 @@ char *gm_url_for_log(const char *url) {
 /* ------------------------------------------------------------------------ */
 
 /* scheme, host and port of url, lower-cased, as "https://host:443". */
-static bool origin_of(const char *url, char *out, size_t cap) {
-    CURLU *u = curl_url();
+static bool origin_of(const gm_curl *c, const char *url, char *out, size_t cap) {
+    CURLU *u = c->url();
     char *scheme = NULL, *host = NULL, *port = NULL;
-    bool ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-              curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-              curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-              curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK;
+    bool ok = u && c->url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+              c->url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+              c->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+              c->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK;
     if (ok) {
         int n = snprintf(out, cap, "%s://%s:%s", scheme, host, port);
         ok = n > 0 && (size_t)n < cap;
         for (char *p = out; ok && *p; p++) *p = (char)tolower((unsigned char)*p);
     }
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
-    curl_url_cleanup(u);
+    c->free(scheme);
+    c->free(host);
+    c->free(port);
+    if (u) c->url_cleanup(u);
     return ok;
 }
 
-bool gm_url_same_origin(const char *a, const char *b) {
+bool gm_url_same_origin(const gm_curl *curl, const char *a, const char *b) {
     char oa[512], ob[512];
-    return origin_of(a, oa, sizeof oa) && origin_of(b, ob, sizeof ob) && strcmp(oa, ob) == 0;
+    return origin_of(curl, a, oa, sizeof oa) && origin_of(curl, b, ob, sizeof ob) && strcmp(oa, ob) == 0;
 }
 
 /* ------------------------------------------------------------------------ */

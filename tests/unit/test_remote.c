@@ -68,13 +68,16 @@ static void test_names(void) {
     check_redacted("model@home.gguf", "model@home.gguf", false);
     check_redacted("https://u:p@cdn/x.gguf?X-Amz-Signature=abc", "https://cdn/x.gguf?\xe2\x80\xa6", true);
 
-    CHECK(gm_url_same_origin("https://huggingface.co/a", "https://HuggingFace.co:443/b?c"));
-    CHECK(gm_url_same_origin("http://127.0.0.1:80/a", "http://127.0.0.1/b"));
-    CHECK(!gm_url_same_origin("https://huggingface.co/a", "http://huggingface.co/a"));
-    CHECK(!gm_url_same_origin("https://huggingface.co/a", "https://cdn-lfs.huggingface.co/a"));
-    CHECK(!gm_url_same_origin("http://127.0.0.1:8080/a", "http://127.0.0.2:8080/a"));
-    CHECK(!gm_url_same_origin("http://127.0.0.1:8080/a", "http://127.0.0.1:8081/a"));
-    CHECK(!gm_url_same_origin("https://huggingface.co.evil.com/a", "https://huggingface.co/a"));
+    gm_curl curl_table, *curl = &curl_table; /* libcurl, loaded as a session loads it */
+    ggufmap_error err;
+    CHECK_MSG(gm_curl_load(curl, &err) == GGUFMAP_OK, "%s", err.message);
+    CHECK(gm_url_same_origin(curl, "https://huggingface.co/a", "https://HuggingFace.co:443/b?c"));
+    CHECK(gm_url_same_origin(curl, "http://127.0.0.1:80/a", "http://127.0.0.1/b"));
+    CHECK(!gm_url_same_origin(curl, "https://huggingface.co/a", "http://huggingface.co/a"));
+    CHECK(!gm_url_same_origin(curl, "https://huggingface.co/a", "https://cdn-lfs.huggingface.co/a"));
+    CHECK(!gm_url_same_origin(curl, "http://127.0.0.1:8080/a", "http://127.0.0.2:8080/a"));
+    CHECK(!gm_url_same_origin(curl, "http://127.0.0.1:8080/a", "http://127.0.0.1:8081/a"));
+    CHECK(!gm_url_same_origin(curl, "https://huggingface.co.evil.com/a", "https://huggingface.co/a"));
 
     const char *q = "https://h/d/M-00002-of-00004.gguf?download=true#x";
     CHECK(gm_url_name_len(q) == strlen("https://h/d/M-00002-of-00004.gguf"));
