@@ -34,7 +34,8 @@ for f in "$work/prefix/bin/ggufmap" "$so"; do
   needs=$(objdump -p "$f" | awk '$1 == "NEEDED" { print $2 }' | tr '\n' ' ')
   [[ -n $needs && $needs != *curl* ]] && ok || bad "$(basename "$f") needs libcurl at start-up: $needs"
 done
-nm -D "$so" | grep -q ' U dlopen' && ok || bad "the installed library cannot load libcurl (no dlopen)"
+undefined=$(nm -D --undefined-only "$so" | awk '{ print $NF }') # not piped into grep -q: pipefail and SIGPIPE
+grep -q '^dlopen\(@\|$\)' <<<"$undefined" && ok || bad "the installed library cannot load libcurl (no dlopen)"
 man=$(find "$work/prefix" -path '*/man1/ggufmap.1')
 comp=$(find "$work/prefix" -path '*/bash-completion/completions/ggufmap')
 [[ -n $man ]] && cmp -s "$man" <("$work/prefix/bin/ggufmap" help --man) && ok || bad "man page not installed or stale: '$man'"
