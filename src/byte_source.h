@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "ggufmap/error.h"
+#include "internal.h"
 
 typedef struct gm_byte_source gm_byte_source;
 
@@ -46,6 +47,7 @@ struct gm_byte_source {
     uint64_t have;       /* readable so far */
     uint64_t limit;      /* the reader asks for nothing past this (size, or a remote header cap) */
     int fd;              /* a local file's descriptor, else -1 */
+    gm_file_identity identity; /* a local file's, when opened (internal.h) */
     uint64_t fetched;    /* remote: body bytes received */
     uint64_t requests;   /* remote: HTTP requests made (redirect hops and retries included) */
     ggufmap_error err;   /* why the last fetch failed */

@@ -153,6 +153,7 @@ static bool in_context(const ggufmap_placement *p, int64_t tensor, uint32_t ctx)
 typedef struct compiled_override {
     gm_regex *re;           /* NULL when refused */
     gm_regex_error refused; /* why, when re is NULL */
+    gm_regex_memo *memo;    /* its answers in opts->regex_cache, or NULL */
     bool reached;
     bool to_cpu;       /* "CPU": select from the CPU list */
     gm_buft_id target; /* else this type, taken as it is */
@@ -205,6 +206,7 @@ static int overrides_init(override_set *s, const ggufmap_placement_opts *o, gguf
         if (rc == GGUFMAP_OK && gm_regex_compile(ov->pattern, strlen(ov->pattern), s->dialect, &c->re, &c->refused) ==
                                     GGUFMAP_ENOMEM)
             rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+        c->memo = gm_regex_memo_of(o->regex_cache, ov->pattern, strlen(ov->pattern), s->dialect);
         if (rc) return rc;
     }
     return GGUFMAP_OK;
@@ -234,7 +236,7 @@ static int override_matches(override_set *s, uint32_t i, const ggufmap_tensor *t
     const char *nul = memchr(t->name, '\0', t->name_len);
     size_t len = nul ? (size_t)(nul - t->name) : t->name_len;
     gm_regex_error why;
-    int r = gm_regex_search(c->re, t->name, len, 0, &why);
+    int r = gm_regex_memo_search(c->memo, c->re, t->name, len, &why);
     if (r < 0 && s->status == GGUFMAP_OK)
         s->status = gm_fail(s->err, GGUFMAP_EINVAL, "-ot '%s=%s': tensor '%.*s': %s (%s); llama.cpp %s", ov->pattern,
                             ov->buft, (int)t->name_len, t->name, why.reason, why.code,
@@ -509,6 +511,7 @@ int ggufmap_placement_build(const ggufmap_model *model, const ggufmap_placement_
     p->model = model;
     p->opts = *opts;
     p->opts.overrides = NULL; /* not kept: the caller's strings need not outlive this call */
+    p->opts.regex_cache = NULL; /* nor the caller's cache */
     p->be = gm_backend(opts->device);
     p->cpu = gm_device_cpu(opts->device, opts->cpu);
     p->regex = gm_device_regex(opts->device, opts->regex);

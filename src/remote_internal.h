@@ -18,6 +18,7 @@
 
 #include "byte_source.h"
 #include "ggufmap/remote.h"
+#include "remote_curl.h"
 
 /* ---- remote.c: for the reader and the model module ---- */
 
@@ -48,6 +49,7 @@ const char *gm_remote_endpoint(const ggufmap_remote *r);
  * body bytes go to sink(owner, ...), which returns what it consumed (n), 0
  * to stop the transfer, or CURL_WRITEFUNC_PAUSE. */
 typedef struct gm_transfer {
+    const gm_curl *curl;        /* the session's libcurl (gm_http_prepare sets it) */
     void *easy;                 /* CURL * */
     void *headers;              /* struct curl_slist * */
     void *owner;
@@ -63,6 +65,7 @@ typedef struct gm_transfer {
     bool has_length;            /* Content-Length */
     uint64_t length;
     char etag[256];             /* "" when none */
+    char modified[256];         /* Last-Modified, "" when none */
     long retry_after_s;         /* -1 when none */
     /* the body (kept by the sink) */
     bool body_started;          /* the sink has seen the answer's first body bytes */
@@ -76,11 +79,13 @@ typedef struct gm_transfer {
 } gm_transfer;
 
 typedef struct gm_http_opts {
+    const gm_curl *curl;        /* the session's libcurl */
     const char *token;          /* sent when the URL's origin is endpoint's */
     const char *endpoint;
     const char *cacert;
     uint32_t timeout_s;
     const char *if_none_match;  /* an ETag, or NULL */
+    const char *if_modified_since; /* a Last-Modified date, or NULL (used without an ETag) */
 } gm_http_opts;
 
 /* Prepares the request for t->url (t->start/end/owner/sink set); NULL on
@@ -105,8 +110,17 @@ char *gm_url_for_log(const char *url);
 /* hf://OWNER/REPO[@REVISION]/PATH as ENDPOINT/OWNER/REPO/resolve/REVISION/PATH;
  * http(s) URLs are copied.  *url is malloc'd. */
 int gm_url_resolve(const char *endpoint, const char *name, char **url, ggufmap_error *err);
-/* True when both URLs have the same scheme, host (any case) and port. */
-bool gm_url_same_origin(const char *a, const char *b);
+/* Appends s[0, n) to out (room for cap) as part of a URL's path:
+ * percent-encoded but for unreserved bytes and those in keep, and a "." or
+ * ".." segment (between kept '/') as "%2E" or "%2E%2E", so that a name
+ * given by a user or a server can never step out of the path it is put
+ * under (a client or proxy would resolve the dots, and the request, token
+ * and all, leave the endpoint's prefix).  The new length, or cap when out
+ * is full. */
+size_t gm_url_append_path(char *out, size_t used, size_t cap, const char *s, size_t n, const char *keep);
+/* True when both URLs have the same scheme, host (any case) and port, as
+ * libcurl's URL parser reads them. */
+bool gm_url_same_origin(const gm_curl *curl, const char *a, const char *b);
 /* True for http:// and https:// (any case). */
 bool gm_url_is_http(const char *url);
 /* How much of name the split naming applies to: a URL's query and fragment
@@ -117,6 +131,7 @@ size_t gm_url_name_len(const char *name);
 
 typedef struct gm_cache_entry {
     char *etag;      /* "" when the server sent none */
+    char *modified;  /* its Last-Modified, "" when none */
     uint64_t size;   /* of the whole file */
     uint8_t *bytes;  /* its first n bytes */
     uint64_t n;
@@ -125,10 +140,11 @@ typedef struct gm_cache_entry {
 /* Reads the entry kept for url into e (true), or false when there is none or
  * it is unreadable, or holds more than max bytes. */
 bool gm_cache_load(const char *dir, const char *url, uint64_t max, gm_cache_entry *e);
-/* Keeps bytes[0, n) of url's file (size bytes, etag) in dir, replacing any
+/* Keeps bytes[0, n) of url's file (size bytes, etag, Last-Modified) in dir, replacing any
  * older entry through a temporary file and a rename.  Returns 0, or -1 with
  * err set (a cache that cannot be written is not fatal to callers). */
-int gm_cache_store(const char *dir, const char *url, const char *etag, uint64_t size, const uint8_t *bytes,
+int gm_cache_store(const char *dir, const char *url, const char *etag, const char *modified, uint64_t size,
+                   const uint8_t *bytes,
                    uint64_t n, ggufmap_error *err);
 void gm_cache_entry_free(gm_cache_entry *e);
 

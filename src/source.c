@@ -520,6 +520,7 @@ static int local_open(const char *path, gm_byte_source **out, ggufmap_error *err
         goto fail;
     }
     fcntl(bs->fd, F_SETFL, fcntl(bs->fd, F_GETFL) & ~O_NONBLOCK);
+    gm_file_identity_read(bs->fd, &bs->identity); /* a command checks it before it trusts what it read */
     bs->size = bs->have = bs->limit = (uint64_t)st.st_size;
     if (bs->size > 0) {
         void *m = mmap(NULL, (size_t)bs->size, PROT_READ, MAP_PRIVATE, bs->fd, 0);
@@ -621,6 +622,9 @@ uint64_t ggufmap_source_data_offset(const ggufmap_source *src) { return src->dat
 uint64_t ggufmap_source_data_size(const ggufmap_source *src) { return src->data_size; }
 const uint8_t *ggufmap_source_bytes(const ggufmap_source *src) { return src->bytes->base; }
 int ggufmap_source_fd(const ggufmap_source *src) { return src->bytes->fd; }
+const gm_file_identity *gm_source_identity(const ggufmap_source *src) {
+    return src->bytes->fd >= 0 ? &src->bytes->identity : NULL;
+}
 bool ggufmap_source_is_remote(const ggufmap_source *src) { return src->bytes->ops != &local_ops; }
 
 void ggufmap_source_fetch_stats(const ggufmap_source *src, uint64_t *fetched_bytes, uint64_t *requests) {
