@@ -346,7 +346,8 @@ static int parse_tensor_info(ggufmap_source *src, gm_cursor *c, int64_t i, unsig
             return gm_fail(err, GGUFMAP_EFORMAT,
                            "%s: offset %llu: tensor '%s': %lld elements per row, not a multiple of the %s block size %u",
                            src->path, (unsigned long long)at, nm, (long long)t->ne[0], ti->name, ti->block_size);
-        if ((uint64_t)(nelements / (int64_t)ti->block_size) > SIZE_MAX / ti->type_size)
+        /* ggml's size_t: 64 bits wherever llama.cpp runs, also when ggufmap is built for 32 (wasm) */
+        if ((uint64_t)(nelements / (int64_t)ti->block_size) > UINT64_MAX / ti->type_size)
             return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%s': size in bytes overflows", src->path,
                            (unsigned long long)at, nm);
         /* ggml_nbytes, wrapping as size_t does (a wrapped size fails the bounds check below). */
@@ -461,8 +462,10 @@ static int parse(ggufmap_source *src, gm_cursor *c, unsigned flags, ggufmap_erro
         return gm_fail(err, GGUFMAP_EIO, "%s: offset 24: the key-value pairs and tensor infos cannot be read", src->path);
     src->n_kv = (int64_t)nk;
     src->n_tensors = (int64_t)nt;
-    src->kvs = calloc(nk ? nk : 1, sizeof *src->kvs);
-    src->tensors = calloc(nt ? nt : 1, sizeof *src->tensors);
+    /* (a 32-bit size_t, as in wasm, cannot count every pair a file may hold) */
+    bool countable = nk < SIZE_MAX / sizeof *src->kvs && nt < SIZE_MAX / sizeof *src->tensors;
+    src->kvs = countable ? calloc((size_t)(nk ? nk : 1), sizeof *src->kvs) : NULL;
+    src->tensors = countable ? calloc((size_t)(nt ? nt : 1), sizeof *src->tensors) : NULL;
     if (!src->kvs || !src->tensors || gm_hashtab_init(&src->kv_index, (size_t)nk) ||
         gm_hashtab_init(&src->kv_by_name, (size_t)nk) || gm_hashtab_init(&src->tensor_index, (size_t)nt))
         return gm_fail(err, GGUFMAP_ENOMEM, "%s: out of memory for %llu keys and %llu tensors", src->path,

@@ -8,6 +8,8 @@
  * flags and the planning options are plan's (placement_args.c), and MODEL
  * may be on a server as for plan (model_arg.c).
  */
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +85,8 @@ typedef struct fit_args {
 } fit_args;
 
 static int parse_u32(const char *opt, const char *value, uint32_t min, uint32_t *out) {
-    long n;
-    if (parse_count(value, 0xFFFFFFFFl, &n) || n < (long)min)
+    long n, max = (uint64_t)LONG_MAX >= UINT32_MAX ? (long)UINT32_MAX : LONG_MAX; /* a 32-bit long: wasm */
+    if (parse_count(value, max, &n) || n < (long)min)
         return cli_usage_error("fit", "%s %s: expected a count >= %u", opt, value, min);
     *out = (uint32_t)n;
     return EXIT_OK;
