@@ -9,7 +9,9 @@
  * compare is what libcurl will connect to.
  */
 #include <ctype.h>
+#ifndef __EMSCRIPTEN__
 #include <curl/curl.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +75,8 @@ char *gm_url_for_log(const char *url) {
 /* Origins                                                                   */
 /* ------------------------------------------------------------------------ */
 
+#ifndef __EMSCRIPTEN__ /* the browser build sends no token: it compares no origins (byte_source_web.c) */
+
 /* scheme, host and port of url, lower-cased, as "https://host:443". */
 static bool origin_of(const char *url, char *out, size_t cap) {
     CURLU *u = curl_url();
@@ -97,6 +101,7 @@ bool gm_url_same_origin(const char *a, const char *b) {
     char oa[512], ob[512];
     return origin_of(a, oa, sizeof oa) && origin_of(b, ob, sizeof ob) && strcmp(oa, ob) == 0;
 }
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* hf://OWNER/REPO[@REVISION]/PATH                                           */

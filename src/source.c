@@ -483,6 +483,14 @@ static int parse(ggufmap_source *src, gm_cursor *c, unsigned flags, ggufmap_erro
 /* The local byte source: the whole file, mapped read-only                   */
 /* ------------------------------------------------------------------------ */
 
+#ifdef __EMSCRIPTEN__
+/* In the browser (make web) a local file is one picked from disk, read in
+ * slices as the header needs them, never whole (byte_source_web.c). */
+static int local_open(const char *path, gm_byte_source **out, ggufmap_error *err) {
+    return gm_web_file_open(path, out, err);
+}
+#else
+
 /* The whole file is at hand (have == limit), so the cursor never asks. */
 static bool local_fetch(gm_byte_source *bs, uint64_t end) {
     (void)bs;
@@ -538,6 +546,7 @@ fail:
     local_close(bs);
     return rc;
 }
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* Open / close                                                              */
@@ -624,7 +633,7 @@ uint64_t ggufmap_source_data_offset(const ggufmap_source *src) { return src->dat
 uint64_t ggufmap_source_data_size(const ggufmap_source *src) { return src->data_size; }
 const uint8_t *ggufmap_source_bytes(const ggufmap_source *src) { return src->bytes->base; }
 int ggufmap_source_fd(const ggufmap_source *src) { return src->bytes->fd; }
-bool ggufmap_source_is_remote(const ggufmap_source *src) { return src->bytes->ops != &local_ops; }
+bool ggufmap_source_is_remote(const ggufmap_source *src) { return strcmp(src->bytes->ops->kind, "http") == 0; }
 
 void ggufmap_source_fetch_stats(const ggufmap_source *src, uint64_t *fetched_bytes, uint64_t *requests) {
     *fetched_bytes = src->bytes->fetched;
