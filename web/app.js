@@ -187,12 +187,25 @@ function contextFlags(s) {
   return f;
 }
 
+// The GPUs: their memory sizes (GB) as ggufmap's device and limit flags.
+// One GPU today.  Several are one change here (and a button that adds a
+// row to #gpus: the state already keeps `vram` as a list): ggufmap's
+// `-dev CUDA0,CUDA1` with a limit per device (`CUDA0=24G,CUDA1=24G`), as
+// the `machine` branch adds them; the device table and the verdict already
+// show every device fit reports.
+function gpuArgs(sizes) {
+  return { device: ['--device', 'cuda'], limit: ['--limit', `${sizes[0]}G`] };
+}
+
 // The machine: ggufmap's device and the limit its memory sets (GB as
 // binary GiB, as the machines are sold: a "64 GB" Mac has 64 GiB).
 function machineArgs(s) {
   if (s.hw === 'mac') return { device: ['--device', 'metal'], limit: ['--mem', `${s.ram}G`] };
   const cpu = ['--cpu', s.cpu || 'x86'];
-  if (s.hw === 'gpu') return { device: ['--device', 'cuda', ...cpu], limit: ['--limit', `${s.vram.split(',')[0]}G`] };
+  if (s.hw === 'gpu') {
+    const g = gpuArgs(s.vram.split(','));
+    return { device: [...g.device, ...cpu], limit: g.limit };
+  }
   return { device: ['--device', 'cpu', ...cpu], limit: ['--mem', `${s.ram}G`] };
 }
 
@@ -222,10 +235,13 @@ function llamaCommand(s, ctx) {
   const flags = contextFlags(s).filter((x, i, a) => !(ctx && (x === '-c' || a[i - 1] === '-c')));
   if (ctx) argv.push('-c', String(ctx));
   argv.push(...flags);
-  if (s.hw !== 'cpu' && s.ngl) argv.push('-ngl', s.ngl);
-  if (s.hw === 'cpu') argv.push('-ngl', '0');
+  // -ngl spelled out: llama.cpp's default is auto (ggufmap models all)
+  argv.push('-ngl', s.hw === 'cpu' ? '0' : s.ngl || 'all');
   if (s.ncmoe && s.ncmoe !== '0') argv.push('--n-cpu-moe', s.ncmoe);
   if (s.mtp) argv.push('--spec-type', 'draft-mtp');
+  // llama.cpp's default -fit on changes unset flags to fit the free memory;
+  // off, it runs what was modelled
+  argv.push('-fit', 'off');
   return line(argv);
 }
 

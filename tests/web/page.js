@@ -82,6 +82,29 @@ function logLines() {
 }
 
 // ---------------------------------------------------------------------------
+// llama.cpp v0.5.0's options, from its source in the oracle (common/arg.cpp:
+// common_arg({"-x", "--long"}, [{"--no-x"},] ...))
+// ---------------------------------------------------------------------------
+
+function llamaOptions() {
+  const src = execFileSync('git', ['--git-dir', path.join(opt.oracle, 'llama.git'), 'show', 'v0.5.0:common/arg.cpp'],
+                           { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const names = new Set();
+  for (const m of src.matchAll(/common_arg\(\s*\{([^}]*)\}(\s*,\s*\{([^}]*)\})?/g))
+    for (const n of `${m[1]} ${m[3] || ''}`.matchAll(/"(-[^"]+)"/g)) names.add(n[1]);
+  return names;
+}
+
+// The page's llama.cpp command lines use only options llama.cpp defines.
+async function llamaFlagsExist(page, name, options) {
+  const text = await page.evaluate(() => document.getElementById('llama-cmd').textContent);
+  const flags = text.split('\n').filter((l) => l.startsWith('llama-server'))
+    .flatMap((l) => l.split(/\s+/)).filter((w) => /^-[-a-z]/.test(w));
+  const unknown = flags.filter((f) => !options.has(f));
+  check(flags.length > 0 && unknown.length === 0, `${name}: llama.cpp v0.5.0 has no ${unknown.join(', ')} (${text})`);
+}
+
+// ---------------------------------------------------------------------------
 // The page
 // ---------------------------------------------------------------------------
 
@@ -122,6 +145,7 @@ async function main() {
   const page = context.pages()[0] || await context.newPage();
   page.on('pageerror', (e) => bad(`page error: ${e.message}`));
   const models = opt.models;
+  const options = llamaOptions();
 
   // ---- ready ----
   await page.goto(opt.page);
@@ -149,6 +173,7 @@ async function main() {
     check(got.runs.length === 3, `${c.name}: ${got.runs.length} commands ran, not fit, plan and the figure`);
     sameAsCli(c.name, got.runs, undefined);
     await shownAsJson(page, c.name, got.fit);
+    await llamaFlagsExist(page, c.name, options);
   }
 
   // ---- the replica: 4 shards, in as few requests as the command line ----
@@ -226,6 +251,7 @@ async function main() {
   const picked = await page.evaluate(() => window.__ggufmap);
   sameAsCli('picked files', picked.runs, local);
   if (picked.fit) await shownAsJson(page, 'picked files', picked.fit);
+  await llamaFlagsExist(page, 'picked files', options);
   const fileBytes = picked.runs.reduce((n, r) => n + r.cost.fileBytes, 0);
   const localSize = ['1', '2', '3'].reduce((n, k) => n + fs.statSync(path.join(local, `llama-0000${k}-of-00003.gguf`)).size, 0);
   console.log(`picked files: read ${fileBytes} bytes of ${localSize}`);

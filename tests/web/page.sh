@@ -21,12 +21,14 @@
 #   - keyboard only: the model typed, the machine chosen and the check run
 #     without a mouse, the focus on the verdict; a phone's width without
 #     sideways scrolling; the verdict in words, not only in colour;
-#   - the llama.cpp version the page names is the one the reports name;
+#   - the llama.cpp version the page names is the one the reports name, and
+#     every option of its llama.cpp command lines is one llama.cpp v0.5.0
+#     defines (common/arg.cpp from the oracle's source);
 # and writes the screenshot docs/web.png is (WORK/web.png).
 #
-#   page.sh GGUFMAP FIXTURE SITE NODE_MODULES WORK
+#   page.sh GGUFMAP FIXTURE SITE NODE_MODULES ORACLE_DIR WORK
 set -uo pipefail
-ggufmap=$1 fixture=$2 site=$3 node_modules=$4 work=$5
+ggufmap=$1 fixture=$2 site=$3 node_modules=$4 oracle=$5 work=$6
 source "$(dirname "$0")/../remote/lib.sh"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 chromium=/usr/bin/chromium
@@ -113,4 +115,4 @@ wait_port 127.0.0.1 "$page_port" && wait_port 127.0.0.1 "$port" && wait_port 127
 NODE_PATH=$node_modules node "$here/page.js" \
   --ggufmap "$ggufmap" --chromium "$chromium" --page "http://127.0.0.1:$page_port/" \
   --models "http://127.0.0.1:$port" --www "$www" --access-log "$work/nginx/access.log" \
-  --site "$site" --work "$work"
+  --site "$site" --oracle "$oracle" --work "$work"
