@@ -19,6 +19,12 @@
  * an address-space reservation), so pointers taken early stay valid, and the
  * parser runs unchanged over both: a hostile server is a hostile file.  The
  * operations are a static const table, as in Redis's rio.
+ *
+ * One exception, for wasm, which has no address space to reserve: the
+ * browser's sources (make web, byte_source_web.c) may move base when a
+ * fetch grows their buffer.  The reader notices (base is not where it was)
+ * and parses again from byte 0 over the bytes already there; pointers are
+ * only ever taken from the final parse.
  */
 #ifndef GGUFMAP_BYTE_SOURCE_H
 #define GGUFMAP_BYTE_SOURCE_H

@@ -8,10 +8,12 @@
  * hf:// names (remote_url.c) and -hf (remote_hf.c) run unchanged.
  *
  * Data structure.  A file (web_file) is a gm_byte_source whose bytes live in
- * one buffer of min(size, header limit) bytes, allocated when the first
- * answer tells the size and never moved (the reader keeps pointers into it):
- * wasm has no address-space reservation, but memory the buffer does not
- * fill is never touched.  A session (ggufmap_remote) lists the files tied to
+ * one buffer that starts at 1 MiB and doubles, up to min(size, header
+ * limit), as the header goes on.  wasm has no address space to reserve, so
+ * the buffer may move when it grows; the reader then parses again from byte
+ * 0 over the same bytes (byte_source.h), which costs no request and keeps
+ * memory to about twice the header (a 256 MiB buffer per shard would take a
+ * 20-shard model past wasm's 4 GiB).  A session (ggufmap_remote) lists the files tied to
  * it, as remote.c's does.  The transport is the browser's, in the page's
  * worker (web/library_ggufmap.js calls web/worker.js): one GET at a time per
  * file, answered by fetch() with its body read as a stream, or a slice of a
@@ -122,8 +124,8 @@ typedef struct web_file {
     bool answered;                /* the first answer is in: size known */
     bool failed;                  /* bs.err says why */
     bool in_body;                 /* an answer's body is being read */
-    uint8_t *buf;                 /* min(size, max_bytes) bytes, never moved */
-    uint64_t reserved;            /* its size */
+    uint8_t *buf;                 /* [0, have) of the file, in `reserved` bytes */
+    uint64_t reserved;            /* doubles up to limit; growing may move buf */
     uint64_t max_bytes;           /* most bytes read from this file */
     uint64_t want;                /* the reader waits for [0, want) */
     long status;                  /* of the answer being read */
@@ -173,18 +175,31 @@ static void log_answer(web_file *f, const gm_web_answer *a) {
 /* The bytes                                                                 */
 /* ------------------------------------------------------------------------ */
 
-/* The first answer told the size: the buffer for min(size, max_bytes). */
-static bool set_size(web_file *f, uint64_t size, const char *etag) {
-    uint64_t cap = size < f->max_bytes ? size : f->max_bytes;
-    if (cap > SIZE_MAX - 1 || !(f->buf = malloc((size_t)(cap ? cap : 1))))
-        return file_fail(f, GGUFMAP_ENOMEM, "cannot allocate %" PRIu64 " bytes for the header", cap);
+#define FIRST_BUFFER (1u << 20) /* a header's first buffer; it doubles as the header goes on */
+
+/* Makes the buffer hold [0, min(end, limit)), doubling it.  Growing may move
+ * it: the reader then parses again over the same bytes (byte_source.h). */
+static bool reserve(web_file *f, uint64_t end) {
+    if (end > f->bs.limit) end = f->bs.limit;
+    if (end <= f->reserved && f->buf) return true;
+    uint64_t cap = f->reserved * 2 > end ? f->reserved * 2 : end;
+    if (cap < FIRST_BUFFER) cap = FIRST_BUFFER;
+    if (cap > f->bs.limit) cap = f->bs.limit;
+    uint8_t *grown = cap < SIZE_MAX ? realloc(f->buf, (size_t)(cap ? cap : 1)) : NULL;
+    if (!grown) return file_fail(f, GGUFMAP_ENOMEM, "cannot allocate %" PRIu64 " bytes for the header", cap);
+    f->buf = grown;
+    f->bs.base = grown;
     f->reserved = cap;
-    f->bs.base = f->buf;
+    return true;
+}
+
+/* The first answer told the size: at most min(size, max_bytes) is read. */
+static bool set_size(web_file *f, uint64_t size, const char *etag) {
     f->bs.size = size;
-    f->bs.limit = cap;
+    f->bs.limit = size < f->max_bytes ? size : f->max_bytes;
     snprintf(f->etag, sizeof f->etag, "%s", etag);
     f->answered = true;
-    return true;
+    return reserve(f, 0);
 }
 
 /* f has [0, end), or all it will ever have. */
@@ -225,6 +240,7 @@ static bool local_fetch(gm_byte_source *bs, uint64_t end) {
         uint64_t start, stop;
         char msg[256] = "";
         next_range(f, 64 * 1024, &start, &stop);
+        if (!reserve(f, stop)) return false;
         uint64_t got = local_read(f, start, stop - start, msg, sizeof msg);
         if (!got) return file_fail(f, GGUFMAP_EIO, "read at offset %" PRIu64 ": %s", start, msg);
         f->bs.have += got;
@@ -403,13 +419,15 @@ static bool read_body(web_file *f) {
     char msg[256] = "";
     uint64_t have = f->bs.have;
     bool skipping = f->body_at < have;
-    uint64_t room = skipping ? (have - f->body_at < sizeof skip_buf ? have - f->body_at : sizeof skip_buf)
-                             : f->reserved - have;
-    /* a 206 is read whole, as remote.c reads it; a streaming 200 only as far as wanted */
-    uint64_t wanted = f->whole || f->status == 206 ? room : (f->want > have ? f->want - have : 1);
-    uint64_t cap = skipping ? room : wanted < room ? wanted : room;
+    /* what to hold after this read: a 206 whole (as remote.c reads it), a
+       small resource as far as it goes, a streaming 200 only as far as wanted */
+    uint64_t target = f->whole ? (have < f->reserved ? f->reserved : have + 1)
+                    : f->status == 206 ? f->body_end : (f->want > have ? f->want : have + 1);
+    if (!skipping && !reserve(f, target)) return false;
+    uint64_t cap = skipping ? (have - f->body_at < sizeof skip_buf ? have - f->body_at : sizeof skip_buf)
+                            : (target < f->reserved ? target : f->reserved) - have;
     if (f->body_end != UINT64_MAX && cap > f->body_end - f->body_at) cap = f->body_end - f->body_at;
-    if (cap == 0) { /* the buffer is full: nothing more can be used */
+    if (cap == 0) { /* at the limit: nothing more can be used */
         if (f->whole && f->body_at < f->body_end)
             return file_fail(f, GGUFMAP_EIO, "larger than %" PRIu64 " bytes", f->max_bytes);
         gm_js_stop(id_of(f));

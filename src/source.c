@@ -64,6 +64,7 @@ typedef struct gm_cursor {
     gm_byte_source *bytes; /* supplies what is past bytes->have */
     bool fetch_failed;     /* bytes->err says why a read stopped */
     bool over_limit;       /* a read ran into the header limit, not the end of the file */
+    bool moved;            /* the byte source moved its bytes: parse again (open_bytes) */
 } gm_cursor;
 
 static uint64_t left(const gm_cursor *c) { return c->size - c->pos; }
@@ -76,9 +77,13 @@ static const char *left_in(const gm_cursor *c) {
 /* The next n bytes (n <= left) will be read: a remote file fetches them now,
  * in one request (an array's elements: not one small request after another). */
 static bool need_ahead(gm_cursor *c, uint64_t n) {
-    if (c->pos + n <= c->bytes->have || c->bytes->ops->fetch(c->bytes, c->pos + n)) return true;
-    c->fetch_failed = true;
-    return false;
+    if (c->pos + n <= c->bytes->have) return true;
+    if (!c->bytes->ops->fetch(c->bytes, c->pos + n)) {
+        c->fetch_failed = true;
+        return false;
+    }
+    c->moved = c->bytes->base != c->base; /* only the browser's byte source moves (byte_source.h) */
+    return !c->moved;
 }
 
 static bool take(gm_cursor *c, uint64_t n, const uint8_t **p) {
@@ -552,6 +557,22 @@ fail:
 /* Open / close                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* Drops what a parse built, keeping the name and the bytes. */
+static void forget_parse(ggufmap_source *src) {
+    char *path = src->path;
+    gm_byte_source *bytes = src->bytes;
+    uint64_t size = src->size;
+    gm_hashtab_free(&src->kv_index);
+    gm_hashtab_free(&src->kv_by_name);
+    gm_hashtab_free(&src->tensor_index);
+    free(src->kvs);
+    free(src->tensors);
+    memset(src, 0, sizeof *src);
+    src->path = path;
+    src->bytes = bytes;
+    src->size = size;
+}
+
 /* Parses the header of the file that bytes reads, named name in messages.
  * The new source owns bytes from the call on, also when it fails. */
 static int open_bytes(const char *name, gm_byte_source *bytes, unsigned flags, ggufmap_source **out,
@@ -564,8 +585,15 @@ static int open_bytes(const char *name, gm_byte_source *bytes, unsigned flags, g
     }
     src->bytes = bytes;
     src->size = bytes->size;
-    gm_cursor c = {bytes->base, 0, bytes->limit < bytes->size ? bytes->limit : bytes->size, bytes, false, false};
-    int rc = parse(src, &c, flags, err);
+    gm_cursor c;
+    int rc;
+    do { /* again from byte 0 when the byte source moved the bytes to grow them */
+        forget_parse(src);
+        ggufmap_error_clear(err);
+        c = (gm_cursor){bytes->base, 0, bytes->limit < bytes->size ? bytes->limit : bytes->size, bytes, false, false,
+                        false};
+        rc = parse(src, &c, flags, err);
+    } while (rc && c.moved);
     if (rc && c.fetch_failed) { /* the bytes did not come: say why, not "file ends" */
         if (err) *err = bytes->err;
         rc = bytes->err.status;

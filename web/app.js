@@ -390,7 +390,7 @@ window.__ggufmap = { runs: [] }; // what the commands answered, for tests and th
 
 async function run(argv) {
   const r = await post({ type: 'run', argv });
-  window.__ggufmap.runs.push({ argv, rc: r.rc, stdout: r.stdout, stderr: r.stderr, cost: r.cost, ms: r.ms });
+  window.__ggufmap.runs.push({ argv, rc: r.rc, stdout: r.stdout, stderr: r.stderr, cost: r.cost, ms: r.ms, memory: r.memory });
   return r;
 }
 

@@ -97,7 +97,7 @@ function fromCopy(r, c) {
 // The answer's status and headers; the body is read later (read()).
 async function answer(r) {
   const c = copies.get(r.url);
-  if (c && ((r.end === 0 && c.complete) || (r.end > 0 && r.start < c.n))) return fromCopy(r, c);
+  if (c && ((r.end === 0 && c.complete) || (r.end > 0 && c.size !== null && r.start < c.n))) return fromCopy(r, c);
   r.controller = new AbortController();
   const timer = setTimeout(() => r.controller.abort(), r.timeoutS * 1000);
   const headers = r.end > 0 ? { Range: `bytes=${r.start}-${r.end - 1}` } : {};
@@ -254,7 +254,7 @@ async function run(argv) {
   M._free(array);
   const text = (lines) => (lines.length ? lines.join('\n') + '\n' : '');
   return {
-    rc, stdout: text(output.out), stderr: text(output.err), ms: performance.now() - t0,
+    rc, stdout: text(output.out), stderr: text(output.err), ms: performance.now() - t0, memory: M.HEAP8.length,
     cost: { requests: cost.requests - before.requests, bytes: cost.bytes - before.bytes,
             fileBytes: cost.fileBytes - before.fileBytes, roundTrips: roundTrips(exchanges) },
   };

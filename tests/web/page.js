@@ -166,6 +166,7 @@ async function main() {
     { name: 'mamba2 on a Mac', p: { m: `${models}/m/mamba2.gguf`, hw: 'mac', ram: '8' } },
     { name: 'hf:// through the hub', p: { m: 'hf://org/llama-GGUF/Llama-Q8_0-00001-of-00003.gguf', hw: 'gpu', vram: '24', hub } },
     { name: '-hf OWNER/REPO:QUANT', p: { m: 'org/llama-GGUF:Q8_0', hw: 'mac', ram: '32', hub } },
+    { name: 'a 6.4 MiB header, 4 shards', p: { m: `${models}/m/B-00003-of-00004.gguf`, hw: 'gpu', vram: '16', cpu: 'x86-amx', c: '32768' } },
   ];
   for (const c of cases) {
     const got = await checkPage(page, c.p);
@@ -238,27 +239,35 @@ async function main() {
   check(logLines().every((l) => l.method !== 'OPTIONS'), 'a request needed a CORS preflight (nginx saw OPTIONS)');
 
   // ---- files picked from disk: read in slices, the same answers ----
-  await page.goto(opt.page);
-  await page.waitForFunction(() => window.__ggufmap && window.__ggufmap.ready);
   const local = path.join(opt.www, 'local');
-  await page.setInputFiles('#file', ['llama-00001-of-00003.gguf', 'llama-00002-of-00003.gguf', 'llama-00003-of-00003.gguf'].map((f) => path.join(local, f)));
-  await page.waitForFunction(() => /3 files picked/.test(document.getElementById('status').textContent));
-  await page.check('input[name=hw][value=gpu]');
-  await page.fill('#vram0', '1');
-  await page.fill('#ngl', '1');
-  await page.click('#go');
-  await page.waitForFunction(() => window.__ggufmap.done >= 1, null, { timeout: 60000 });
-  const picked = await page.evaluate(() => window.__ggufmap);
-  sameAsCli('picked files', picked.runs, local);
-  if (picked.fit) await shownAsJson(page, 'picked files', picked.fit);
-  await llamaFlagsExist(page, 'picked files', options);
-  const fileBytes = picked.runs.reduce((n, r) => n + r.cost.fileBytes, 0);
-  const localSize = ['1', '2', '3'].reduce((n, k) => n + fs.statSync(path.join(local, `llama-0000${k}-of-00003.gguf`)).size, 0);
-  console.log(`picked files: read ${fileBytes} bytes of ${localSize}`);
+  async function pick(name, files, setup) {
+    await page.goto(opt.page);
+    await page.waitForFunction(() => window.__ggufmap && window.__ggufmap.ready);
+    await page.setInputFiles('#file', files.map((f) => path.join(local, f)));
+    await page.waitForFunction((n) => document.getElementById('status').textContent.startsWith(`${n} file`), files.length);
+    await setup();
+    await page.click('#go');
+    await page.waitForFunction(() => window.__ggufmap.done >= 1, null, { timeout: 60000 });
+    const got = await page.evaluate(() => window.__ggufmap);
+    sameAsCli(name, got.runs, local);
+    if (got.fit) await shownAsJson(page, name, got.fit);
+    await llamaFlagsExist(page, name, options);
+    const read = got.runs.reduce((n, r) => n + r.cost.fileBytes, 0);
+    const size = files.reduce((n, f) => n + fs.statSync(path.join(local, f)).size, 0);
+    console.log(`${name}: read ${got.runs.map((r) => r.cost.fileBytes).join(' + ')} = ${read} bytes of the files' ${size} ` +
+                `(fit, plan with repack's dry run, the figure)`);
+    return got;
+  }
+  const picked = await pick('picked files', ['llama-00001-of-00003.gguf', 'llama-00002-of-00003.gguf', 'llama-00003-of-00003.gguf'],
+    async () => { await page.check('input[name=hw][value=gpu]'); await page.fill('#vram0', '1'); await page.fill('#ngl', '1'); });
   const advice = await page.evaluate(() => [...document.querySelectorAll('#advice pre')].map((p) => p.textContent));
   const planAdvice = picked.plan ? picked.plan.suggestions.map((s) => s.command).filter((c) => c.startsWith('ggufmap repack')) : [];
   check(planAdvice.length === 1 && (picked.fit.verdict.fits || advice.includes(planAdvice[0])),
         `picked files: plan's repack command ${JSON.stringify(planAdvice)} is not shown (${JSON.stringify(advice)})`);
+  const big = await pick('picked files, a 6.4 MiB header', [1, 2, 3, 4].map((k) => `B-0000${k}-of-00004.gguf`),
+    async () => { await page.check('input[name=hw][value=mac]'); await page.fill('#ram', '32'); });
+  const bigSize = [1, 2, 3, 4].reduce((n, k) => n + fs.statSync(path.join(local, `B-0000${k}-of-00004.gguf`)).size, 0);
+  check(big.runs.every((r) => r.cost.fileBytes < bigSize / 2), 'picked files: a command read half the files or more');
 
   // ---- keyboard only ----
   await page.goto(opt.page);
@@ -294,7 +303,7 @@ async function main() {
   await page.screenshot({ path: path.join(opt.work, 'web.png'), fullPage: true });
 
   await context.close();
-  console.log(`ggufmap.wasm: ${wasm} bytes; ready in ${ready.toFixed(0)} ms`);
+  console.log(`ggufmap.wasm: ${wasm} bytes; ready in ${ready.toFixed(0)} ms; wasm memory after the replica: ${shot.runs[2].memory} bytes`);
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed === 0 && passed > 0 ? 0 : 1);
 }

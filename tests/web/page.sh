@@ -49,12 +49,15 @@ mk --arch gemma4 --shards 2 --alignment 4096 -o "$www/m/gemma.gguf"
 mk --arch qwen35 --type q8_0 -o "$www/m/qwen35.gguf"
 mk --arch mamba2 -o "$www/m/mamba2.gguf"
 mk --replica qwen3.8-flash-next -o "$www/m/Q"
+mk --replica bench -o "$www/m/B"     # a 6.4 MiB header: the page's buffers grow (and move) under the reader
 mkdir -p "$www/norange" && for k in 1 2 3 4; do
   ln "$www/m/Q-0000$k-of-00004.gguf" "$www/norange/"
   ln "$www/m/Q-0000$k-of-00004.gguf" "$www/repo/$q/Qwen3.8-Flash-Next-0000$k-of-00004.gguf"
 done
 for k in 1 2 3; do cp "$www/m/llama-0000$k-of-00003.gguf" "$www/local/"; done
 cp "$www/m/moe.gguf" "$www/local/"
+# (picked files are never sparse: how much a repack needs free counts allocated bytes, which a page cannot see)
+for k in 1 2 3 4; do cp --sparse=never "$www/m/B-0000$k-of-00004.gguf" "$www/local/"; done
 for k in 1 2 3; do cp "$www/m/llama-0000$k-of-00003.gguf" "$www/repo/org/llama-GGUF/Llama-Q8_0-0000$k-of-00003.gguf"; done
 cp "$www/m/moe.gguf" "$www/repo/org/llama-GGUF/Llama-Q4_K_M.gguf"
 head -c 4096 /dev/urandom >"$www/m/bad.gguf"
