@@ -193,6 +193,7 @@ const transport = {
       if (r.copy) {
         if (r.copy.n + value.length <= 1 << 30) append(r.copy, value);
         else r.copy = null;
+        if (r.copy && r.copy.size !== null && r.copy.n >= r.copy.size) r.copy.complete = true;
       }
       r.body = value;
     }

@@ -297,6 +297,8 @@ async function main() {
   // -hf of the 4-shard replica through the hub (listings, redirects to another host)
   const shot = await checkPage(page, { m: 'org/Qwen3.8-Flash-Next-GGUF', hw: 'mac', ram: '128', c: '65536', hub });
   sameAsCli('-hf of the replica', shot.runs, undefined);
+  check(shot.runs.slice(1).every((r) => r.cost.requests === 0),
+        `-hf of the replica: plan and the figure went to the network again (${shot.runs.map((r) => r.cost.requests).join(', ')})`);
   console.log(`-hf of the replica through the hub: ${shot.runs[0].cost.requests} fetches in ${shot.runs[0].cost.roundTrips} round trips ` +
               '(refs, tree, then the 4 shards at once, each fetch following one redirect)');
   await page.waitForFunction(() => document.getElementById('picture').complete);
