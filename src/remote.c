@@ -34,12 +34,12 @@
 
 #include "internal.h"
 #include "os.h"
+#include "remote_curl.h"
 #include "remote_internal.h"
 
 #define MAX_REDIRECTS 10
 #define MAX_REQUESTS_PER_FILE 100 /* normal use needs ~15; a server dribbling bytes meets this */
 #define MAX_ERROR_BODY (64 * 1024) /* an error answer's body is read up to this, then dropped */
-#define BACKOFF_FIRST_NS 250000000ull
 
 struct ggufmap_remote {
     ggufmap_remote_opts o;        /* strings point at the copies below */
@@ -201,21 +201,10 @@ static void stop_transfer(remote_file *f) {
     f->xfer = NULL;
 }
 
-/* The range of the next request: the first bytes, or what the reader needs,
- * at least as much again as there is. */
+/* The range of the next request (remote_rules.c). */
 static void next_range(const remote_file *f, uint64_t *start, uint64_t *end) {
-    const ggufmap_remote_opts *o = &f->r->o;
-    *start = *end = 0;
-    if (f->whole) return;
-    if (!f->answered) {
-        *end = o->first_range < f->max_bytes ? o->first_range : f->max_bytes;
-        return;
-    }
-    uint64_t have = f->bs.have, n = f->want > have ? f->want - have : 0;
-    if (n < have) n = have;
-    if (n < o->first_range) n = o->first_range;
-    *start = have;
-    *end = n > f->bs.limit - have ? f->bs.limit : have + n;
+    gm_remote_reading r = {f->whole, f->answered, f->bs.have, f->want, f->bs.limit, f->max_bytes, f->r->o.first_range};
+    gm_remote_next_range(&r, start, end);
 }
 
 static size_t sink(gm_transfer *t, const char *data, size_t n);
@@ -256,27 +245,18 @@ static bool start_request(remote_file *f) {
 /* The same file as before?  Size and ETag must not change between answers;
  * a file served without an ETag is checked by its Last-Modified. */
 static bool same_file(remote_file *f, uint64_t size, const gm_transfer *t) {
-    const char *etag = t->etag, *modified = t->modified;
-    if (f->answered && size != f->bs.size)
-        return file_fail(f, GGUFMAP_EIO, "the file's size changed from %" PRIu64 " to %" PRIu64 " bytes while reading",
-                         f->bs.size, size);
-    if (f->answered && f->etag[0] && etag[0] && strcmp(f->etag, etag) != 0)
-        return file_fail(f, GGUFMAP_EIO, "the file changed on the server while reading (ETag %s, then %s)", f->etag,
-                         etag);
-    if (f->answered && !(f->etag[0] && etag[0]) && f->modified[0] && modified[0] && strcmp(f->modified, modified) != 0)
-        return file_fail(f, GGUFMAP_EIO, "the file changed on the server while reading (Last-Modified %s, then %s)",
-                         f->modified, modified);
-    return f->answered || set_size(f, size, etag, modified);
+    char why[900];
+    if (f->answered && gm_remote_changed(f->bs.size, f->etag, f->modified, size, t->etag, t->modified, why, sizeof why))
+        return file_fail(f, GGUFMAP_EIO, "%s", why);
+    return f->answered || set_size(f, size, t->etag, t->modified);
 }
 
 /* A 206: its range must start where we asked; its total is the size. */
 static bool begin_partial(remote_file *f, gm_transfer *t) {
-    if (!t->has_range || t->range_first != t->start || t->range_last >= t->end)
-        return file_fail(f, GGUFMAP_EIO, "asked for bytes %" PRIu64 "-%" PRIu64 ", the server sent %s%" PRIu64 "-%" PRIu64,
-                         t->start, t->end - 1, t->has_range ? "bytes " : "no Content-Range, or a bad one: ",
-                         t->range_first, t->range_last);
-    if (!t->range_total_known)
-        return file_fail(f, GGUFMAP_EIO, "the server does not say how large the file is (Content-Range */...)");
+    char why[300];
+    if (gm_remote_bad_range(t->start, t->end, t->has_range, t->range_first, t->range_last, t->range_total_known, why,
+                            sizeof why))
+        return file_fail(f, GGUFMAP_EIO, "%s", why);
     return same_file(f, t->range_total, t);
 }
 
@@ -358,20 +338,11 @@ static bool settle_redirect(remote_file *f, gm_transfer *t) {
 static bool settle_retry(remote_file *f, gm_transfer *t) {
     const ggufmap_remote_opts *o = &f->r->o;
     long status = t->status, after = t->retry_after_s;
+    uint64_t wait_ns;
+    char why[200];
     stop_transfer(f);
-    if (++f->tries > o->retries)
-        return file_fail(f, GGUFMAP_EIO, "HTTP %ld, still after %u tries", status, o->retries + 1);
-    uint32_t doublings = f->tries - 1 < 16 ? f->tries - 1 : 16;
-    uint64_t wait_ns = after >= 0 ? (uint64_t)after * 1000000000ull : BACKOFF_FIRST_NS << doublings;
-    if (wait_ns > (uint64_t)o->max_retry_wait_s * 1000000000ull)
-        return file_fail(f, GGUFMAP_EIO, "HTTP %ld: the server asks to wait %ld s, more than %u s: try later", status,
-                         after, o->max_retry_wait_s);
-    uint64_t deadline_ns = (uint64_t)o->timeout_s * 1000000000ull, spent = f->r->network_ns;
-    if (spent + wait_ns > deadline_ns)
-        return file_fail(f, GGUFMAP_EIO,
-                         "HTTP %ld: a retry in %.2f s would pass the %u s that --timeout allows for the network in all "
-                         "(timeout)",
-                         status, (double)wait_ns / 1e9, o->timeout_s);
+    if (!gm_remote_retry_wait(status, ++f->tries, after, o, f->r->network_ns, &wait_ns, why, sizeof why))
+        return file_fail(f, GGUFMAP_EIO, "%s", why);
     log_line(f->r, "retrying %s in %.2f s (HTTP %ld, try %u of %u)", f->shown, (double)wait_ns / 1e9, status,
              f->tries + 1, o->retries + 1);
     f->retry_at_ns = gm_now_ns() + wait_ns;
@@ -408,18 +379,11 @@ static bool settle_final(remote_file *f, gm_transfer *t) {
     long s = t->status;
     if (s == 304 && f->cached.bytes) return use_cache(f);
     if (s == 401 || s == 403) return access_denied(f, t);
-    if (s == 404 || s == 410) {
-        char *where = gm_url_for_log(t->url);
-        file_fail(f, GGUFMAP_ENOTFOUND, "not found (HTTP %ld from %s)", s, where ? where : "?");
-        free(where);
-        return false;
-    }
     if (s == 416 && t->range_total_known && t->range_total == 0 && !f->answered)
         return set_size(f, 0, t->etag, t->modified); /* an empty file: the reader says it is too short */
-    if (s == 416)
-        return file_fail(f, GGUFMAP_EIO, "HTTP 416: the server refused bytes %" PRIu64 "-%" PRIu64 "%s", t->start,
-                         t->end - 1, t->range_total_known ? " (of a file it says has more)" : "");
-    return file_fail(f, GGUFMAP_EIO, "unexpected HTTP %ld", s);
+    char why[900];
+    int status = gm_remote_refusal(s, t->url, "", t->start, t->end, t->range_total_known, why, sizeof why);
+    return file_fail(f, status, "%s", why);
 }
 
 /* A non-2xx answer: follow, retry, or end. */
@@ -733,16 +697,6 @@ int gm_remote_get(ggufmap_remote *r, const char *url, uint64_t max, char **body,
 /* ------------------------------------------------------------------------ */
 /* The session                                                               */
 /* ------------------------------------------------------------------------ */
-
-void ggufmap_remote_opts_init(ggufmap_remote_opts *o) {
-    memset(o, 0, sizeof *o);
-    o->timeout_s = 30;
-    o->retries = 4;
-    o->max_retry_wait_s = 60;
-    o->first_range = 64 * 1024;
-    o->max_header = 256ull << 20;
-    o->parallel = 16;
-}
 
 static char *dup_or_null(const char *s, bool *ok) {
     char *d = s ? strdup(s) : NULL;

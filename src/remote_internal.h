@@ -8,6 +8,9 @@
  *   remote_url.c    names: hf:// resolution, redaction, origins, split names
  *   remote_cache.c  header bytes kept on disk under URL and ETag
  *   remote_hf.c     -hf OWNER/REPO[:QUANT]: the hub's listing and the pick
+ *   remote_rules.c  what every remote byte source decides alike (remote.c's,
+ *                   and the browser's in byte_source_web.c): ranges, checks,
+ *                   retries, refusals
  */
 #ifndef GGUFMAP_REMOTE_INTERNAL_H
 #define GGUFMAP_REMOTE_INTERNAL_H
@@ -18,7 +21,7 @@
 
 #include "byte_source.h"
 #include "ggufmap/remote.h"
-#include "remote_curl.h"
+typedef struct gm_curl gm_curl; /* the session's libcurl: remote_curl.h (not in the browser build) */
 
 /* ---- remote.c: for the reader and the model module ---- */
 
@@ -41,6 +44,47 @@ int gm_remote_get(ggufmap_remote *r, const char *url, uint64_t max, char **body,
 
 /* The session's endpoint, without a trailing slash. */
 const char *gm_remote_endpoint(const ggufmap_remote *r);
+
+/* ---- remote_rules.c: the decisions every remote byte source shares ---- */
+
+/* One file's reading, as the rules see it. */
+typedef struct gm_remote_reading {
+    bool whole;                 /* a small resource read in full, without Range */
+    bool answered;              /* the first answer is in: the size is known */
+    uint64_t have;              /* bytes held, from byte 0 */
+    uint64_t want;              /* the reader waits for [0, want) */
+    uint64_t limit;             /* the most that will be read (once answered) */
+    uint64_t max_bytes;         /* the header limit */
+    uint64_t first_range;       /* the session's first request size */
+} gm_remote_reading;
+
+/* The range [start, end) of the next request (both 0: no Range, a whole
+ * resource): the first bytes, or what the reader needs, at least as much
+ * again as there is (remote.h: at most 2 H + first_range for a header of H
+ * bytes). */
+void gm_remote_next_range(const gm_remote_reading *r, uint64_t *start, uint64_t *end);
+/* A later answer said new_size, new_etag and new_modified (Last-Modified):
+ * NULL when it is the same file (size as before; the ETag where both
+ * answers have one, else the Last-Modified where both have one), else why
+ * not, written into why. */
+const char *gm_remote_changed(uint64_t size, const char *etag, const char *modified, uint64_t new_size,
+                              const char *new_etag, const char *new_modified, char *why, size_t cap);
+/* A 206 to bytes [start, end): NULL when its Content-Range starts there,
+ * ends inside and says the file's size, else why not, into why. */
+const char *gm_remote_bad_range(uint64_t start, uint64_t end, bool has_range, uint64_t first, uint64_t last,
+                                bool total_known, char *why, size_t cap);
+/* A 429 or 5xx, the tries-th (from 1): true with the wait before asking
+ * again (Retry-After, else 250 ms doubling), false with why when it is time
+ * to give up (more than opts->retries, a wait over max_retry_wait_s, or one
+ * that would take the network time spent_ns past --timeout's opts->timeout_s). */
+bool gm_remote_retry_wait(long status, uint32_t tries, long retry_after_s, const ggufmap_remote_opts *o,
+                          uint64_t spent_ns, uint64_t *wait_ns, char *why, size_t cap);
+/* An answer that ends the exchange (401, 403, 404, 410, 416 to a range
+ * [start, end), any other): its status (GGUFMAP_ENOTFOUND for 404 and 410,
+ * else GGUFMAP_EIO), its words into why; token_hint says what to do about
+ * the token on 401 and 403. */
+int gm_remote_refusal(long status, const char *url, const char *token_hint, uint64_t start, uint64_t end,
+                      bool total_known, char *why, size_t cap);
 
 /* ---- remote_http.c: one HTTP exchange ---- */
 

@@ -16,6 +16,9 @@
 #include <strings.h>
 
 #include "internal.h"
+#ifndef __EMSCRIPTEN__
+#include "remote_curl.h" /* libcurl's URL parser (the browser build compares no origins) */
+#endif
 #include "remote_internal.h"
 
 static bool has_prefix_nocase(const char *s, const char *prefix) {
@@ -73,6 +76,8 @@ char *gm_url_for_log(const char *url) {
 /* Origins                                                                   */
 /* ------------------------------------------------------------------------ */
 
+#ifndef __EMSCRIPTEN__ /* the browser build sends no token: it compares no origins (byte_source_web.c) */
+
 /* scheme, host and port of url, lower-cased, as "https://host:443". */
 static bool origin_of(const gm_curl *c, const char *url, char *out, size_t cap) {
     CURLU *u = c->url();
@@ -97,6 +102,7 @@ bool gm_url_same_origin(const gm_curl *curl, const char *a, const char *b) {
     char oa[512], ob[512];
     return origin_of(curl, a, oa, sizeof oa) && origin_of(curl, b, ob, sizeof ob) && strcmp(oa, ob) == 0;
 }
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* hf://OWNER/REPO[@REVISION]/PATH                                           */

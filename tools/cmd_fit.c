@@ -8,6 +8,8 @@
  * flags and the planning options are plan's (placement_args.c), and MODEL
  * may be on a server as for plan (model_arg.c).
  */
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

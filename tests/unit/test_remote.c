@@ -14,6 +14,7 @@
 #include "check.h"
 #include "ggufmap/ggufmap.h"
 #include "internal.h"
+#include "remote_curl.h"
 #include "remote_internal.h"
 
 static void check_resolve(const char *endpoint, const char *name, const char *want) {
