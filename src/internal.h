@@ -76,7 +76,7 @@ int gm_file_check_unchanged(const char *path, int fd, const gm_file_identity *wa
 /* (source.c) A local source's identity when it was opened; NULL for a
  * remote one. */
 const gm_file_identity *gm_source_identity(const ggufmap_source *src);
-/* (hash.c) gm_file_check_unchanged on every shard of a model. */
+/* (model.c) gm_file_check_unchanged on every shard of a model. */
 struct ggufmap_model;
 int gm_model_check_unchanged(const struct ggufmap_model *m, ggufmap_error *err);
 

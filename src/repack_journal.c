@@ -166,17 +166,18 @@ static int parse(const char *text, size_t n, record **out, size_t *count) {
         pos += hl + 1;
         if (len <= TMP_SUFFIX_LEN) goto bad;
         if (len > n - pos || n - pos - len < 1) break; /* cut short */
-        if (text[pos + len] != '\n' || memchr(text + pos, '\0', len)) goto bad;
+        const size_t name_len = (size_t)len; /* below n - pos: it fits */
+        if (text[pos + name_len] != '\n' || memchr(text + pos, '\0', name_len)) goto bad;
         record *more = realloc(r, (nr + 1) * sizeof *r);
         if (!more) goto bad;
         r = more;
-        r[nr] = (record){dev, ino, strndup(text + pos, len), strndup(text + pos, len - TMP_SUFFIX_LEN)};
+        r[nr] = (record){dev, ino, strndup(text + pos, name_len), strndup(text + pos, name_len - TMP_SUFFIX_LEN)};
         if (!r[nr].tmp || !r[nr].final) {
             free(r[nr].tmp);
             free(r[nr].final);
             goto bad;
         }
-        if (strncmp(r[nr].tmp + len - TMP_SUFFIX_LEN, ".tmp-", 5) != 0) {
+        if (strncmp(r[nr].tmp + name_len - TMP_SUFFIX_LEN, ".tmp-", 5) != 0) {
             free(r[nr].tmp);
             free(r[nr].final);
             goto bad;
