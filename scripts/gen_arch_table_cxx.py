@@ -16,7 +16,7 @@ Node shapes (tuples, first item the kind):
     ('for', init_stmt|None, cond|None, step|None, body), ('rangefor', body),
     ('switch', expr, [(values|None, [stmt])]), ('decl', type_text, [(name, init|None)]),
     ('expr', expr), ('return', expr|None), ('break',), ('continue',),
-    ('throw', message), ('try', block, catch_block), ('load_locals',), ('empty',); every statement is wrapped as (line, node).
+    ('throw', message, thrown expression|None), ('try', block, catch_block), ('load_locals',), ('empty',); every statement is wrapped as (line, node).
   expressions: ('num', int), ('str', text), ('name', 'a::b'), ('un', op, e),
     ('post', op, e), ('bin', op, a, b), ('assign', op, lhs, rhs),
     ('cond', c, a, b), ('call', fn, [args]), ('member', e, name, arrow),
@@ -220,6 +220,9 @@ class Parser:
                     self.take("=")
                     init = self.parse_expr()
                     cond = ("declcond", ty, name, init)
+                    if self.at(";"):  # if (init; cond): the condition is its own expression
+                        self.take()
+                        cond = ("declcond", ty, name, init, self.parse_expr())
                 else:
                     cond = self.parse_expr()
                 self.take(")")
@@ -244,14 +247,23 @@ class Parser:
                 self.take()
                 self.take(";")
                 return (s,)
-            if s == "throw":  # ('throw', first string literal of the message or "")
+            if s == "throw":  # ('throw', first string literal of the message or "", the thrown expression or None)
                 text = ""
+                self.take()
+                start = self.i
+                try:
+                    thrown = self.parse_expr()
+                    if not self.at(";"):
+                        raise SyntaxError("throw")
+                except SyntaxError:
+                    thrown = None
+                self.i = start
                 while not self.at(";"):
                     tok = self.take()
                     if tok.kind == "str" and not text:
                         text = tok.text[1:-1]
                 self.take(";")
-                return ("throw", text)
+                return ("throw", text, thrown)
             if s == "try":  # try { A } catch (...) { B }: kept as ('try', A, B)
                 self.take()
                 body = self.parse_block()
@@ -308,7 +320,7 @@ class Parser:
                     self.take()
                     self.parse_expr()
                     self.take(")")
-                    return ("rangefor", self.parse_stmt())
+                    return ("rangefor", self.parse_stmt(), d)
                 init = (line, d)
             else:
                 init = (line, ("expr", self.parse_expr()))
@@ -454,8 +466,9 @@ class Parser:
             return ("float", s)
         if tok.kind == "str":
             text = tok.text[1:-1]
-            while self.peek().kind == "str":  # adjacent literals concatenate
-                text += self.take().text[1:-1]
+            while self.peek().kind == "str" or self.peek().text in _PRI_MACROS:  # adjacent literals concatenate
+                tok = self.take()
+                text += _PRI_MACROS.get(tok.text, tok.text[1:-1])
             return ("str", text)
         if tok.kind == "chr":
             return ("num", ord(tok.text[1:-1][-1]))
@@ -512,6 +525,10 @@ class Parser:
                 self.skip_balanced("<", ">")
             return ("name", name)
         raise SyntaxError(f"{self.where}:{tok.line}: unexpected {tok.text!r}")
+
+
+# <cinttypes> conversions inside format strings ("%" PRId64), as glibc spells them
+_PRI_MACROS = {"PRId64": "ld", "PRIu64": "lu", "PRIi64": "li", "PRId32": "d", "PRIu32": "u", "PRIx64": "lx"}
 
 
 def parse_body(text, first_line, where):

@@ -246,7 +246,9 @@ int ggufmap_fit_build(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, gg
     fit->opts = *opts;
     fit->device = ggufmap_placement_options(pl)->device;
     init_devices(fit);
-    int rc = gm_hparams_read(ggufmap_placement_model(pl), fit->hp, err);
+    const char *model_refusal = ggufmap_placement_refusal(pl); /* no figures for a model llama.cpp refuses */
+    int rc = model_refusal ? gm_fail(err, GGUFMAP_EFORMAT, "%s", model_refusal)
+                           : gm_hparams_read(ggufmap_placement_model(pl), fit->hp, err);
     if (rc == GGUFMAP_OK) rc = add_weights(fit);
     if (rc == GGUFMAP_OK) rc = build_context(fit, err);
     if (rc == GGUFMAP_OK && opts->mtp && !fit->refusal[0]) rc = build_mtp_context(fit, err);

@@ -21,6 +21,7 @@
 
 #include "arch.h"
 #include "ggufmap/placement.h"
+#include "ggufmap/source.h"
 #include "internal.h"
 #include "regex.h"
 
@@ -43,6 +44,7 @@ struct ggufmap_placement {
     int64_t n_instances, cap_instances;
     char arch[64];
     char warning[512];
+    char refusal[1280];           /* PATH: why llama.cpp refuses the model, "" when it loads it */
 };
 
 static const char *gpu_buft_name(ggufmap_device d) { return d == GGUFMAP_DEVICE_METAL ? "MTL0" : "CUDA0"; }
@@ -471,6 +473,9 @@ int ggufmap_placement_build(const ggufmap_model *model, const ggufmap_placement_
     gm_arch_load load;
     if ((rc = gm_arch_load_model(model, opts->load_mtp, &load, err))) goto done;
     snprintf(p->arch, sizeof p->arch, "%s", load.def->name);
+    if (load.refusal[0])
+        snprintf(p->refusal, sizeof p->refusal, "%s: %s", ggufmap_source_path(ggufmap_model_shard(model, 0)),
+                 load.refusal);
     p->n_layers = load.n_layer_all;
     p->n_layers_nextn = load.n_layer_nextn;
     if (opts->device != GGUFMAP_DEVICE_CPU) {
@@ -518,6 +523,7 @@ bool ggufmap_placement_load_mtp(const ggufmap_placement *p) { return p->opts.loa
 bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer) { return layer_on_gpu(p, layer); }
 const ggufmap_placement_opts *ggufmap_placement_options(const ggufmap_placement *p) { return &p->opts; }
 const char *ggufmap_placement_warning(const ggufmap_placement *p) { return p->warning; }
+const char *ggufmap_placement_refusal(const ggufmap_placement *p) { return p->refusal[0] ? p->refusal : NULL; }
 ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p) { return p->cpu; }
 
 const char *ggufmap_cpu_name(ggufmap_cpu cpu) {
