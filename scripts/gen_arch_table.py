@@ -15,14 +15,25 @@ What it reads (paths relative to LLAMA_SRC_DIR, a v0.5.0 tree):
   ggml/include/ggml.h         the ggml_type values (output->type == GGML_TYPE_NVFP4)
   src/llama-model.cpp         llama_model_mapping (arch -> model class), the
                               helpers create_tensor_qkv / create_tensor_gate_up_exps,
-                              and the generic ".scale" pass of load_tensors
+                              the generic ".scale" pass of load_tensors,
+                              load_hparams and load_swa_pattern, the case
+                              labels of create_memory
+  src/llama-model.h           LLAMA_LOAD_LOCALS, the model's members
   src/llama-model-loader.h    the create_tensor flags
-  src/llama-hparams.h         the hparams' initializers
+  src/llama-hparams.h         struct llama_hparams: fields, types, initializers, methods
+  include/llama.h             the enums hparams code compares with
+  src/llama-graph.cpp         what llm_graph_context's members are (n_rot: hparams.n_rot())
   src/models/models.h         the model classes and whom they inherit from
-  src/models/*.cpp            every load_arch_tensors, and the keys each
-                              load_arch_hparams reads
+  src/models/*.cpp            every load_arch_tensors with each create_tensor's
+                              shape, every load_arch_hparams (with the file's
+                              static helpers), and the GGML_ASSERTs of the graph
+                              constructors that the hyperparameters decide
 
-Every load_arch_tensors is compiled into a small program (statements and
+load_hparams and every load_arch_hparams are compiled the same way (the
+ml.get_* readers, assignments to llama_hparams' fields, GGML_ASSERT, throw
+with its formatted message; gen_arch_table_hparams.py), and so are the
+graph constructors' hyperparameter asserts.  Every load_arch_tensors is
+compiled into a small program (statements and
 expressions, see src/arch.h) that src/arch.c runs against a GGUF file: the
 create_tensor calls in order with their tensor, suffix, layer argument and
 flags; if/else, for loops and a switch; int locals (flags, is_mtp, ...);
@@ -300,6 +311,7 @@ class Program:
         self.hp = hpx.HparamsModel(src.root)
         self.mode = "loader"
         self.shapes, self.shape_index = [], {}
+        self.graph_failed = []
 
     def shape(self, dims):
         if dims not in self.shape_index:
@@ -663,6 +675,8 @@ class Compiler(hpx.HparamsMixin):
             return self.block(Env(env), s[1], ctx)
         if k == "empty":
             return []
+        if k == "rangefor" and self.mode == "graph":
+            return []
         if k == "throw":  # llama.cpp refuses the file here
             text, args = self.message(env, line, s[2] if len(s) > 2 else None, s[1])
             return [("fail", p.string(text), line, self.path, args)]
@@ -784,6 +798,8 @@ class Compiler(hpx.HparamsMixin):
     def expr_stmt(self, env, line, e, ctx):
         p = self.p
         k = e[0]
+        if self.mode == "graph":
+            return self.graph_stmt(env, line, e, ctx)
         if self.mode == "hparams":
             out = self.hparams_stmt(env, line, e, ctx)
             if out is not None:
@@ -853,6 +869,20 @@ class Compiler(hpx.HparamsMixin):
             if fn[0] == "name" and fn[1] in self.helpers:
                 return pre + self.inline_helper(env, line, e, ctx)
         return pre + self.expr_stmt_generic(env, line, e, ctx) if pre else None
+
+    def graph_stmt(self, env, line, e, ctx):
+        """An expression statement of a graph constructor: its GGML_ASSERTs
+        that the hyperparameters decide, and the int locals they read."""
+        k = e[0]
+        if k == "call" and e[1] == ("name", "GGML_ASSERT") and e[2]:
+            c = self.int_expr(env, e[2][0], line)
+            if has_unknown(self.p, c):
+                return []
+            return [("assert", c, self.p.string(self.assert_text(line)), line, self.path)]
+        target = self.lvalue(env, e[2], line, quiet=True) if k in ("assign", "un", "post") and len(e) > 2 else None
+        if target and target[0] == "local":
+            return self.expr_stmt_generic(env, line, e, ctx)
+        return []
 
     def expr_stmt_generic(self, env, line, e, ctx):
         mode, self.mode = self.mode, "generic"
@@ -1240,13 +1270,168 @@ def build(root):
     functions.append(gfn)
 
     hp_of_class = build_hparams(src, prog, functions, members)
+    graph_of_class = build_graph_checks(src, prog, functions, members)
     archs = []
     for arch in sorted(src.arch_class, key=lambda a: src.arch_enum[a]):
         cls = src.arch_class[arch]
         path, _, _, defining = src.loader_of(cls)
         archs.append((src.arch_names[arch], arch, src.arch_enum[arch], fn_of_class[defining],
-                      hp_of_class.get(src.hparams_class(cls), -1)))
+                      hp_of_class.get(src.hparams_class(cls), -1), graph_of_class.get(cls, -1)))
     return src, prog, functions, archs
+
+
+def arch_memory_flags(src):
+    """{LLM_ARCH_X: GM_ARCH_* flags}: llm_arch_is_recurrent / llm_arch_is_hybrid
+    (src/llama-arch.cpp), and which archs llama_model::create_memory makes
+    a memory of its own for (a case before its default:) or none at all."""
+    arch_cpp = read(src.root, "src/llama-arch.cpp")
+    flags = {}
+
+    def cases(body):
+        return re.findall(r"case\s+(LLM_ARCH_\w+)\s*:", body)
+
+    for fn, flag in (("llm_arch_is_recurrent", "GM_ARCH_RECURRENT"), ("llm_arch_is_hybrid", "GM_ARCH_HYBRID")):
+        body, _ = cx.find_function(arch_cpp, fn)
+        for a in cases(body):
+            flags.setdefault(a, []).append(flag)
+    body, _ = cx.find_function(src.model_cpp, "llama_model::create_memory")
+    head = body[:body.index("default:")]
+    pending = []
+    for m in re.finditer(r"case\s+(LLM_ARCH_\w+)\s*:|\{", head):
+        if m.group(1):
+            pending.append(m.group(1))
+            continue
+        if not pending:
+            continue
+        block = cx.balanced(head, m.start())
+        own = "GM_ARCH_NO_MEMORY" if re.fullmatch(r"\{\s*res\s*=\s*nullptr;\s*\}", block) else "GM_ARCH_OWN_MEMORY"
+        for a in pending:
+            flags.setdefault(a, []).append(own)
+        pending = []
+    return {a: " | ".join(f) for a, f in flags.items()}
+
+
+def graph_members(src):
+    """llm_graph_context's members and the expressions its constructor
+    initializes them with (src/llama-graph.cpp): n_rot is hparams.n_rot()."""
+    text = read(src.root, "src/llama-graph.cpp")
+    m = re.search(r"llm_graph_context::llm_graph_context\(const llm_graph_params & params\)\s*:(.*?)\{", text, re.S)
+    first = text.count("\n", 0, m.start(1)) + 1
+    out = {}
+    for mm in re.finditer(r"(\w+)\s*\(([^()]*(?:\([^()]*\))?[^()]*)\)\s*,?", m.group(1)):
+        line = first + m.group(1).count("\n", 0, mm.start())
+        try:
+            toks = cx.tokenize(mm.group(2), line)
+            out[mm.group(1)] = cx.Parser(toks, "src/llama-graph.cpp").parse_expr()
+        except SyntaxError:
+            continue
+    return out
+
+
+def graph_classes(src, cls):
+    """(file, constructor body, first line) of every graph class cls builds
+    for a context of its own (build_arch_graph's make_unique<...>, the MTP
+    draft's graph_mtp left out)."""
+    c = cls
+    while c and c.startswith("llama_model_") and c != "llama_model_base":
+        for path, text in src.model_files.items():
+            r = cx.find_function(text, c + "::build_arch_graph") if c + "::build_arch_graph" in text else None
+            if not r:
+                continue
+            out = []
+            for ty in sorted(set(re.findall(r"make_unique<(graph\w*)(?:<\w+>)?>", r[0]))):
+                if "mtp" in ty:
+                    continue
+                for tpath, ttext in src.model_files.items():
+                    for name in (f"{c}::{ty}::{ty}", f"{c}::{ty}<embed>::{ty}"):
+                        g = constructor_body(ttext, name) if name in ttext else None
+                        if g:
+                            out.append((tpath, g[0], g[1]))
+            return out
+        c = src.bases.get(c)
+    return []
+
+
+def constructor_body(text, qualified):
+    """(body text, first line) of a constructor's definition, past its
+    member initializer list, or None."""
+    for m in re.finditer(r"\b" + re.escape(qualified) + r"\s*\(", text):
+        j, depth = m.end() - 1, 0
+        while True:  # the parameter list
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            j += 1
+            if depth == 0:
+                break
+        rest = text[j:]
+        if not re.match(r"\s*[:{]", rest):
+            continue  # a declaration or a call
+        k, depth = j, 0
+        while text[k] != "{" or depth:  # the initializer list's parentheses
+            depth += {"(": 1, ")": -1}.get(text[k], 0)
+            k += 1
+        return cx.balanced(text, k), text.count("\n", 0, k) + 1
+    return None
+
+
+def build_graph_checks(src, prog, functions, members):
+    """The GGML_ASSERTs of each architecture's graph constructor that the
+    hyperparameters decide (n_embd_head == n_rot, ...), compiled into a
+    function per class: llama.cpp aborts on them when it builds the graph
+    of any context.  {class: function index}."""
+    gm = graph_members(src)
+    out = {}
+    for cls in sorted(set(src.arch_class.values())):
+        graphs = graph_classes(src, cls)
+        if not graphs:
+            continue
+        fn = Function(prog, cls + " graph (llm_graph_context)", graphs[0][0], graphs[0][2])
+        fn.kind = "GRAPH"
+        body = []
+        try:
+            for path, text, line in graphs:
+                env = Env()
+                for name, init in gm.items():
+                    env.set(name, ("lazy", init, Env()))
+                fn.path = path
+                comp = Compiler(prog, fn, members, {}, mode="graph")
+                body += comp.block(env, cx.parse_body(text, line, path)[1], {"target": None})
+        except (CompileError, SyntaxError) as e:
+            prog.graph_failed.append((cls, str(e)))
+            continue
+        body = prune(body)
+        if not any(s[0] in ("assert", "fail") for s in flat_kinds(body)):
+            continue
+        fn.body = body
+        out[cls] = len(functions)
+        functions.append(fn)
+    return out
+
+
+def prune(stmts):
+    """The statements without the compound ones that check nothing."""
+    out = []
+    for s in stmts:
+        if s[0] in ("if", "for"):
+            a, b = prune(s[2]), prune(s[3]) if s[0] == "if" else s[3]
+            if any(x[0] in ("assert", "fail") for x in flat_kinds(a + list(b))):
+                out.append((s[0], s[1], a, b, s[4]))
+        elif s[0] == "scope":
+            inner = prune(s[1])
+            if any(x[0] in ("assert", "fail") for x in flat_kinds(inner)):
+                out.append(("scope", inner, s[2]))
+        else:
+            out.append(s)
+    return out
+
+
+def flat_kinds(stmts):
+    for s in stmts:
+        yield s
+        if s[0] in ("if", "for"):
+            yield from flat_kinds(s[2])
+            yield from flat_kinds(s[3])
+        elif s[0] == "scope":
+            yield from flat_kinds(s[1])
 
 
 def static_helpers(src, path):
@@ -1467,8 +1652,9 @@ def emit(root, out_path):
     w.append("")
     w.append(f"const uint32_t gm_arch_n_defs = {len(archs)};")
     w.append("const gm_arch_def gm_arch_defs[] = { /* llama_model_mapping, src/llama-model.cpp */")
-    for name, enum, value, fn, hfn in sorted(archs, key=lambda a: a[0]):
-        w.append(f'    {{"{name}", {value}, {fn}, {hfn}}}, /* {enum} */')
+    mem = arch_memory_flags(src)
+    for name, enum, value, fn, hfn, gfn in sorted(archs, key=lambda a: a[0]):
+        w.append(f'    {{"{name}", {value}, {fn}, {hfn}, {gfn}, {mem.get(enum, 0)}}}, /* {enum} */')
     w.append("};")
     w.append("")
     w.append("/* The shapes create_tensor asks for (check_tensor_dims): dimension count, expressions. */")
@@ -1533,6 +1719,7 @@ def source_commit(root):
 
 
 INPUTS = ["src/llama-arch.h", "src/llama-arch.cpp", "ggml/include/ggml.h", "src/llama-model.cpp", "src/llama-model.h",
+          "src/llama-graph.cpp",
           "src/llama-model-loader.h", "src/llama-hparams.h", "include/llama.h", "src/models"]
 
 

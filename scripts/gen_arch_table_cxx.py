@@ -132,6 +132,8 @@ class Parser:
         tok = self.peek()
         if tok.kind != "id":
             return False
+        if tok.text == "std" and self.at("::", 1) and self.peek(3).text == "(":
+            return False  # std::copy(...), std::fill(...): a call
         if tok.text in _TYPE_WORDS and not (tok.text == "std" and self.at("::", 1) and
                                             self.peek(2).text in ("to_string", "max", "min", "fill")):
             return True
@@ -213,6 +215,8 @@ class Parser:
         if tok.kind == "id":
             if s == "if":
                 self.take()
+                if self.at("constexpr"):
+                    self.take()
                 self.take("(")
                 if self.looks_like_decl():
                     ty = self.parse_type()
@@ -270,6 +274,24 @@ class Parser:
                 self.take("catch")
                 self.skip_balanced("(", ")")
                 return ("try", body, self.parse_block())
+            j = 1 if s == "const" else 0
+            if self.peek(j).text == "auto" and self.peek(j + 1).text == "[":  # auto [a, b] = e;
+                self.i += j + 2
+                names = []
+                while not self.at("]"):
+                    tok = self.take()
+                    if tok.kind == "id":
+                        names.append(tok.text)
+                self.take("]")
+                self.take("=")
+                self.parse_expr()
+                self.take(";")
+                return ("decl", "auto *", [(n, None) for n in names])  # structured bindings: values not followed
+            if s == "using":  # a type alias: nothing to run
+                while not self.at(";"):
+                    self.take()
+                self.take(";")
+                return ("empty",)
             if s == "LLAMA_LOAD_LOCALS":
                 self.take()
                 self.take(";")
@@ -284,6 +306,8 @@ class Parser:
         ty = self.parse_type()
         decls = []
         while True:
+            while self.peek().text in ("*", "&"):  # T *a, *b;
+                self.take()
             name = self.take().text
             init = None
             if self.at("="):
@@ -400,6 +424,13 @@ class Parser:
         """'(' TYPE ')' followed by the start of an operand."""
         if not self.at("("):
             return False
+        if self.peek(1).kind == "id":  # (some_struct *) e
+            k = 2
+            while self.peek(k).text == "*":
+                k += 1
+            if k > 2 and self.peek(k).text == ")":
+                nxt = self.peek(k + 1)
+                return nxt.kind in ("id", "num", "str") or nxt.text == "("
         j = 1
         words = 0
         while self.peek(j).kind == "id" or self.peek(j).text in ("*", "::"):

@@ -524,7 +524,7 @@ static flow run_if(vm *m, const gm_arch_stmt *s, uint32_t at) {
     uint32_t n_then = (uint32_t)s->b, n_else = (uint32_t)s->c;
     val c = gm_vm_eval(m, s->a);
     if (gm_is_known(c)) return c.v ? run(m, at + 1, n_then) : run(m, at + 1 + n_then, n_else);
-    if (m->fn_kind == GM_FN_HPARAMS) { /* no tensors decide: whatever either way writes is unknown */
+    if (m->fn_kind != GM_FN_LOADER) { /* no tensors decide: whatever either way writes is unknown */
         gm_hp_forget(m, at + 1, n_then + n_else);
         return FLOW_NEXT;
     }
@@ -554,7 +554,7 @@ static flow run_for(vm *m, const gm_arch_stmt *s, uint32_t at) {
     for (int64_t iter = 0;; iter++) {
         val c = gm_vm_eval(m, s->a);
         if (gm_is_known(c) && !c.v) break;
-        if (!gm_is_known(c) && m->fn_kind == GM_FN_HPARAMS) {
+        if (!gm_is_known(c) && m->fn_kind != GM_FN_LOADER) {
             gm_hp_forget(m, at + 1, n_body + n_step);
             break;
         }
@@ -637,7 +637,8 @@ static flow run_one(vm *m, uint32_t at) {
         char w[256];
         val c = gm_vm_eval(m, s->a);
         if (m->dry || !gm_is_known(c) || c.v) return FLOW_NEXT;
-        return gm_vm_refuse(m, "llama.cpp aborts loading the model: GGML_ASSERT(%s) failed (%s)",
+        return gm_vm_refuse(m, "llama.cpp aborts %s: GGML_ASSERT(%s) failed (%s)",
+                            m->fn_kind == GM_FN_GRAPH ? "creating any context" : "loading the model",
                             gm_arch_strings[s->b], gm_vm_where(s, w, sizeof w));
     }
     case GM_AS_GETKEY: return m->dry ? FLOW_NEXT : gm_hp_getkey(m, s);
@@ -753,6 +754,34 @@ static int load_hparams(vm *m) {
     return rc;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Creating a context                                                        */
+/* ------------------------------------------------------------------------ */
+
+static void refuse_context(vm *m, const char *assertion, const char *where) {
+    gm_vm_refuse(m, "llama.cpp aborts creating any context: GGML_ASSERT(%s) failed (%s)", assertion, where);
+}
+
+/* llama_model::create_memory (llama-model.cpp:2274-2760) asserts what the
+ * hyperparameters alone decide, for every context: a KV cache (the
+ * default branch, neither recurrent nor hybrid) wants SWA layers exactly
+ * when it has an SWA type (:2685, :2735), and gemma3n / gemma4's layers
+ * without a cache of their own read those of two earlier layers (the
+ * reuse callback, :2660, called for every layer).  Unknown values decide
+ * nothing. */
+static void check_memory(vm *m) {
+    if (m->def->memory & (GM_ARCH_RECURRENT | GM_ARCH_HYBRID | GM_ARCH_OWN_MEMORY | GM_ARCH_NO_MEMORY)) return;
+    int64_t swa_type, from;
+    val any = gm_hp_method_named(m, "is_swa_any", gm_known(0));
+    if (gm_hp_get(m->hp, "swa_type", 0, &swa_type) && gm_is_known(any)) {
+        if (swa_type != 0 && !any.v) refuse_context(m, "hparams.is_swa_any()", "src/llama-model.cpp:2685");
+        if (swa_type == 0 && any.v) refuse_context(m, "!hparams.is_swa_any()", "src/llama-model.cpp:2735");
+    }
+    const bool shares = strcmp(m->def->name, "gemma3n") == 0 || strcmp(m->def->name, "gemma4") == 0;
+    if (shares && gm_hp_get(m->hp, "n_layer_kv_from_start", 0, &from) && (int32_t)from < 2)
+        refuse_context(m, "hparams.n_layer_kv_from_start >= 2", "src/llama-model.cpp:2660");
+}
+
 int gm_arch_load_model(const ggufmap_model *model, bool load_mtp, gm_arch_load *out, ggufmap_error *err) {
     memset(out, 0, sizeof *out);
     vm m = {.model = model, .load_mtp = load_mtp, .router_layer = -1, .out = out, .hp = &out->hp, .err = err};
@@ -772,6 +801,8 @@ int gm_arch_load_model(const ggufmap_model *model, bool load_mtp, gm_arch_load *
     }
     if (!rc) rc = run_function(&m, gm_arch_generic_pass);
     if (!rc) rc = check_counts(&m);
+    if (!rc) check_memory(&m);
+    if (!rc && m.def->graph >= 0) rc = run_function(&m, (uint32_t)m.def->graph);
     out->def = m.def;
     out->n_layer_all = m.n_layer_all;
     out->n_layer_nextn = m.n_layer_nextn;

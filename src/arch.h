@@ -108,7 +108,14 @@ typedef enum gm_gk {
     GM_GK_KEY, GM_GK_KEY_POOLING, GM_GK_KEY_OR_ARR, GM_GK_KEY_OR_ARR_SCALAR, GM_GK_ARR, GM_GK_ARR_VEC, GM_GK_ARR_N
 } gm_gk;
 
-typedef enum gm_fn_kind { GM_FN_LOADER, GM_FN_HPARAMS } gm_fn_kind;
+/* A function of the table: a load_arch_tensors (and the generic pass), a
+ * load_hparams / load_arch_hparams, or the GGML_ASSERTs of an
+ * architecture's graph constructors the hyperparameters decide. */
+typedef enum gm_fn_kind { GM_FN_LOADER, GM_FN_HPARAMS, GM_FN_GRAPH } gm_fn_kind;
+
+/* What llama_model::create_memory makes of an architecture
+ * (llm_arch_is_recurrent, llm_arch_is_hybrid, a case of its own). */
+enum { GM_ARCH_RECURRENT = 1, GM_ARCH_HYBRID = 2, GM_ARCH_OWN_MEMORY = 4, GM_ARCH_NO_MEMORY = 8 };
 
 typedef struct gm_arch_stmt {
     uint8_t kind; /* gm_as_kind */
@@ -129,6 +136,8 @@ typedef struct gm_arch_def {
     int32_t arch;      /* llm_arch value (what "arch == LLM_ARCH_X" compares) */
     int32_t func;      /* its load_arch_tensors in gm_arch_funcs */
     int32_t hparams;   /* its load_arch_hparams in gm_arch_funcs */
+    int32_t graph;     /* its graph constructors' checks in gm_arch_funcs, -1: none */
+    uint32_t memory;   /* GM_ARCH_* */
 } gm_arch_def;
 
 typedef struct gm_arch_shape {
@@ -205,7 +214,8 @@ typedef struct gm_arch_load {
     int64_t n_creations;
     gm_hp_store hp;        /* the hparams the model was loaded with */
     char refusal[768];     /* why llama.cpp refuses the model ("" when it loads it): the first
-                              failed check of load_hparams, the vocabulary or check_tensor_dims */
+                              failed check of load_hparams, the vocabulary, check_tensor_dims,
+                              or of creating any context (create_memory, the graph's asserts) */
 } gm_arch_load;
 
 /* The architecture named name (general.architecture), or NULL when

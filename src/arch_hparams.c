@@ -339,6 +339,8 @@ val gm_hp_method(vm *m, int32_t name, val arg) {
     return call_method(m, gm_arch_strings[name], arg);
 }
 
+val gm_hp_method_named(const vm *m, const char *name, val arg) { return call_method(m, name, arg); }
+
 /* set_swa_pattern / set_recr_pattern (:8-38): every n_pattern-th trunk layer
  * dense (the first with dense_first, else the last), the MTP layers not. */
 flow gm_hp_effect(vm *m, const gm_arch_stmt *s) {

@@ -81,6 +81,7 @@ int gm_hp_init(vm *m);                               /* the store with llama_hpa
 val gm_hp_value(const vm *m, int32_t field, val index);
 void gm_hp_assign(vm *m, int32_t field, val index, val v);
 val gm_hp_method(vm *m, int32_t name, val arg);      /* name: a gm_arch_strings index */
+val gm_hp_method_named(const vm *m, const char *name, val arg);
 val gm_hp_cast(val x, uint8_t ct);
 flow gm_hp_getkey(vm *m, const gm_arch_stmt *s);
 flow gm_hp_effect(vm *m, const gm_arch_stmt *s);     /* set_swa_pattern, set_recr_pattern */
