@@ -161,6 +161,12 @@ class Sources:
         macro = m.group(1).replace("\\\n", "\n")
         self.load_locals = cx.parse_body("{" + macro + "}", model_h.count("\n", 0, m.start()) + 1, "src/llama-model.h")
         body = cx.balanced(model_h, model_h.index("{", model_h.index("\nstruct llama_model {")))
+        self.arch_predicates = {}
+        for fn in ("llm_arch_is_recurrent", "llm_arch_is_hybrid", "llm_arch_is_diffusion"):
+            fn_body, _ = cx.find_function(arch_cpp, fn)
+            self.arch_predicates[fn] = re.findall(r"case\s+(LLM_ARCH_\w+)\s*:", fn_body)
+        m = re.search(r"LLAMA_ROPE_SCALING_TYPES = \{(.*?)\};", self.model_cpp, re.S)
+        self.rope_scaling_types = [(v, n) for v, n in re.findall(r"\{\s*(LLAMA_ROPE_SCALING_TYPE_\w+)\s*,\s*\"(\w+)\"\s*\}", m.group(1))]
         self.model_members = {n: t.strip() for t, n in re.findall(r"^\s+([\w:<>, ]+?)\s+(\w+)\s*(?:=[^;]*)?;", body, re.M)}
 
     def file_text(self, path):
@@ -274,7 +280,7 @@ class Sources:
 
 EXPR_KINDS = [
     "CONST", "UNKNOWN", "LOCAL", "NLAYER", "NLAYER_ALL", "NLAYER_NEXTN", "LOAD_MTP", "ARCH",
-    "HANDLE", "HTYPE", "WEIGHT", "HPF", "HPM", "VOCAB", "CAST",
+    "HANDLE", "HTYPE", "WEIGHT", "HPF", "HPM", "VOCAB", "CAST", "STRKEY",
     "NOT", "NEG", "BNOT",
     "ADD", "SUB", "MUL", "DIV", "MOD", "SHL", "SHR", "BAND", "BOR", "BXOR",
     "LAND", "LOR", "EQ", "NE", "LT", "LE", "GT", "GE", "COND",
@@ -541,6 +547,18 @@ class Compiler(hpx.HparamsMixin):
             return p.expr("VOCAB", 0 if fn[2] == "n_tokens" else 1)
         if fn == ("member", ("name", "ml"), "get_arch", False) and not args:
             return p.expr("ARCH")
+        if fn[0] == "name" and fn[1] in p.src.arch_predicates and len(args) == 1:
+            # llm_arch_is_recurrent(arch) and its siblings (src/llama-arch.cpp): a list of archs
+            a = self.int_expr(env, args[0], line)
+            c = p.const(0)
+            for arch in p.src.arch_predicates[fn[1]]:
+                c = p.expr("LOR", c, p.expr("EQ", a, p.const(p.src.arch_enum[arch])))
+            return c
+        if fn == ("name", "llama_rope_scaling_type_from_string") and len(args) == 1 and args[0][0] == "name":
+            b = env.get(args[0][1])  # the name a string key holds, or the string's initial value
+            if b and b[0] == "strkey":
+                values = {n: self.hp.enums[v] for v, n in p.src.rope_scaling_types}
+                return p.expr("STRKEY", p.string(b[1]), v=values.get(b[2], self.hp.enums["LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED"]))
         if fn[0] == "member" and fn[1] in (("name", "ml"),) and fn[2] in ("get_weight", "get_tensor_meta"):
             return self.weight_expr(env, args[0], line)
         if fn[0] == "member" and fn[2] in ("c_str", "str") and not args:
@@ -739,6 +757,8 @@ class Compiler(hpx.HparamsMixin):
             try:
                 if self.mode == "hparams" and init is None:
                     raise CompileError("a string the loader fills")
+                if init is not None and init[0] == "ctor" and len(init[1]) == 1:
+                    init = init[1][0]  # std::string s("text")
                 env.set(name, ("str", self.str_parts(env, init, line) if init else [""]))
             except CompileError:
                 if self.mode != "hparams":
@@ -780,7 +800,7 @@ class Compiler(hpx.HparamsMixin):
                 raise CompileError(f"{self.path}:{line}: cannot compile declaration of {name}")
             env.set(name, ("unknown", name))
             return []
-        if init is None or init == ("ctor",):
+        if init is None or init[0] == "ctor":
             node = p.const(0)
         else:
             node = self.int_expr(env, init, line)
@@ -829,6 +849,9 @@ class Compiler(hpx.HparamsMixin):
             if is_create(e):
                 return self.create(env, line, e, None, ctx)
             fn = e[1]
+            if fn == ("name", "GGML_ASSERT") and e[2] and self.mode == "loader":  # llama.cpp aborts when false
+                return [("assert", self.int_expr(env, e[2][0], line), p.string(self.assert_text(line)), line,
+                         self.path)]
             if fn == ("name", "GGML_ABORT"):  # llama.cpp aborts here
                 text = e[2][0][1] if e[2] and e[2][0][0] == "str" else ""
                 return [("fail", p.string(text), line, self.path)]
@@ -1039,7 +1062,7 @@ class Compiler(hpx.HparamsMixin):
         self.path = path
         inner = self.block(callee, body[1], {"target": None})
         self.path = saved
-        return pre + [("scope", inner, line)]
+        return pre + [("scope", inner, line, path)]
 
 
 def call_defaults(params, args):
@@ -1511,9 +1534,9 @@ def flatten(stmts, out, prog, path):
                            bid, xid, flags, hslot, hlayer, line, path, tensor, suffix,
                            -1 if shape is None else prog.shape(shape)))
         elif k == "set":
-            out.append(row("SET", s[1], s[2], line=s[3]))
+            out.append(row("SET", s[1], s[2], line=s[3], path=path))
         elif k == "hset":
-            out.append(row("HSET", s[1], s[2], s[3], s[4], line=s[5]))
+            out.append(row("HSET", s[1], s[2], s[3], s[4], line=s[5], path=path))
         elif k in ("return", "break", "continue"):
             out.append(row(k.upper(), line=s[1]))
         elif k == "callarch":
@@ -1525,20 +1548,20 @@ def flatten(stmts, out, prog, path):
             _, key, mode, field, local, n_expr, result, required, line, path = s
             out.append(row("GETKEY", key, mode, field, local, n_expr, result, required, line=line, path=path))
         elif k == "hpset":
-            out.append(row("HPSET", s[1], s[2], s[3], line=s[4]))
+            out.append(row("HPSET", s[1], s[2], s[3], line=s[4], path=path))
         elif k == "hpcopy":
-            out.append(row("HPCOPY", s[1], s[2], line=s[3]))
+            out.append(row("HPCOPY", s[1], s[2], line=s[3], path=path))
         elif k == "hpfill":
-            out.append(row("HPFILL", s[1], s[2], line=s[3]))
+            out.append(row("HPFILL", s[1], s[2], line=s[3], path=path))
         elif k == "hpcall":
-            out.append(row("HPCALL", s[1], s[2], s[3], line=s[4]))
+            out.append(row("HPCALL", s[1], s[2], s[3], line=s[4], path=path))
         elif k == "assert":
             out.append(row("ASSERT", s[1], s[2], line=s[3], path=s[4]))
         elif k == "scope":
             at = len(out)
             out.append(None)
-            flatten(s[1], out, prog, path)
-            out[at] = row("SCOPE", len(out) - at - 1, line=s[2])
+            flatten(s[1], out, prog, s[3] if len(s) > 3 else path)
+            out[at] = row("SCOPE", len(out) - at - 1, line=s[2], path=path)
         elif k in ("if", "for"):  # IF: then, else; FOR: body, step
             at = len(out)
             out.append(None)
@@ -1546,7 +1569,7 @@ def flatten(stmts, out, prog, path):
             n_first = len(out) - at - 1
             flatten(s[3], out, prog, path)
             n_second = len(out) - at - 1 - n_first
-            out[at] = row(k.upper(), s[1], n_first, n_second, line=s[4])
+            out[at] = row(k.upper(), s[1], n_first, n_second, line=s[4], path=path)
         else:
             raise SystemExit(f"gen_arch_table: internal: statement {k}")
 
@@ -1675,6 +1698,15 @@ def emit(root, out_path):
         w.append(f'    {{"{name}", GM_CT_{ty}, {count}, {0 if init is None else init}, {0 if init is None else 1}}},'
                  f" /* {i} */")
     w.append("};")
+    w.append("")
+    w.append("/* LLAMA_ROPE_SCALING_TYPES (src/llama-model.cpp): what llama_rope_scaling_type_from_string")
+    w.append(" * maps a name to (STRKEY; any other name is LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED). */")
+    w.append(f"const uint32_t gm_arch_n_rope_scaling = {len(src.rope_scaling_types)};")
+    w.append("const gm_arch_name_value gm_arch_rope_scaling[] = {")
+    for enum, name in src.rope_scaling_types:
+        w.append(f'    {{"{name}", {prog.hp.enums[enum]}}}, /* {enum} */')
+    w.append("};")
+    w.append(f"const int32_t gm_arch_rope_scaling_unspecified = {prog.hp.enums['LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED']};")
     w.append("")
     w.append("/* The methods of llama_hparams the table calls (src/arch.c implements them from")
     w.append(" * src/llama-hparams.cpp; tests/arch/regen.sh checks that every one is). */")

@@ -316,8 +316,14 @@ class Parser:
             elif self.at("{"):
                 init = self.parse_primary()
             elif self.at("("):
-                self.skip_balanced("(", ")")
-                init = ("ctor",)
+                self.take()
+                args = []
+                while not self.at(")"):
+                    args.append(self.parse_assign())
+                    if self.at(","):
+                        self.take()
+                self.take(")")
+                init = ("ctor", args)
             elif self.at("["):
                 self.skip_balanced("[", "]")
             elif self.at(":"):  # range-for declaration: handled by the caller

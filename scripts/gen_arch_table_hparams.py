@@ -336,6 +336,10 @@ class HparamsMixin:
         if mode == "KEY" and field >= 0 and self.hp.order[field] == "pooling_type":
             mode = "KEY_POOLING"  # get_key's enum llama_pooling_type overload: a u32, UNSPECIFIED when absent
             ty = "U32"
+        if ty == "STR" and args[1][0] == "name":  # a string the code maps later: the key it holds
+            b = env.get(args[1][1])
+            if b and b[0] == "str" and len(b[1]) == 1 and isinstance(b[1][0], str):
+                env.set(args[1][1], ("strkey", key, b[1][0]))
         return [("getkey", p.string(key), GK_MODES.index(mode) | (CTYPES.index(ty) << 8), field, local, n_expr,
                  result_slot, required, line, self.path)]
 

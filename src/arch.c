@@ -226,7 +226,9 @@ static val logical(vm *m, const gm_arch_expr *x) {
     bool is_and = x->kind == GM_AX_LAND;
     val a = gm_vm_eval(m, x->a);
     if (gm_is_known(a) && (a.v != 0) != is_and) return gm_known(!is_and);
+    m->speculative += !gm_is_known(a); /* C++ may not evaluate b at all */
     val b = gm_vm_eval(m, x->b);
+    m->speculative -= !gm_is_known(a);
     if (gm_is_known(b) && (b.v != 0) != is_and) return gm_known(!is_and);
     if (gm_is_known(a) && gm_is_known(b)) return gm_known(is_and);
     return UNKNOWN;
@@ -235,11 +237,39 @@ static val logical(vm *m, const gm_arch_expr *x) {
 static val conditional(vm *m, const gm_arch_expr *x) {
     val c = gm_vm_eval(m, x->a);
     if (gm_is_known(c)) return gm_vm_eval(m, c.v ? x->b : x->c);
+    m->speculative++; /* only one arm runs in C++ */
     val a = gm_vm_eval(m, x->b), b = gm_vm_eval(m, x->c);
+    m->speculative--;
     val r;
     r.known = a.known & b.known & ~((uint64_t)a.v ^ (uint64_t)b.v); /* the bits both arms agree on */
     r.v = (int64_t)((uint64_t)a.v & r.known);
     return r;
+}
+
+/* llama_rope_scaling_type_from_string of the string a key holds
+ * (llama-model.cpp:1028-1036); the string's initial value when absent. */
+static val rope_scaling_of(const vm *m, const gm_arch_expr *x) {
+    char key[192];
+    gm_vm_key(m, gm_arch_strings[x->a], key, sizeof key);
+    const ggufmap_kv *kv = ggufmap_model_find_kv(m->model, key);
+    const char *s;
+    uint64_t n;
+    if (!kv) return gm_known(x->v);
+    if (ggufmap_kv_string(kv, &s, &n) != GGUFMAP_OK) return UNKNOWN; /* get_key refused it */
+    for (uint32_t i = 0; i < gm_arch_n_rope_scaling; i++)
+        if (strlen(gm_arch_rope_scaling[i].name) == n && memcmp(gm_arch_rope_scaling[i].name, s, n) == 0)
+            return gm_known(gm_arch_rope_scaling[i].value);
+    return gm_known(gm_arch_rope_scaling_unspecified);
+}
+
+/* An integer division by zero is undefined in C++; on the machines
+ * llama.cpp runs on it kills the process (SIGFPE), as the oracle shows. */
+static void divided_by_zero(vm *m) {
+    char w[256];
+    if (m->dry || m->speculative || !m->cur) return;
+    gm_vm_refuse(m, "llama.cpp crashes %s: an integer division by zero (SIGFPE) (%s)",
+                 m->fn_kind == GM_FN_GRAPH ? "creating any context" : "loading the model",
+                 gm_vm_where(m->cur, w, sizeof w));
 }
 
 val gm_vm_eval(vm *m, int32_t e) {
@@ -270,6 +300,7 @@ val gm_vm_eval(vm *m, int32_t e) {
         return v >= 0 ? gm_known(v) : UNKNOWN;
     }
     case GM_AX_CAST: return gm_hp_cast(gm_vm_eval(m, x->a), (uint8_t)x->v);
+    case GM_AX_STRKEY: return rope_scaling_of(m, x);
     case GM_AX_NOT: {
         val a = gm_vm_eval(m, x->a);
         return gm_is_known(a) ? gm_known(a.v == 0) : UNKNOWN;
@@ -283,7 +314,12 @@ val gm_vm_eval(vm *m, int32_t e) {
         return bitwise((gm_ax_kind)x->kind, gm_vm_eval(m, x->a), gm_vm_eval(m, x->b));
     case GM_AX_LAND: case GM_AX_LOR: return logical(m, x);
     case GM_AX_COND: return conditional(m, x);
-    default: return arith((gm_ax_kind)x->kind, gm_vm_eval(m, x->a), gm_vm_eval(m, x->b));
+    default: {
+        val a = gm_vm_eval(m, x->a), b = gm_vm_eval(m, x->b);
+        if ((x->kind == GM_AX_DIV || x->kind == GM_AX_MOD) && gm_is_known(a) && gm_is_known(b) && b.v == 0)
+            divided_by_zero(m);
+        return arith((gm_ax_kind)x->kind, a, b);
+    }
     }
 }
 
@@ -442,7 +478,8 @@ static flow create(vm *m, const gm_arch_stmt *s, int64_t *handle) {
                     c.name);
     if (c.tensor < 0) {
         if (flag(c.flags, gm_arch_tensor_not_required, true)) return FLOW_NEXT;
-        return gm_vm_fail(m, GGUFMAP_EFORMAT, "missing tensor '%s' (%s)", c.name, gm_vm_where(s, w, sizeof w));
+        return gm_vm_fail(m, GGUFMAP_EFORMAT, "llama.cpp refuses the model: check_tensor_dims: tensor '%s' not found (%s)",
+                          c.name, gm_vm_where(s, w, sizeof w));
     }
     check_shape(m, s, &c);
     uint32_t id = (uint32_t)s->a == gm_arch_tensor_token_embd && dup ? gm_arch_tensor_output : (uint32_t)s->a;
@@ -611,6 +648,7 @@ static flow run_arch_hparams(vm *m, uint32_t at) {
 
 static flow run_one(vm *m, uint32_t at) {
     const gm_arch_stmt *s = &gm_arch_stmts[at];
+    m->cur = s;
     if (++m->steps > STEP_LIMIT)
         return gm_vm_fail(m, GGUFMAP_EFORMAT, "the '%s' loader runs more than %d steps", m->def->name, STEP_LIMIT);
     switch ((gm_as_kind)s->kind) {
@@ -686,23 +724,24 @@ static int run_function(vm *m, uint32_t func) {
     return m->status;
 }
 
-/* llama_model_loader::done_getting_tensors (llama-model-loader.cpp:1405-1420):
- * every file tensor created once.  The message names the first one not. */
+/* llama_model_loader::done_getting_tensors (llama-model-loader.cpp:1392-1402):
+ * every file tensor created once.  llama.cpp's message counts them; ours
+ * also names the first one that is not. */
 static int check_counts(vm *m) {
     int64_t n = ggufmap_model_n_tensors(m->model);
     if (m->n_created == n) return GGUFMAP_OK;
+    const char *what = m->n_created > n ? "too many tensors created" : "wrong number of tensors";
     for (int64_t i = 0; i < n; i++) {
         if (m->created[i] == 1) continue;
         const ggufmap_tensor *t = ggufmap_model_tensor(m->model, i);
         return gm_fail(m->err, GGUFMAP_EFORMAT,
-                       "tensor '%.*s' is %s by llama.cpp's '%s' loader (%s): it refuses the file (%s tensors; "
-                       "expected %lld, got %lld)",
+                       "llama.cpp refuses the model: done_getting_tensors: %s; expected %lld, got %lld (tensor "
+                       "'%.*s' is %s by llama.cpp's '%s' loader, %s)", what, (long long)n, (long long)m->n_created,
                        (int)t->name_len, t->name, m->created[i] ? "created twice" : "not used", m->def->name,
-                       gm_arch_funcs[m->def->func].where, m->n_created > n ? "too many" : "wrong number of",
-                       (long long)n, (long long)m->n_created);
+                       gm_arch_funcs[m->def->func].where);
     }
-    return gm_fail(m->err, GGUFMAP_EFORMAT, "llama.cpp's '%s' loader creates %lld tensors, the file has %lld",
-                   m->def->name, (long long)m->n_created, (long long)n);
+    return gm_fail(m->err, GGUFMAP_EFORMAT, "llama.cpp refuses the model: done_getting_tensors: %s; expected %lld, "
+                   "got %lld", what, (long long)n, (long long)m->n_created);
 }
 
 static int compare_def(const void *key, const void *elem) {
@@ -741,7 +780,7 @@ static void check_vocab(vm *m) {
                         "tokenizer.ggml.model (src/llama-vocab.cpp:1944)");
     else if (kv->type != GGUFMAP_VALUE_STRING)
         gm_vm_refuse(m, "llama.cpp refuses the model: error loading model vocabulary: key tokenizer.ggml.model has "
-                        "wrong type but expected type str (src/llama-vocab.cpp:1944)");
+                        "wrong type %s but expected type str (src/llama-vocab.cpp:1944)", gm_gguf_type_name(kv->type));
 }
 
 /* load_hparams (llama-model.cpp:1231, with the architecture's own inside),
@@ -762,6 +801,47 @@ static void refuse_context(vm *m, const char *assertion, const char *where) {
     gm_vm_refuse(m, "llama.cpp aborts creating any context: GGML_ASSERT(%s) failed (%s)", assertion, where);
 }
 
+/* llama_memory_recurrent (llama-memory-recurrent.cpp:95-123): every
+ * recurrent layer keeps r [n_embd_r] and s [n_embd_s] rows (and the PLE
+ * history); when all are empty no buffer can be allocated and llama.cpp
+ * fails the context ("failed to allocate buffer for rs cache"). */
+static void check_recurrent_state(vm *m) {
+    val r = gm_hp_method_named(m, "n_embd_r", gm_known(0)), st = gm_hp_method_named(m, "n_embd_s", gm_known(0));
+    val ple = gm_hp_method_named(m, "ple_conv_state", gm_known(0)), n = gm_hp_method_named(m, "n_layer", gm_known(0));
+    if (!gm_is_known(r) || !gm_is_known(st) || !gm_is_known(ple) || !gm_is_known(n) || r.v || st.v || ple.v) return;
+    for (int64_t il = 0; il < n.v && il < MAX_LAYERS; il++) {
+        val recr = gm_hp_method_named(m, "is_recr", gm_known(il));
+        if (gm_is_known(recr) && recr.v) {
+            gm_vm_refuse(m, "llama.cpp fails creating any context: failed to initialize the context: failed to "
+                            "allocate buffer for rs cache (the recurrent state of layer %lld is empty: n_embd_r and "
+                            "n_embd_s are 0; src/llama-memory-recurrent.cpp:121)", (long long)il);
+            return;
+        }
+    }
+}
+
+/* A KV layer's cache row is n_embd_k_gqa(il) = n_embd_head_k(il) *
+ * n_head_kv(il) wide (llama-kv-cache.cpp:240-250), while the graph stores
+ * what the layer's attn_k projection computes.  create_tensor checks attn_k
+ * against layer 0's sizes only (LLAMA_LOAD_LOCALS), so a per-layer
+ * head_count_kv that contradicts it passes the load and ggml aborts when
+ * the graph writes the cache (ggml_set_rows, ggml.c:4005). */
+static void check_kv_widths(vm *m) {
+    for (int32_t il = 0; il < m->n_layer_all - m->n_layer_nextn; il++) {
+        char name[64];
+        snprintf(name, sizeof name, "blk.%d.attn_k.weight", il);
+        int64_t t = ggufmap_model_find_tensor(m->model, name);
+        val width = gm_hp_method_named(m, "n_embd_k_gqa", gm_known(il)), kv = gm_hp_method_named(m, "has_kv", gm_known(il));
+        if (t < 0 || !gm_is_known(width) || !gm_is_known(kv) || !kv.v) continue;
+        const ggufmap_tensor *k = ggufmap_model_tensor(m->model, t);
+        if (k->ne[1] == width.v) continue;
+        gm_vm_refuse(m, "llama.cpp aborts creating any context: GGML_ASSERT(a->ne[0] == b->ne[0]) failed "
+                        "(ggml/src/ggml.c:4005, ggml_set_rows: layer %d's KV cache rows are n_embd_k_gqa = %lld "
+                        "wide, its attn_k computes %lld)", il, (long long)width.v, (long long)k->ne[1]);
+        return;
+    }
+}
+
 /* llama_model::create_memory (llama-model.cpp:2274-2760) asserts what the
  * hyperparameters alone decide, for every context: a KV cache (the
  * default branch, neither recurrent nor hybrid) wants SWA layers exactly
@@ -770,7 +850,9 @@ static void refuse_context(vm *m, const char *assertion, const char *where) {
  * reuse callback, :2660, called for every layer).  Unknown values decide
  * nothing. */
 static void check_memory(vm *m) {
+    if (m->def->memory & (GM_ARCH_RECURRENT | GM_ARCH_HYBRID)) check_recurrent_state(m);
     if (m->def->memory & (GM_ARCH_RECURRENT | GM_ARCH_HYBRID | GM_ARCH_OWN_MEMORY | GM_ARCH_NO_MEMORY)) return;
+    check_kv_widths(m);
     int64_t swa_type, from;
     val any = gm_hp_method_named(m, "is_swa_any", gm_known(0));
     if (gm_hp_get(m->hp, "swa_type", 0, &swa_type) && gm_is_known(any)) {
@@ -809,6 +891,14 @@ int gm_arch_load_model(const ggufmap_model *model, bool load_mtp, gm_arch_load *
     free(m.handles);
     free(m.created);
     free(m.mark);
+    /* llama.cpp stops at the first failure: a check that failed before the
+     * placement could not be finished is the reason given, what stopped the
+     * placement follows it */
+    if (rc == GGUFMAP_EFORMAT && out->refusal[0]) {
+        char later[sizeof err->message];
+        snprintf(later, sizeof later, "%s", err->message);
+        gm_fail(err, rc, "%s; past that: %s", out->refusal, later);
+    }
     if (rc) gm_arch_load_free(out);
     return rc;
 }

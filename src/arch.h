@@ -45,7 +45,8 @@
  *   ASSERT a=condition b=its text (GGML_ASSERT)          CALLARCH: load_arch_hparams here
  * HPF a=field b=index (-1) reads the store, HPM a=method name b=argument (-1)
  * calls a llama_hparams method, VOCAB a=0 n_tokens / 1 n_token_types, CAST
- * a=expr v=gm_ct converts as C++ does.
+ * a=expr v=gm_ct converts as C++ does, STRKEY a=key: the rope scaling type
+ * its string names (v when absent).
  * Handles (layer.wq, output, ...) are slots; a layer expression of -1 names
  * the model's own member, otherwise the layer's field.
  */
@@ -80,7 +81,7 @@ typedef struct gm_arch_tensor {
 
 typedef enum gm_ax_kind {
     GM_AX_CONST, GM_AX_UNKNOWN, GM_AX_LOCAL, GM_AX_NLAYER, GM_AX_NLAYER_ALL, GM_AX_NLAYER_NEXTN, GM_AX_LOAD_MTP,
-    GM_AX_ARCH, GM_AX_HANDLE, GM_AX_HTYPE, GM_AX_WEIGHT, GM_AX_HPF, GM_AX_HPM, GM_AX_VOCAB, GM_AX_CAST,
+    GM_AX_ARCH, GM_AX_HANDLE, GM_AX_HTYPE, GM_AX_WEIGHT, GM_AX_HPF, GM_AX_HPM, GM_AX_VOCAB, GM_AX_CAST, GM_AX_STRKEY,
     GM_AX_NOT, GM_AX_NEG, GM_AX_BNOT,
     GM_AX_ADD, GM_AX_SUB, GM_AX_MUL, GM_AX_DIV, GM_AX_MOD, GM_AX_SHL, GM_AX_SHR, GM_AX_BAND, GM_AX_BOR, GM_AX_BXOR,
     GM_AX_LAND, GM_AX_LOR, GM_AX_EQ, GM_AX_NE, GM_AX_LT, GM_AX_LE, GM_AX_GT, GM_AX_GE, GM_AX_COND
@@ -157,6 +158,13 @@ extern const uint32_t gm_arch_n_tensors, gm_arch_n_strings, gm_arch_n_handles, g
     gm_arch_n_stmts, gm_arch_n_funcs, gm_arch_n_defs, gm_arch_generic_pass, gm_arch_base_hparams, gm_arch_n_shapes,
     gm_hp_n_fields, gm_hp_n_methods;
 extern const gm_arch_shape gm_arch_shapes[];
+typedef struct gm_arch_name_value {
+    const char *name;
+    int32_t value;
+} gm_arch_name_value;
+extern const uint32_t gm_arch_n_rope_scaling;
+extern const gm_arch_name_value gm_arch_rope_scaling[];
+extern const int32_t gm_arch_rope_scaling_unspecified;
 extern const gm_hp_field gm_hp_fields[];
 extern const char *const gm_hp_methods[];
 extern const uint32_t gm_arch_tensor_token_embd, gm_arch_tensor_output;

@@ -368,7 +368,7 @@ flow gm_hp_effect(vm *m, const gm_arch_stmt *s) {
 /* ------------------------------------------------------------------------ */
 
 /* gguf_type_name (ggml/src/gguf.cpp GGUF_TYPE_NAME) */
-static const char *type_name(int32_t t) {
+const char *gm_gguf_type_name(int32_t t) {
     static const char *const NAMES[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "str", "arr", "u64",
                                         "i64", "f64"};
     return t >= 0 && t < (int32_t)(sizeof NAMES / sizeof NAMES[0]) ? NAMES[t] : "?";
@@ -427,7 +427,8 @@ static val scalar_value(const ggufmap_kv *kv, uint8_t ct) {
 /* GGUFMeta::GKV<T>::get_kv (:160-172): the key's type must be T's */
 static bool type_ok(getkey *g, int32_t want) {
     if (want < 0 || g->kv->type == want) return true;
-    thrown(g, "key %s has wrong type %s but expected type %s", g->key, type_name(g->kv->type), type_name(want));
+    thrown(g, "key %s has wrong type %s but expected type %s", g->key, gm_gguf_type_name(g->kv->type),
+           gm_gguf_type_name(want));
     return false;
 }
 
@@ -454,7 +455,7 @@ static bool elem_ok(getkey *g, bool vector) {
                          : (e == GGUFMAP_VALUE_UINT64 && g->ct == GM_CT_U64) ||
                                (e == GGUFMAP_VALUE_FLOAT32 && g->ct == GM_CT_F32) ||
                                (e == GGUFMAP_VALUE_STRING && g->ct == GM_CT_STR);
-    if (!ok) thrown(g, "%s has wrong array element type %s", g->key, type_name(e));
+    if (!ok) thrown(g, "%s has wrong array element type %s", g->key, gm_gguf_type_name(e));
     return ok;
 }
 
@@ -516,7 +517,7 @@ static bool get_arr_n(getkey *g) {
         return false;
     }
     if (g->kv->type != GGUFMAP_VALUE_ARRAY) {
-        thrown(g, "key %s has wrong type %s but expected type %s", g->key, type_name(g->kv->type), "arr");
+        thrown(g, "key %s has wrong type %s but expected type %s", g->key, gm_gguf_type_name(g->kv->type), "arr");
         return false;
     }
     set_target(g, 0, gm_known((int64_t)g->kv->count));

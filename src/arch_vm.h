@@ -60,6 +60,8 @@ typedef struct vm {
     int64_t steps;
     ggufmap_error *err;
     int status;
+    const gm_arch_stmt *cur;      /* the statement running (for messages) */
+    int speculative;              /* > 0: evaluating what C++ may not evaluate (an arm of an unknown ?:) */
 } vm;
 
 typedef enum flow { FLOW_NEXT, FLOW_BREAK, FLOW_CONTINUE, FLOW_RETURN, FLOW_ERROR } flow;
@@ -87,6 +89,7 @@ flow gm_hp_getkey(vm *m, const gm_arch_stmt *s);
 flow gm_hp_effect(vm *m, const gm_arch_stmt *s);     /* set_swa_pattern, set_recr_pattern */
 void gm_hp_forget(vm *m, uint32_t first, uint32_t n); /* what statements [first, first+n) write: unknown */
 void gm_hp_vocab(vm *m);                             /* n_vocab, n_token_types as llama_vocab::load finds them */
+const char *gm_gguf_type_name(int32_t type);         /* "u32", "str", "arr", ... as gguf.cpp names them */
 /* llama.cpp's message: the template with "{arch}" and its numbers filled in */
 void gm_hp_message(vm *m, const gm_arch_stmt *s, char *buf, size_t cap);
 

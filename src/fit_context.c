@@ -166,7 +166,8 @@ static bool auto_fa_turns_off(const ggufmap_fit *fit) {
  * pooling multiplies the last layer's n_outputs rows by a [n_tokens, n_seqs]
  * matrix, and graph_reserve rounds n_tokens up to a multiple of n_seq_max
  * after n_outputs was taken (llama-context.cpp:2492, llama-graph.cpp:3711,
- * ggml.c:3345). */
+ * ggml.c:3345); a pooling type llama.cpp does not know aborts the graph
+ * with embeddings on (build_pooling, llama-graph.cpp:3765-3768). */
 static void graph_aborts(ggufmap_fit *fit) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
@@ -177,6 +178,9 @@ static void graph_aborts(ggufmap_fit *fit) {
     else if (hp->pooling_type == 1 && fit->cp.embeddings && n_tokens % s->n_seq_max != 0)
         snprintf(fit->refusal, sizeof fit->refusal, "mean pooling over a %u-token reserve rounded up to a multiple "
                  "of -np %u: ggml asserts (ggml_can_mul_mat)", n_tokens, s->n_seq_max);
+    else if (fit->cp.embeddings && hp->pooling_type > 4) /* NONE, MEAN, CLS, LAST, RANK (llama.h) */
+        snprintf(fit->refusal, sizeof fit->refusal, "build_pooling: unknown pooling type %u (pooling_type): "
+                 "GGML_ABORT(\"unknown pooling type\") (llama-graph.cpp:3767)", hp->pooling_type);
     else
         return;
     fit->aborts = true;

@@ -4,15 +4,16 @@
  *
  * For each architecture ggufmap_architecture() lists, a model is grown from
  * nothing: block_count 2 and no tensors, then, as long as placing it fails
- * with "missing tensor 'NAME'", NAME is added (an f32 vector: shapes are not
- * the table's business).  The loader must then finish: the model placed,
- * every tensor used.  One more tensor no loader asks for must be refused,
- * named.  clip, llama.cpp's stub for llama-quantize, must be refused at
- * once (llama_model_load refuses it after its hyperparameters: the
- * placement's refusal says so).  Hyperparameter
- * keys are not written: llama.cpp would refuse these files for that, which
- * the placement reports (ggufmap_placement_refusal) without failing.  This runs the compiled program of every loader,
- * fixture or not, to the end of at least one path through it.
+ * with "check_tensor_dims: tensor 'NAME' not found", NAME is added (an f32
+ * vector).  The loader must then finish: the model placed, every tensor
+ * used.  One more tensor no loader asks for must be refused, named.  clip,
+ * llama.cpp's stub for llama-quantize, must be refused at once
+ * (llama_model_load refuses it after its hyperparameters: the placement's
+ * refusal says so).  Hyperparameter keys are not written: llama.cpp would
+ * refuse these files for that (and for the shapes), which the placement
+ * reports (ggufmap_placement_refusal) without failing.  This runs the
+ * compiled program of every loader, fixture or not, to the end of at least
+ * one path through it.
  *
  *   test_loaders DIR   (a scratch folder is made inside DIR and removed)
  */
@@ -72,10 +73,11 @@ static int grow(const char *arch, char names[][96], char *msg, size_t cap) {
     for (int n = 0; n < MAX_TENSORS; n++) {
         if (write_model(arch, names, n)) return -1;
         if (place(msg, cap) == GGUFMAP_OK) return n;
-        const char *q = strstr(msg, "missing tensor '");
-        const char *e = q ? strchr(q + 16, '\'') : NULL;
+        static const char missing[] = "check_tensor_dims: tensor '";
+        const char *q = strstr(msg, missing);
+        const char *e = q ? strstr(q + sizeof missing - 1, "' not found") : NULL;
         if (!e) return -1;
-        snprintf(names[n], 96, "%.*s", (int)(e - q - 16), q + 16);
+        snprintf(names[n], 96, "%.*s", (int)(e - q) - (int)(sizeof missing - 1), q + sizeof missing - 1);
     }
     snprintf(msg, cap, "more than %d tensors", MAX_TENSORS);
     return -1;
