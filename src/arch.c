@@ -40,6 +40,7 @@
 #define MAX_NAME 256
 #define MAX_LAYERS 512 /* LLAMA_MAX_LAYERS, src/llama-hparams.h:11 */
 #define STEP_LIMIT 50000000
+#define HPARAMS_LOOP_LIMIT (8 * MAX_LAYERS)
 
 typedef gm_probe probe;
 #define UNKNOWN GM_UNKNOWN_VAL
@@ -591,7 +592,10 @@ static flow run_for(vm *m, const gm_arch_stmt *s, uint32_t at) {
     for (int64_t iter = 0;; iter++) {
         val c = gm_vm_eval(m, s->a);
         if (gm_is_known(c) && !c.v) break;
-        if (!gm_is_known(c) && m->fn_kind != GM_FN_LOADER) {
+        /* hparams code loops over layers or short arrays: a count past that
+         * comes of a value llama.cpp has already refused (n_layer() wrapped
+         * below zero after a failed assert); what the loop writes is unknown */
+        if (m->fn_kind != GM_FN_LOADER && (!gm_is_known(c) || iter > HPARAMS_LOOP_LIMIT)) {
             gm_hp_forget(m, at + 1, n_body + n_step);
             break;
         }

@@ -173,10 +173,23 @@ static void unrunnable(gm_llm *l, int32_t t) {
 
 /* llama_context::graph_reserve: the graph for this ubatch, split and
  * allocated; the peak of each backend's buffer into size[] */
+/* A graph with a tensor beyond GM_FIT_MAX_BYTES: llama.cpp cannot allocate
+ * it (its own size_t sizes overflow first) and fails the context. */
+static bool too_big(gm_llm *l, const gm_graph *g) {
+    ggufmap_fit *fit = (ggufmap_fit *)l->fit;
+    if (!g->too_big) return false;
+    if (!fit->refusal[0])
+        snprintf(fit->refusal, sizeof fit->refusal, "failed to allocate compute buffers: a tensor of the worst-case "
+                 "graph exceeds %llu PiB at these sizes", (unsigned long long)(GM_FIT_MAX_BYTES >> 50));
+    return true;
+}
+
 static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS]) {
     const int64_t n_models = ggufmap_model_n_tensors(ggufmap_placement_model(ggufmap_plan_placement(l->fit->plan)));
     gm_graph g;
     gm_split_graph sg;
+    memset(&sg, 0, sizeof sg); /* freed even when the graph never gets split */
+    sg.unrunnable = GM_NONE;
     gm_graph_init(&g);
     l->g = &g;
     if (ub.n_tokens % ub.n_seqs != 0) ub.n_tokens = (ub.n_tokens + ub.n_seqs - 1) / ub.n_seqs * ub.n_seqs;
@@ -189,11 +202,11 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     gm_set_outputs(l);
 #ifdef GGUFMAP_GRAPH_DUMP
     int32_t *srcs = gm_graph_dump_save_srcs(&g);
-    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+    bool ok = !g.oom && !too_big(l, &g) && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
     if (ok) gm_graph_dump(&g, srcs, &sg, l->be.gpu);
     free(srcs);
 #else
-    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+    bool ok = !g.oom && !too_big(l, &g) && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
 #endif
     if (!ok && sg.unrunnable != GM_NONE) unrunnable(l, sg.unrunnable);
     gm_split_graph_free(&sg);

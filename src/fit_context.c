@@ -120,6 +120,26 @@ static void derive_sizes(ggufmap_fit *fit, ggufmap_flash_attn fa) {
     }
 }
 
+/* The constructor reserves the output buffer for n_seq_max outputs
+ * (output_reserve(params.n_seq_max), llama-context.cpp:375) and asserts
+ * that they fit n_outputs_max, which is the effective n_batch unless set
+ * (:250, :2107, :2260): -np above the batch (-b 2 -np 3, or -c 1 -np 2
+ * where n_batch is capped by n_ctx) aborts. */
+static bool outputs_refused(ggufmap_fit *fit) {
+    const ggufmap_fit_context *s = &fit->cp.sizes;
+    if (s->n_seq_max > s->n_outputs_max)
+        snprintf(fit->refusal, sizeof fit->refusal, "output_reserve: %u sequences need %u outputs, n_outputs_max is "
+                 "%u (the effective n_batch): GGML_ASSERT(n_outputs_max <= cparams.n_outputs_max) failed "
+                 "(llama-context.cpp:2260)", s->n_seq_max, s->n_seq_max, s->n_outputs_max);
+    else if (s->n_ctx == 0) /* n_ctx_seq * n_seq_max wrapped to 0 in uint32_t: a reserve of no token */
+        snprintf(fit->refusal, sizeof fit->refusal, "n_ctx %u x %u streams wraps to 0 in 32 bits: graph_reserve of "
+                 "0 tokens, GGML_ASSERT(n_outputs >= 1) failed (llama-context.cpp:2490)", s->n_ctx_seq, s->n_stream);
+    else
+        return false;
+    fit->aborts = true;
+    return true;
+}
+
 /* Flash attention "auto" is turned off after the fact when the probe graph
  * puts a layer's FLASH_ATTN_EXT on another device than the layer
  * (resolve_fused_ops, llama-context.cpp:506-560).  The scheduler gives the
@@ -217,6 +237,7 @@ void gm_fit_context(ggufmap_fit *fit) {
     if (refused_before_constructor(fit, &fa)) return;
     derive_sizes(fit, fa);
     if (fit->refusal[0]) return;
+    if (outputs_refused(fit)) return;
     if (fa == GGUFMAP_FA_AUTO && auto_fa_turns_off(fit)) cp->sizes.flash_attn = false;
     graph_aborts(fit);
 }

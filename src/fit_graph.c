@@ -9,6 +9,7 @@
  * (ggml_new_tensor_impl folds chains of views).  Data is never computed.
  */
 #include "fit_graph.h"
+#include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,19 @@ static int64_t block_size(int32_t type) {
     return t && t->block_size ? t->block_size : 1;
 }
 
+/* Whether a tensor's strides and bytes hold in 64 bits and under
+ * GM_FIT_MAX_BYTES (hostile sizes and contexts: -c 4294967040 -ub
+ * 4294967040 makes a mask of 2^64 elements). */
+static bool size_in_range(const gm_tensor *t) {
+    uint64_t bytes = type_size(t->type), rows = 1;
+    for (int i = 0; i < 4; i++)
+        if (t->ne[i] < 0) return false;
+    if (!gm_mul_ok(bytes, (uint64_t)t->ne[0] / (uint64_t)block_size(t->type), &bytes)) return false;
+    for (int i = 1; i < 4; i++)
+        if (!gm_mul_ok(rows, (uint64_t)t->ne[i], &rows)) return false;
+    return gm_mul_ok(bytes, rows, &bytes) && bytes <= GM_FIT_MAX_BYTES;
+}
+
 /* ggml_new_tensor_impl: ne beyond n_dims are 1, nb contiguous; a view
  * refers to the root of view_src. */
 static int32_t new_tensor(gm_graph *g, int32_t type, int n_dims, const int64_t *ne, int32_t view_src, uint64_t offs) {
@@ -75,6 +89,7 @@ static int32_t new_tensor(gm_graph *g, int32_t type, int n_dims, const int64_t *
     t->nb[0] = type_size(type);
     t->nb[1] = t->nb[0] * (uint64_t)(t->ne[0] / block_size(type));
     for (int i = 2; i < 4; i++) t->nb[i] = t->nb[i - 1] * (uint64_t)t->ne[i - 1];
+    if (!size_in_range(t)) g->too_big = true;
     for (int i = 0; i < GM_MAX_SRC; i++) t->src[i] = GM_NONE;
     t->view_src = view_src;
     t->view_offs = offs;

@@ -77,6 +77,7 @@ typedef struct gm_graph {
     int32_t n_nodes, n_leafs, cap_order;
     uint8_t *visited;       /* per tensor: in nodes/leafs already */
     bool oom;               /* an allocation failed: the graph is unusable */
+    bool too_big;           /* a tensor of more than GM_FIT_MAX_BYTES (or sizes that overflow) */
 } gm_graph;
 
 void gm_graph_init(gm_graph *g);
