@@ -1079,13 +1079,7 @@ def is_create(e):
 
 
 def contains_create(node):
-    if isinstance(node, tuple):
-        if node and node[0] == "call" and node[1] == ("name", "create_tensor"):
-            return True
-        return any(contains_create(x) for x in node)
-    if isinstance(node, list):
-        return any(contains_create(x) for x in node)
-    return False
+    return hpx.contains(node, is_create)
 
 
 def render(e):

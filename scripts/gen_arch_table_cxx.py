@@ -14,7 +14,7 @@ compiles the tree.
 Node shapes (tuples, first item the kind):
   statements: ('block', [stmt]), ('if', cond, then, else|None),
     ('for', init_stmt|None, cond|None, step|None, body), ('rangefor', body),
-    ('switch', expr, [(values|None, [stmt])]), ('decl', type_text, [(name, init|None)]),
+    ('switch', expr, [(values|None, [stmt])]), ('decl', type_text, [(name, init|('ctor', [args])|None)]),
     ('expr', expr), ('return', expr|None), ('break',), ('continue',),
     ('throw', message, thrown expression|None), ('try', block, catch_block), ('load_locals',), ('empty',); every statement is wrapped as (line, node).
   expressions: ('num', int), ('str', text), ('name', 'a::b'), ('un', op, e),
@@ -316,14 +316,7 @@ class Parser:
             elif self.at("{"):
                 init = self.parse_primary()
             elif self.at("("):
-                self.take()
-                args = []
-                while not self.at(")"):
-                    args.append(self.parse_assign())
-                    if self.at(","):
-                        self.take()
-                self.take(")")
-                init = ("ctor", args)
+                init = ("ctor", self.parse_args())
             elif self.at("["):
                 self.skip_balanced("[", "]")
             elif self.at(":"):  # range-for declaration: handled by the caller
@@ -468,17 +461,21 @@ class Parser:
             return ("cast", " ".join(ty), self.parse_unary())
         return self.parse_postfix(self.parse_primary())
 
+    def parse_args(self):
+        """'(' a, b, ... ')': the expressions."""
+        self.take("(")
+        args = []
+        while not self.at(")"):
+            args.append(self.parse_assign())
+            if self.at(","):
+                self.take()
+        self.take(")")
+        return args
+
     def parse_postfix(self, e):
         while True:
             if self.at("("):
-                self.take()
-                args = []
-                while not self.at(")"):
-                    args.append(self.parse_assign())
-                    if self.at(","):
-                        self.take()
-                self.take(")")
-                e = ("call", e, args)
+                e = ("call", e, self.parse_args())
             elif self.at(".") or self.at("->"):
                 arrow = self.take().text == "->"
                 e = ("member", e, self.take().text, arrow)

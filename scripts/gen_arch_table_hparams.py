@@ -172,14 +172,19 @@ def is_get_call(e):
             e[1][1] == ("name", "ml") and e[1][2] in GET_CALLS)
 
 
-def contains_get(node):
+def contains(node, pred):
+    """Does a syntax tree hold a node for which pred is true?"""
     if isinstance(node, tuple):
-        if is_get_call(node):
+        if node and pred(node):
             return True
-        return any(contains_get(x) for x in node)
+        return any(contains(x, pred) for x in node)
     if isinstance(node, list):
-        return any(contains_get(x) for x in node)
+        return any(contains(x, pred) for x in node)
     return False
+
+
+def contains_get(node):
+    return contains(node, is_get_call)
 
 
 def hparams_field_of(e):

@@ -354,8 +354,9 @@ static bool prepare(vm *m, const gm_arch_stmt *s, call *c) {
         val v = gm_vm_eval(m, e);
         if (!gm_is_known(v)) {
             char w[256];
-            if (!m->dry) gm_vm_fail(m, GGUFMAP_EFORMAT, "%s: the layer of '%s' depends on hparams the file does not give",
-                              gm_vm_where(s, w, sizeof w), t->name);
+            if (!m->dry)
+                gm_vm_fail(m, GGUFMAP_EFORMAT, "%s: the layer of '%s' depends on hparams the file does not give",
+                           gm_vm_where(s, w, sizeof w), t->name);
             return false;
         }
         args[i] = v.v;
@@ -475,18 +476,20 @@ static flow create(vm *m, const gm_arch_stmt *s, int64_t *handle) {
     }
     *handle = -1;
     if (c.bid != -1 && (c.bid < 0 || c.bid >= m->n_layer_all)) /* dev_layer.at(bid) throws */
-        return gm_vm_fail(m, GGUFMAP_EFORMAT, "%s: tensor '%s' is in a layer beyond block_count", gm_vm_where(s, w, sizeof w),
-                    c.name);
+        return gm_vm_fail(m, GGUFMAP_EFORMAT, "%s: tensor '%s' is in a layer beyond block_count",
+                          gm_vm_where(s, w, sizeof w), c.name);
     if (c.tensor < 0) {
         if (flag(c.flags, gm_arch_tensor_not_required, true)) return FLOW_NEXT;
-        return gm_vm_fail(m, GGUFMAP_EFORMAT, "llama.cpp refuses the model: check_tensor_dims: tensor '%s' not found (%s)",
+        return gm_vm_fail(m, GGUFMAP_EFORMAT,
+                          "llama.cpp refuses the model: check_tensor_dims: tensor '%s' not found (%s)",
                           c.name, gm_vm_where(s, w, sizeof w));
     }
     check_shape(m, s, &c);
     uint32_t id = (uint32_t)s->a == gm_arch_tensor_token_embd && dup ? gm_arch_tensor_output : (uint32_t)s->a;
     const gm_arch_tensor *info = &gm_arch_tensors[id];
-    if (!info->has_info) return gm_vm_fail(m, GGUFMAP_EFORMAT, "missing tensor info mapping for %s (%s)", c.name,
-                                     gm_vm_where(s, w, sizeof w));
+    if (!info->has_info)
+        return gm_vm_fail(m, GGUFMAP_EFORMAT, "missing tensor info mapping for %s (%s)", c.name,
+                          gm_vm_where(s, w, sizeof w));
     if (info->op == GM_OP_NONE || flag(c.flags, gm_arch_tensor_skip, false)) { /* "unused tensor": counted */
         count_created(m, c.tensor);
         return FLOW_NEXT;
@@ -494,7 +497,8 @@ static flow create(vm *m, const gm_arch_stmt *s, int64_t *handle) {
     bool io = info->layer == GM_LAYER_INPUT || info->layer == GM_LAYER_OUTPUT;
     if (io != (c.bid == -1)) /* GGML_ABORT, llama-model-loader.cpp:1201-1209 */
         return gm_vm_fail(m, GGUFMAP_EFORMAT, "tensor '%s' %s (llama.cpp aborts)", c.name,
-                    io ? "is an input/output tensor used with a layer number" : "is a layer tensor without a layer");
+                          io ? "is an input/output tensor used with a layer number"
+                             : "is a layer tensor without a layer");
     flow f = record(m, &c, (gm_layer)info->layer, op_for(m, s, info));
     if (f != FLOW_NEXT) return f;
     *handle = c.tensor;
@@ -835,7 +839,8 @@ static void check_kv_widths(vm *m) {
         char name[64];
         snprintf(name, sizeof name, "blk.%d.attn_k.weight", il);
         int64_t t = ggufmap_model_find_tensor(m->model, name);
-        val width = gm_hp_method_named(m, "n_embd_k_gqa", gm_known(il)), kv = gm_hp_method_named(m, "has_kv", gm_known(il));
+        val width = gm_hp_method_named(m, "n_embd_k_gqa", gm_known(il));
+        val kv = gm_hp_method_named(m, "has_kv", gm_known(il));
         if (t < 0 || !gm_is_known(width) || !gm_is_known(kv) || !kv.v) continue;
         const ggufmap_tensor *k = ggufmap_model_tensor(m->model, t);
         if (k->ne[1] == width.v) continue;

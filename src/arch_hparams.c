@@ -178,8 +178,9 @@ static val hp_n_embd_r(const vm *m) {
     if (sc.v) return u32(embd.v * (uint32_t)(sc.v - 1));
     if (kda.v) {
         val heads = per_layer(m, HP_N_HEAD, gm_known(0));
-        return gm_is_known(heads) ? u32((int64_t)(3u * (uint32_t)(conv.v > 0 ? conv.v - 1 : 3) * (uint32_t)(heads.v * kda.v)))
-                                  : GM_UNKNOWN_VAL;
+        if (!gm_is_known(heads)) return GM_UNKNOWN_VAL;
+        const uint32_t d_inner = (uint32_t)(heads.v * kda.v);
+        return u32((int64_t)(3u * (uint32_t)(conv.v > 0 ? conv.v - 1 : 3) * d_inner));
     }
     val inner = id_val(m, HP_D_INNER), group = id_val(m, HP_N_GROUP), state = id_val(m, HP_D_STATE);
     if (!KNOWN2(inner, group) || !gm_is_known(state)) return GM_UNKNOWN_VAL;
@@ -341,11 +342,15 @@ val gm_hp_method(vm *m, int32_t name, val arg) {
 
 val gm_hp_method_named(const vm *m, const char *name, val arg) { return call_method(m, name, arg); }
 
+/* The per-layer flags a pattern setter writes. */
+static enum gm_hp_id pattern_field(const char *setter) {
+    return strcmp(setter, "set_recr_pattern") == 0 ? HP_IS_RECR : HP_IS_SWA; /* else "set_swa_pattern" */
+}
+
 /* set_swa_pattern / set_recr_pattern (:8-38): every n_pattern-th trunk layer
  * dense (the first with dense_first, else the last), the MTP layers not. */
 flow gm_hp_effect(vm *m, const gm_arch_stmt *s) {
-    const char *name = gm_arch_strings[s->a];
-    enum gm_hp_id id = strcmp(name, "set_recr_pattern") == 0 ? HP_IS_RECR : HP_IS_SWA;
+    enum gm_hp_id id = pattern_field(gm_arch_strings[s->a]);
     val n = gm_vm_eval(m, s->b), dense_first = s->c >= 0 ? gm_vm_eval(m, s->c) : gm_known(0);
     val n_layer = hp_n_layer(m), all = id_val(m, HP_N_LAYER_ALL);
     int32_t f = m->hp_id[id];
@@ -570,8 +575,7 @@ void gm_hp_forget(vm *m, uint32_t first, uint32_t n) {
             if (s->f >= 0) m->locals[s->f] = GM_UNKNOWN_VAL;
             break;
         case GM_AS_HPCALL:
-            gm_hp_assign(m, m->hp_id[strcmp(gm_arch_strings[s->a], "set_recr_pattern") == 0 ? HP_IS_RECR : HP_IS_SWA],
-                         GM_UNKNOWN_VAL, GM_UNKNOWN_VAL);
+            gm_hp_assign(m, m->hp_id[pattern_field(gm_arch_strings[s->a])], GM_UNKNOWN_VAL, GM_UNKNOWN_VAL);
             break;
         case GM_AS_SET: m->locals[s->a] = GM_UNKNOWN_VAL; break;
         case GM_AS_CALLARCH: /* every field the architecture's code may write */
