@@ -599,7 +599,11 @@ static flow run_for(vm *m, const gm_arch_stmt *s, uint32_t at) {
         /* hparams code loops over layers or short arrays: a count past that
          * comes of a value llama.cpp has already refused (n_layer() wrapped
          * below zero after a failed assert); what the loop writes is unknown */
-        if (m->fn_kind != GM_FN_LOADER && (!gm_is_known(c) || iter > HPARAMS_LOOP_LIMIT)) {
+        /* and past a refusal, the loader's loops run on values llama.cpp
+         * never reaches (a count of 2^31 heads after "PLE head count ... is
+         * out of range"): what they would create is unknown */
+        const bool hparams_code = m->fn_kind != GM_FN_LOADER;
+        if ((hparams_code && !gm_is_known(c)) || ((hparams_code || m->out->refusal[0]) && iter > HPARAMS_LOOP_LIMIT)) {
             gm_hp_forget(m, at + 1, n_body + n_step);
             break;
         }

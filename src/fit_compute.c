@@ -173,10 +173,16 @@ static void unrunnable(gm_llm *l, int32_t t) {
 
 /* llama_context::graph_reserve: the graph for this ubatch, split and
  * allocated; the peak of each backend's buffer into size[] */
-/* A graph with a tensor beyond GM_FIT_MAX_BYTES: llama.cpp cannot allocate
- * it (its own size_t sizes overflow first) and fails the context. */
-static bool too_big(gm_llm *l, const gm_graph *g) {
+/* A graph whose building aborts llama.cpp (a ggml assert, a division by
+ * zero), or with a tensor beyond GM_FIT_MAX_BYTES: llama.cpp cannot
+ * allocate it (its own size_t sizes overflow first) and fails the context. */
+static bool graph_refused(gm_llm *l, const gm_graph *g) {
     ggufmap_fit *fit = (ggufmap_fit *)l->fit;
+    if (g->aborts[0]) {
+        if (!fit->refusal[0]) snprintf(fit->refusal, sizeof fit->refusal, "%s", g->aborts);
+        fit->aborts = true;
+        return true;
+    }
     if (!g->too_big) return false;
     if (!fit->refusal[0])
         snprintf(fit->refusal, sizeof fit->refusal, "failed to allocate compute buffers: a tensor of the worst-case "
@@ -197,16 +203,18 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     l->ub = ub;
     l->t_logits = l->t_embd = GM_NONE;
     for (int64_t i = 0; i < n_models; i++) l->w[i] = l->w_dup[i] = GM_NONE;
+    g.max_ctx_tensors = l->max_nodes;
     make_memory(l);
     build(l);
     gm_set_outputs(l);
+    g.max_ctx_tensors = 0; /* the scheduler's copies are in its own context */
 #ifdef GGUFMAP_GRAPH_DUMP
     int32_t *srcs = gm_graph_dump_save_srcs(&g);
-    bool ok = !g.oom && !too_big(l, &g) && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+    bool ok = !graph_refused(l, &g) && !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
     if (ok) gm_graph_dump(&g, srcs, &sg, l->be.gpu);
     free(srcs);
 #else
-    bool ok = !g.oom && !too_big(l, &g) && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+    bool ok = !graph_refused(l, &g) && !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
 #endif
     if (!ok && sg.unrunnable != GM_NONE) unrunnable(l, sg.unrunnable);
     gm_split_graph_free(&sg);
@@ -236,6 +244,22 @@ static arch_graph mtp_graph_of(const gm_hparams *hp) {
     }
 }
 
+/* llama_context::graph_max_nodes (llama-context.cpp:2365-2415) for the
+ * architectures with a graph here, no LoRA and no backend sampler: the
+ * compute context's room, in tensors (uint32_t arithmetic, as there) */
+static uint32_t graph_max_nodes(gm_arch arch, uint32_t n_tokens, int64_t n_tensors) {
+    const uint32_t nt = (uint32_t)n_tensors;
+    uint32_t a, b;
+    switch (arch) {
+    case GM_ARCH_QWEN3NEXT:
+    case GM_ARCH_QWEN35:
+    case GM_ARCH_QWEN35MOE:
+    case GM_ARCH_QWEN4EXP: a = n_tokens * 40u, b = 32u * nt; break;
+    default: a = 1024u, b = 8u * nt; break;
+    }
+    return a > b ? a : b;
+}
+
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
     /* no pooling head is modelled op for op */
     const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0;
@@ -261,6 +285,7 @@ int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
     uint64_t pp[GM_MAX_BACKENDS] = { 0 }, tg[GM_MAX_BACKENDS] = { 0 }, final[GM_MAX_BACKENDS];
     const int64_t n_tokens = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
     const int64_t np = s->n_seq_max;
+    l.max_nodes = graph_max_nodes(fit->hp->arch, (uint32_t)n_tokens, ggufmap_placement_n_instances(pl));
     const int64_t n_outputs = n_tokens < s->n_outputs_max ? n_tokens : s->n_outputs_max;
     ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp);
     ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg);

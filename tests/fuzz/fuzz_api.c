@@ -26,6 +26,7 @@
  * docs/hardening.md: the short run in ctest and the long AFL++ run.
  */
 #include <dirent.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -191,8 +192,9 @@ static uint64_t rnd(void) {
 }
 
 typedef struct spot {
-    uint32_t at;   /* byte offset of an integer value */
-    uint8_t size;  /* 1, 2, 4 or 8 */
+    uint32_t at;    /* byte offset of an integer */
+    uint8_t size;   /* 1, 2, 4 or 8 */
+    bool structure; /* an array's count or a tensor's dimension (the file rarely opens after) */
 } spot;
 
 typedef struct seed {
@@ -202,11 +204,11 @@ typedef struct seed {
     size_t n_spots;
 } seed;
 
-static void add_spot(seed *sd, uint64_t at, uint8_t size) {
+static void add_spot(seed *sd, uint64_t at, uint8_t size, bool structure) {
     spot *grown = realloc(sd->spots, (sd->n_spots + 1) * sizeof *sd->spots);
     if (!grown) return;
     sd->spots = grown;
-    sd->spots[sd->n_spots++] = (spot){(uint32_t)at, size};
+    sd->spots[sd->n_spots++] = (spot){(uint32_t)at, size, structure};
 }
 
 /* The integer values of seed's keys (scalars, array elements and counts):
@@ -225,15 +227,15 @@ static void find_spots(seed *sd, const char *path) {
         uint64_t count = kv->type == GGUFMAP_VALUE_ARRAY ? kv->count : 1;
         if (size == 0 || t == GGUFMAP_VALUE_FLOAT32 || t == GGUFMAP_VALUE_FLOAT64) continue;
         const uint64_t v = (uint64_t)(kv->value - base);
-        if (kv->type == GGUFMAP_VALUE_ARRAY) add_spot(sd, v - 8, 8); /* the element count */
-        for (uint64_t k = 0; k < count && k < 8; k++) add_spot(sd, v + k * size, (uint8_t)size);
+        if (kv->type == GGUFMAP_VALUE_ARRAY) add_spot(sd, v - 8, 8, true); /* the element count */
+        for (uint64_t k = 0; k < count && k < 8; k++) add_spot(sd, v + k * size, (uint8_t)size, false);
     }
     for (int64_t i = 0; i < ggufmap_source_n_tensors(s); i++) { /* name, n_dims u32, ne[n_dims] i64, type u32 */
         const ggufmap_tensor *t = ggufmap_source_tensor(s, i);
         const uint64_t dims = (uint64_t)((const uint8_t *)t->name - base) + t->name_len;
-        add_spot(sd, dims, 4);
-        for (uint32_t d = 0; d < t->n_dims; d++) add_spot(sd, dims + 4 + 8 * d, 8);
-        add_spot(sd, dims + 4 + 8ull * t->n_dims, 4);
+        add_spot(sd, dims, 4, true);
+        for (uint32_t d = 0; d < t->n_dims; d++) add_spot(sd, dims + 4 + 8 * d, 8, true);
+        add_spot(sd, dims + 4 + 8ull * t->n_dims, 4, true);
     }
     ggufmap_source_free(s);
 }
@@ -256,6 +258,8 @@ static size_t mutate(const seed *sd, uint8_t *m) {
         uint64_t pick = rnd() % 20;
         if (pick < 14 && sd->n_spots) { /* a hyperparameter: an interesting value, or off by a little */
             const spot *sp = &sd->spots[rnd() % sd->n_spots];
+            for (int tries = 0; sp->structure && tries < 4 && rnd() % 8; tries++) /* mostly values */
+                sp = &sd->spots[rnd() % sd->n_spots];
             uint64_t v = INTERESTING[rnd() % (sizeof INTERESTING / sizeof INTERESTING[0])];
             if (rnd() % 4 == 0) v = (uint64_t)(sd->bytes[sp->at] + (rnd() % 5) - 2);
             put(m, len, sp->at, v, sp->size);
@@ -309,7 +313,9 @@ static int run_mutants(const char *dir, unsigned long n, uint64_t seed_value, co
     int rc = 0;
     snprintf(in, sizeof in, "%s/mutant.gguf", work);
     uint8_t *m = malloc(max_len);
+    const bool trace = getenv("FUZZ_API_TRACE") != NULL; /* each input's number, before it runs */
     for (unsigned long i = 0; i < n && m; i++) {
+        if (trace) fprintf(stderr, "fuzz_api: input %lu\n", i);
         const seed *sd = &seeds[rnd() % n_seeds];
         size_t len = i < n_seeds ? (memcpy(m, seeds[i].bytes, seeds[i].n), seeds[i].n) : mutate(sd, m);
         if (spit(in, m, len)) {
