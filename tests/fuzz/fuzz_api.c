@@ -12,9 +12,13 @@
  *
  * Workload, per input: open the model as the remote commands do (header
  * only), inspect it (text and JSON), then for the CPU, a Metal device with
- * every layer and a CUDA device with one layer and -ot overrides: place it
- * (and read the refusal), plan it (text, JSON, buffer lines), fit a context
- * on it (text and JSON, and the largest context under a limit), and once
+ * every layer, a CUDA device with one layer and -ot overrides, three CUDA
+ * devices (-dev CUDA2,CUDA0,CUDA1 -ts 1,0,3, every layer: pipeline
+ * parallelism, a GPU without layers) and two with -sm none -mg 1: place it
+ * (and read the refusal), plan it (text, JSON, buffer lines; on several
+ * GPUs each one's working set against its own limit and fit's suggestions
+ * under --limit CUDA2=8M,CUDA1=32M --mem 1G), fit a context on it (text
+ * and JSON, and the largest context under the limits), and once
  * repack --dry-run (the file is grown to the size its header gives, with
  * holes, when that is at most 64 MiB).  Output goes to /dev/null: only
  * crashes, sanitizer reports and hangs matter, and they end the process.
@@ -63,8 +67,27 @@ static uint64_t data_end(const ggufmap_model *m) {
     return end;
 }
 
-/* plan and fit under one placement */
-static void plan_and_fit(const ggufmap_model *m, const ggufmap_placement_opts *po, stats *st) {
+/* Several GPUs (-dev/-ts/-sm/-mg): plan's per-GPU working set against
+ * per-GPU limits (--limit D=SIZE), and fit's suggestions (a -ts among them). */
+static void per_gpu(const ggufmap_model *m, const ggufmap_placement_opts *po, const ggufmap_plan *plan,
+                    const ggufmap_fit_opts *fo) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    uint64_t llama_bytes, planned_bytes;
+    for (uint32_t i = 0; i < ggufmap_placement_n_gpus(pl); i++)
+        ggufmap_plan_gpu_working_set(plan, i, &llama_bytes, &planned_bytes);
+    (void)ggufmap_plan_fits_limits(plan, NULL, fo->limit, fo->gpu_limits, false);
+    (void)ggufmap_plan_fits_limits(plan, NULL, 0, fo->gpu_limits, true);
+    ggufmap_plan_opts popts;
+    ggufmap_plan_opts_init(&popts);
+    ggufmap_fit_suggestion sug[8];
+    uint32_t n = 0;
+    ggufmap_error err;
+    if (ggufmap_fit_suggest(m, po, &popts, fo, sug, 8, &n, &err) != GGUFMAP_OK) n = 0;
+    for (uint32_t i = 0; i < n; i++) fprintf(devnull, "%s %d\n", sug[i].flags, sug[i].fits);
+}
+
+/* plan and fit under one placement; with multi, the per-GPU checks too */
+static void plan_and_fit(const ggufmap_model *m, const ggufmap_placement_opts *po, bool multi, stats *st) {
     ggufmap_error err;
     ggufmap_placement *pl = NULL;
     ggufmap_plan *plan = NULL;
@@ -87,6 +110,12 @@ static void plan_and_fit(const ggufmap_model *m, const ggufmap_placement_opts *p
         fo.n_ctx = 512;
         fo.n_seq_max = 2;
         fo.limit = 64ull << 20;
+        if (multi) { /* --limit CUDA2=8M,CUDA1=32M --mem 1G */
+            fo.gpu_limits[2] = 8ull << 20;
+            fo.gpu_limits[1] = 32ull << 20;
+            fo.mem = 1ull << 30;
+            per_gpu(m, po, plan, &fo);
+        }
         if (ggufmap_fit_build(plan, &fo, &fit, &err) == GGUFMAP_OK) {
             st->fitted++;
             ggufmap_fit_report_opts fr = {.json = false};
@@ -136,17 +165,34 @@ static void fuzz_one(const char *path, stats *st) {
     ggufmap_placement_opts po;
     ggufmap_placement_opts_init(&po);
     po.cpu = GGUFMAP_CPU_X86_AVX2;
-    plan_and_fit(m, &po, st);
+    plan_and_fit(m, &po, false, st);
     po.device = GGUFMAP_DEVICE_METAL;
     po.cpu = GGUFMAP_CPU_ARM64;
     po.n_gpu_layers = -1;
-    plan_and_fit(m, &po, st);
+    plan_and_fit(m, &po, false, st);
     po.device = GGUFMAP_DEVICE_CUDA;
     po.cpu = GGUFMAP_CPU_X86;
     po.n_gpu_layers = 1;
     po.overrides = cuda_ot;
     po.n_overrides = 2;
-    plan_and_fit(m, &po, st);
+    plan_and_fit(m, &po, false, st);
+    /* -dev CUDA2,CUDA0,CUDA1 -ts 1,0,3 -ngl all: a GPU without layers, pipeline parallelism */
+    ggufmap_placement_opts_init(&po);
+    po.device = GGUFMAP_DEVICE_CUDA;
+    po.cpu = GGUFMAP_CPU_X86;
+    po.n_gpus = 3;
+    po.gpus[0] = 2, po.gpus[1] = 0, po.gpus[2] = 1;
+    po.tensor_split[0] = 1, po.tensor_split[2] = 3;
+    po.n_gpu_layers = -1;
+    plan_and_fit(m, &po, true, st);
+    /* -dev CUDA0,CUDA1 -sm none -mg 1 -ngl 2 */
+    po.n_gpus = 2;
+    po.gpus[0] = 0, po.gpus[1] = 1, po.gpus[2] = 0;
+    po.tensor_split[0] = po.tensor_split[2] = 0;
+    po.split_mode = GGUFMAP_SPLIT_NONE;
+    po.main_gpu = 1;
+    po.n_gpu_layers = 2;
+    plan_and_fit(m, &po, true, st);
     uint64_t end = data_end(m);
     ggufmap_model_free(m);
     repack_dry_run(path, end, st);
