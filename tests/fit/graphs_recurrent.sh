@@ -12,7 +12,7 @@
 # and wider (n_embd 256, heads of 64, 4 layers: quantized caches need
 # heads of whole blocks), and variants where the architecture has one
 # (qwen35moe with 8 experts of which 3 used, qwen3next with more value than
-# key heads).  Cases: a named list (each rule once), then N_PER_FIXTURE
+# key heads), with quantized weights or a tied output.  Cases: a named list (each rule once), then N_PER_FIXTURE
 # (default 4) drawn per fixture with a fixed seed over -c 256 .. 256K (and
 # values not multiples of 256) x -np 1..4 x the nine cache types x flash
 # attention x -ub / -b x --swa-full / --kv-unified / -nkvo / op offload off
@@ -47,6 +47,10 @@ declare -A FIX=(
   [lfm2-w]="--arch lfm2 $WIDE"
   [rwkv7]="--arch rwkv7"
   [rwkv7-w]="--arch rwkv7 $WIDE"
+  [qwen35moe-q4]="--arch qwen35moe $WIDE --type q4_0 --tied"
+  [mamba2-tied]="--arch mamba2 --tied --layers 3"
+  [rwkv7-q8]="--arch rwkv7 $WIDE --type q8_0"
+  [nemotron_h-q4]="--arch nemotron_h $WIDE --type q4_0 --tied"
   [qwen35-nextn2]="--arch qwen35 --nextn 2"
   [qwen3next-nextn2]="--arch qwen3next --nextn 2"
   [glm4moe-nextn2]="--arch glm4moe --nextn 2"
