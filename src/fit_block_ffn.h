@@ -11,8 +11,10 @@
 #include "fit_llm.h"
 
 /* llm_ffn_op_type, the activations modelled (SiLU, GELU and ReLU gate a
- * parallel up projection with one fused GLU op; ReLU² never gates) */
-typedef enum gm_ffn_op { GM_FFN_SILU = 0, GM_FFN_GELU, GM_FFN_RELU, GM_FFN_RELU_SQR } gm_ffn_op;
+ * parallel up projection with one fused GLU op; ReLU² never gates;
+ * SWIGLU/GEGLU are the one-operand GLUs over an up projection twice as
+ * wide, phi3's, halving its rows) */
+typedef enum gm_ffn_op { GM_FFN_SILU = 0, GM_FFN_GELU, GM_FFN_RELU, GM_FFN_RELU_SQR, GM_FFN_SWIGLU, GM_FFN_GEGLU } gm_ffn_op;
 
 /* llm_ffn_gate_type: the gate reads the block's input (PAR) or the up
  * projection's output (SEQ) */

@@ -35,6 +35,17 @@ static arch_graph graph_of(const gm_hparams *hp) {
     case GM_ARCH_QWEN3: return gm_arch_qwen3moe;
     case GM_ARCH_GEMMA4: return gm_arch_gemma4;
     case GM_ARCH_QWEN4EXP: return gm_arch_qwen4exp;
+    /* graphs-dense */
+    case GM_ARCH_MISTRAL3: return gm_arch_mistral3;
+    case GM_ARCH_PHI3: return gm_arch_phi3;
+    case GM_ARCH_GRANITE: return gm_arch_granite;
+    case GM_ARCH_COMMAND_R: return gm_arch_command_r;
+    case GM_ARCH_COHERE2: return gm_arch_cohere2;
+    case GM_ARCH_OLMO2: return gm_arch_olmo2;
+    case GM_ARCH_STARCODER2: return gm_arch_starcoder2;
+    case GM_ARCH_EXAONE4: return gm_arch_exaone4;
+    case GM_ARCH_GEMMA2: return gm_arch_gemma2;
+    case GM_ARCH_GEMMA3: return gm_arch_gemma3;
     case GM_ARCH_QWEN35: return gm_arch_qwen35;
     case GM_ARCH_QWEN35MOE: return gm_arch_qwen35;
     case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next;
@@ -148,6 +159,18 @@ static void make_memory(gm_llm *l) {
 /* One reserve                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* No backend runs node t: the CPU's extra buffer type holding its weight
+ * refuses it and no GPU takes it; ggml_backend_sched_split_graph asserts
+ * (ggml-backend.cpp:1293), llama.cpp aborts creating the context. */
+static void unrunnable(gm_llm *l, int32_t t) {
+    ggufmap_fit *fit = (ggufmap_fit *)l->fit;
+    if (fit->refusal[0]) return;
+    snprintf(fit->refusal, sizeof fit->refusal, "no backend runs a node of the graph (op %d): the CPU's extra buffer "
+             "type (AMX or CPU_REPACK) that holds its weight refuses it and no GPU takes it; ggml asserts in "
+             "ggml_backend_sched_split_graph (--no-repack avoids it)", (int)l->g->t[t].op);
+    fit->aborts = true;
+}
+
 /* llama_context::graph_reserve: the graph for this ubatch, split and
  * allocated; the peak of each backend's buffer into size[] */
 static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS]) {
@@ -172,6 +195,7 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
 #else
     bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
 #endif
+    if (!ok && sg.unrunnable != GM_NONE) unrunnable(l, sg.unrunnable);
     gm_split_graph_free(&sg);
     gm_graph_free(&g);
     l->g = NULL;
@@ -227,8 +251,9 @@ int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
     const int64_t n_outputs = n_tokens < s->n_outputs_max ? n_tokens : s->n_outputs_max;
     ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp);
     ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg);
+    if (!ok && fit->refusal[0]) ok = true; /* a refusal, not an error: the context has no buffers */
     for (int b = 0; b < GM_MAX_BACKENDS; b++) final[b] = pp[b] > tg[b] ? pp[b] : tg[b];
-    if (ok) add_compute_buffers(fit, &l.be, final);
+    if (ok && !fit->refusal[0]) add_compute_buffers(fit, &l.be, final);
     free(l.w);
     free(l.w_dup);
     free(ctx_of);
