@@ -3,24 +3,26 @@
  * (src/models/mamba.cpp), the hybrids nemotron_h and nemotron_h_moe
  * (nemotron-h.cpp: every layer one of a Mamba-2 mixer, an attention or an
  * FFN), granitehybrid (granite-hybrid.cpp: Mamba-2 or attention, then an
- * FFN) and falcon-h1 (falcon-h1.cpp: attention and a Mamba-2 mixer side by
- * side in every layer, then an FFN), over fit_block_rs.c's Mamba-2 layer.
+ * FFN, granite's muP scales) and falcon-h1 (falcon-h1.cpp: attention and a
+ * Mamba-2 mixer side by side in every layer, then an FFN), over
+ * fit_block_rs.c's Mamba-2 layer.
  */
 #include "fit_arch_recurrent.h"
-#include "fit_block_ffn.h"
+#include "fit_blocks.h"
 #include "fit_block_rs.h"
 
 /* build_attn with the layer's wo and its bias (llama-graph.cpp:2851-2930) */
 static int32_t attn_out(gm_llm *l, const gm_attn_inp *inp, int32_t q, int32_t k, int32_t v, int il) {
-    int32_t cur = gm_build_attn(l, inp, gm_w(l, "blk.%d.attn_output.weight", il), q, k, v, il, false);
-    const int32_t wo_b = gm_w(l, "blk.%d.attn_output.bias", il);
-    return wo_b == GM_NONE ? cur : gm_binary(l->g, GM_OP_ADD, cur, wo_b);
+    const gm_attn_opts o = { .wo = gm_w(l, "blk.%d.attn_output.weight", il), .wo_b = gm_w(l, "blk.%d.attn_output.bias", il),
+                             .kq_b = GM_NONE, .sinks = GM_NONE };
+    return gm_build_attn_opts(l, inp, &o, q, k, v, il);
 }
 
-/* build_qkv with the layer's head counts, reshaped */
+/* build_qkv with the layer's head counts, reshaped, with the biases the
+ * model has */
 static void qkv(gm_llm *l, int32_t cur, int il, int32_t *q, int32_t *k, int32_t *v) {
     const gm_hparams *hp = l->hp;
-    gm_build_qkv(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], hp->head_v_full, q, k, v);
+    gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], true, q, k, v);
 }
 
 /* the output head: norm, the hidden state kept for MTP drafts where the
@@ -129,4 +131,48 @@ void gm_arch_falcon_h1(gm_llm *l) {
         inpL = gm_binary(g, GM_OP_ADD, cur, ffn_inp);
     }
     head(l, inpL, GM_NONE, "output_norm.weight");
+}
+
+/* ------------------------------------------------------------------------ */
+/* granitehybrid                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* llama_model_granite_hybrid::graph (granite-hybrid.cpp:120-185) and
+ * build_attention_layer (:187-210); the FFN is granite's */
+void gm_arch_granitehybrid(gm_llm *l) {
+    gm_graph *g = l->g;
+    const gm_hparams *hp = l->hp;
+    gm_rs_inp rs;
+    gm_attn_inp attn;
+    int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
+    gm_inp_mem_hybrid(l, &rs, &attn);
+    int32_t out_ids = gm_inp_out_ids(l);
+    int32_t pos = hp->no_rope ? GM_NONE : gm_inp_pos(l);
+    for (int il = 0; il < (int)hp->n_layer; il++) {
+        int32_t inpSA = inpL;
+        int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
+        if (hp->is_recr[il]) {
+            cur = gm_build_mamba2_layer(l, &rs, cur, il);
+        } else {
+            int32_t q, k, v;
+            qkv(l, cur, il, &q, &k, &v);
+            if (!hp->no_rope) {
+                const int32_t factors = gm_rope_factors(l, il);
+                q = gm_rope(g, q, pos, factors);
+                k = gm_rope(g, k, pos, factors);
+            }
+            cur = attn_out(l, &attn, q, k, v, il);
+        }
+        if (il == (int)hp->n_layer - 1) {
+            cur = gm_get_rows(g, cur, out_ids);
+            inpSA = gm_get_rows(g, inpSA, out_ids);
+        }
+        inpL = gm_build_granite_ffn(l, cur, inpSA, il);
+    }
+    int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "output_norm.weight", 0), -1);
+    l->t_embd = cur;
+    cur = gm_build_lora_mm(l, gm_w_output(l), cur);
+    if (hp->f_logit_scale != 0.0f) cur = gm_unary(g, GM_OP_SCALE, cur);
+    l->t_logits = cur;
+    gm_expand(g, cur);
 }

@@ -52,6 +52,7 @@ static arch_graph graph_of(const gm_hparams *hp) {
     case GM_ARCH_MAMBA2: return gm_arch_mamba2;
     case GM_ARCH_NEMOTRON_H: return gm_arch_nemotron_h;
     case GM_ARCH_FALCON_H1: return gm_arch_falcon_h1;
+    case GM_ARCH_GRANITEHYBRID: return gm_arch_granitehybrid;
     case GM_ARCH_LFM2: return hp->memory == GM_MEMORY_HYBRID && hp->causal ? gm_arch_lfm2 : NULL; /* no SWA pair */
     case GM_ARCH_RWKV7: return gm_arch_rwkv7;
     default: return NULL;

@@ -139,6 +139,10 @@ void gm_arch_qwen4exp(gm_llm *l);
 void gm_arch_mistral3(gm_llm *l);
 void gm_arch_phi3(gm_llm *l);
 void gm_arch_granite(gm_llm *l);
+/* granite's build_layer_ffn (granite.cpp:150-220): the residual scales
+ * around the dense or routed FFN (+ shared expert) of layer il; shared with
+ * granitehybrid (fit_arch_mamba.c) */
+int32_t gm_build_granite_ffn(gm_llm *l, int32_t cur, int32_t inpSA, int il);
 void gm_arch_command_r(gm_llm *l);
 void gm_arch_cohere2(gm_llm *l);
 void gm_arch_olmo2(gm_llm *l);

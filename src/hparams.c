@@ -421,7 +421,8 @@ static void read_qwen35(reader *r, gm_hparams *hp) {
  * heads (and, for nemotron, no FFN) */
 static void read_mamba_hybrid(reader *r, gm_hparams *hp) {
     const bool nemotron = hp->arch == GM_ARCH_NEMOTRON_H || hp->arch == GM_ARCH_NEMOTRON_H_MOE;
-    read_expert_ff(r, hp);
+    if (hp->arch == GM_ARCH_GRANITEHYBRID) read_granite(r, hp); /* granite-hybrid.cpp:3-20: granite's scales and rope switch */
+    else read_expert_ff(r, hp);
     read_ssm(r, hp);
     for (uint32_t i = 0; i < hp->n_layer; i++)
         hp->is_recr[i] = hp->n_head_kv[i] == 0 && (!nemotron || hp->n_ff[i] == 0);

@@ -43,6 +43,8 @@ declare -A FIX=(
   [nemotron_h-w]="--arch nemotron_h $WIDE"
   [falcon-h1]="--arch falcon-h1"
   [falcon-h1-w]="--arch falcon-h1 $WIDE"
+  [granitehybrid]="--arch granitehybrid"
+  [granitehybrid-w]="--arch granitehybrid $WIDE"
   [lfm2]="--arch lfm2"
   [lfm2-w]="--arch lfm2 $WIDE"
   [rwkv7]="--arch rwkv7"
@@ -94,6 +96,9 @@ named nemotron_h-nkvo nemotron_h-w -c 4096 -nkvo --device cuda -ngl 3
 named falcon-h1-nkvo-fa-off falcon-h1 -c 4096 -nkvo --device metal -ngl 2
 named falcon-h1-nkvo-output-only falcon-h1 -c 4096 -nkvo --device metal -ngl 1
 named falcon-h1-q8 falcon-h1-w -c 16384 -ctk q8_0 -ctv q8_0 --device cuda -ngl all
+named granitehybrid-fa-moves granitehybrid-w -c 4096 --device metal -ngl 2
+named granitehybrid-fa-stays granitehybrid-w -c 4096 --device metal -ngl 3
+named granitehybrid-nkvo-fa-moves granitehybrid-w -c 4096 -nkvo --device metal -ngl 3
 named lfm2-fa-moves lfm2-w -c 4096 --device cuda -ngl 2
 named lfm2-embd lfm2 -c 2048 --embedding --device metal -ngl all
 named rwkv7-state rwkv7 -c 4096 -np 3 -nkvo --device cuda -ngl all
