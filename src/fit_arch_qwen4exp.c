@@ -40,11 +40,16 @@ static int32_t conv_state_at(q4 *c, int32_t states_all, int which, int il, int32
     if (c->rows_of[il][which] == GM_NONE) c->rows_of[il][which] = gm_build_rs(c->l, &c->rs, states_all, row_total);
     int32_t state = gm_reshape_3d(g, c->rows_of[il][which], cols, channels, n_seqs);
     int32_t input = gm_concat(g, state, gm_transpose(g, x), 0);
-    const int64_t s_idx = g->t[input].ne[0] - cols > 0 ? g->t[input].ne[0] - cols : 0;
-    int32_t tail = gm_view_3d(g, input, cols, channels, n_seqs, g->t[input].nb[1], g->t[input].nb[2],
-                              (uint64_t)s_idx * 4);
-    int32_t dst = gm_view_2d(g, states_all, cols * channels, n_seqs, g->t[states_all].nb[1], 0);
-    gm_expand(g, gm_cpy(g, gm_cont(g, tail), dst));
+    /* once per rollback slot, slot s ending s tokens earlier (:1159-1179) */
+    const int64_t n_slots = 1 + (int64_t)c->l->cp->n_rs_seq, mem_size = c->l->cp->sizes.n_seq_max;
+    const uint64_t row = g->t[states_all].nb[1];
+    for (int64_t slot = 0; slot < n_slots; slot++) {
+        const int64_t s_idx = g->t[input].ne[0] - cols - slot > 0 ? g->t[input].ne[0] - cols - slot : 0;
+        int32_t tail = gm_view_3d(g, input, cols, channels, n_seqs, g->t[input].nb[1], g->t[input].nb[2],
+                                  (uint64_t)s_idx * 4);
+        int32_t dst = gm_view_2d(g, states_all, cols * channels, n_seqs, row, (uint64_t)(slot * mem_size) * row);
+        gm_expand(g, gm_cpy(g, gm_cont(g, tail), dst));
+    }
     return input;
 }
 

@@ -209,7 +209,11 @@ void gm_fit_context(ggufmap_fit *fit) {
     cp->swa_full = fit->opts.swa_full;
     cp->embeddings = fit->opts.embeddings;
     cp->causal = fit->hp->causal;
-    cp->n_rs_seq = 0;
+    /* --spec-type draft-mtp asks the target for rollback rows (common.cpp:1723,
+     * need_n_rs_seq); llama.cpp clamps them to 0 where the architecture has no
+     * partial rollback (llama-context.cpp:105-110); the draft has none
+     * (common.cpp:1311) */
+    cp->n_rs_seq = fit->opts.mtp && !fit->hp->ctx_mtp && fit->hp->rs_rollback ? fit->opts.spec_draft_n_max : 0;
     if (refused_before_constructor(fit, &fa)) return;
     derive_sizes(fit, fa);
     if (fit->refusal[0]) return;

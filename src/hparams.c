@@ -415,6 +415,7 @@ static void read_qwen35(reader *r, gm_hparams *hp) {
     read_recurrent_interval(r, hp);
     hp->attn_filter = GM_ATTN_TRUNK_NOT_RECR;
     hp->n_pos_per_embd = hp->arch == GM_ARCH_QWEN3NEXT ? 1 : 4; /* NEOX rope; qwen35*: IMROPE */
+    hp->rs_rollback = hp->arch != GM_ARCH_QWEN3NEXT;
 }
 
 /* granite-hybrid.cpp, nemotron-h.cpp: a layer is recurrent when it has no KV
@@ -427,6 +428,7 @@ static void read_mamba_hybrid(reader *r, gm_hparams *hp) {
     for (uint32_t i = 0; i < hp->n_layer; i++)
         hp->is_recr[i] = hp->n_head_kv[i] == 0 && (!nemotron || hp->n_ff[i] == 0);
     hp->attn_filter = nemotron ? GM_ATTN_NEMOTRON : GM_ATTN_NOT_RECR;
+    hp->rs_rollback = nemotron;
 }
 
 /* lfm2.cpp:7-30: short convolutions where a layer has no KV heads; with a
@@ -434,6 +436,7 @@ static void read_mamba_hybrid(reader *r, gm_hparams *hp) {
 static void read_lfm2(reader *r, gm_hparams *hp) {
     get_u32(r, "shortconv.l_cache", &hp->shortconv_l_cache, true);
     for (uint32_t il = 0; il < hp->n_layer; il++) hp->is_recr[il] = hp->n_head_kv[il] == 0;
+    hp->rs_rollback = true;
     if (read_optional_window(r, hp)) {
         hp->swa_type = GM_SWA_STANDARD;
         for (uint32_t il = 0; il < hp->n_layer; il++) hp->is_swa[il] = !hp->is_recr[il];
@@ -503,6 +506,7 @@ static void read_qwen4exp(reader *r, gm_hparams *hp) {
     if (r->status == GGUFMAP_OK) read_qwen4exp_layers(r, hp);
     hp->attn_filter = GM_ATTN_TRUNK_NOT_RECR;
     hp->n_pos_per_embd = 4; /* M-RoPE */
+    hp->rs_rollback = true;
 }
 
 /* One row per modelled architecture: its name, the memory create_memory

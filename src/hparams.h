@@ -135,6 +135,9 @@ typedef struct gm_hparams {
     /* graphs (graphs-recurrent): positions per token in inp_pos, 4 with
      * M-RoPE/IMRoPE (llama_hparams::n_pos_per_embd; 0 reads as 1) */
     uint32_t n_pos_per_embd;
+    /* llm_arch_supports_rs_rollback (llama-arch.cpp:1112-1128): the recurrent
+     * memory keeps n_rs_seq rollback rows per sequence when asked */
+    bool rs_rollback;
 } gm_hparams;
 
 /* Reads what llama.cpp reads, with its defaults.  Returns GGUFMAP_OK;

@@ -113,6 +113,11 @@ named qwen35moe-mtp-metal qwen35moe-w -c 8192 -np 2 -ub 128 --device metal -ngl 
 named qwen35moe-mtp-nkvo qwen35moe -c 4096 -nkvo --device metal -ngl 2 --mtp
 named qwen3next-mtp-q8 qwen3next-w -c 8192 -ctk q8_0 -ctv q8_0 --device cuda -ngl all --mtp
 named qwen3next-mtp-unified qwen3next -c 4096 -np 4 --kv-unified --mtp
+# --mtp on the Mamba-2 and short-conv hybrids (no MTP layers: the draft is
+# refused) still gives the target its rollback rows
+named nemotron_h-rollback nemotron_h-w -c 8192 -np 2 --device metal -ngl 2 --mtp
+named lfm2-rollback lfm2-w -c 4096 -np 3 --device cuda -ngl all --mtp
+named granitehybrid-no-rollback granitehybrid -c 4096 --mtp
 # two MTP blocks: the draft graphs that assert a single one abort (qwen35.cpp:489,
 # glm4-moe.cpp:135), hy_v3's takes them
 named qwen35-nextn2-abort qwen35-nextn2 -c 4096 --mtp

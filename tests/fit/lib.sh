@@ -37,6 +37,7 @@ to_oracle() {
       --device) out+=(--fake-gpu "$2"); shift ;;
       -ngl) out+=(--ngl "$2"); shift ;;
       --mtp) out+=(--mtp-draft) ;;
+      --spec-draft-n-max) out+=(--draft-n-max "$2"); shift ;;
       *) echo "lib.sh: no oracle spelling for '$1'" >&2; exit 2 ;;
     esac
     shift
