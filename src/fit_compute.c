@@ -161,8 +161,20 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     return ok;
 }
 
-static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const uint64_t size[GM_MAX_BACKENDS]) {
-    for (int b = 0; b < be->n; b++) {
+/* The buffers in the order llama.cpp holds them: ggml_gallocr_reserve_n
+ * (ggml-alloc.c:904-945) allocates every backend's buffer at the first
+ * (prompt) reserve in backend order and frees and re-allocates one when a
+ * later reserve needs more, so a buffer the one-token graph grew comes after
+ * those it did not. */
+static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const uint64_t pp[GM_MAX_BACKENDS],
+                                const uint64_t size[GM_MAX_BACKENDS]) {
+    int order[GM_MAX_BACKENDS], n = 0;
+    for (int b = 0; b < be->n; b++)
+        if (size[b] == pp[b]) order[n++] = b;
+    for (int b = 0; b < be->n; b++)
+        if (size[b] != pp[b]) order[n++] = b;
+    for (int i = 0; i < n; i++) {
+        const int b = order[i];
         if (size[b] == 0) continue;
         const char *buft = be->gpu && b == 0 ? gm_fit_gpu_buft(fit) : be->buft[b] == GM_BUFT_HOST ? "CUDA_Host" : "CPU";
         ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, buft, size[b]);
@@ -201,7 +213,7 @@ int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
     ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp);
     ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg);
     for (int b = 0; b < GM_MAX_BACKENDS; b++) final[b] = pp[b] > tg[b] ? pp[b] : tg[b];
-    if (ok) add_compute_buffers(fit, &l.be, final);
+    if (ok) add_compute_buffers(fit, &l.be, pp, final);
     free(l.w);
     free(l.w_dup);
     free(ctx_of);
