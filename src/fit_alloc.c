@@ -121,7 +121,7 @@ typedef struct galloc {
 
 static bool can_inplace(uint8_t op) {
     switch (op) {
-    case GM_OP_FILL: case GM_OP_SCALE: case GM_OP_ADD: case GM_OP_MUL: case GM_OP_DIV: case GM_OP_SQRT:
+    case GM_OP_FILL: case GM_OP_SCALE: case GM_OP_ADD: case GM_OP_ADD_ID: case GM_OP_MUL: case GM_OP_DIV: case GM_OP_SQRT:
     case GM_OP_UNARY: case GM_OP_ROPE: case GM_OP_RMS_NORM: case GM_OP_CLAMP: case GM_OP_SOFT_MAX:
         return true;
     default:
