@@ -75,6 +75,25 @@ int32_t gm_w_output(gm_llm *l) {
     return weight_tensor(l, ti, ctx, &l->w_dup[ti], NULL);
 }
 
+/* a tensor every layer creates with TENSOR_DUPLICATED (rope_freqs,
+ * rope_factors_*): one tensor per buffer-type context, the one in the
+ * context of layer il's device (llama-model-loader.cpp:1371-1376); a
+ * second context's copy lives in w_dup */
+int32_t gm_w_layer(gm_llm *l, const char *name, int il) {
+    const int64_t ti = find_weight(l, name, il);
+    if (ti < 0) return GM_NONE;
+    const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
+    const bool gpu = gm_fit_layer_on_gpu(l->fit, (uint32_t)il);
+    int32_t ctx = l->ctx_of[ti];
+    for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
+        const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
+        if (in->tensor != ti) continue;
+        if (in->layer == il || ggufmap_placement_context(pl, in->context)->gpu == gpu) ctx = (int32_t)in->context;
+        if (in->layer == il) break;
+    }
+    return weight_tensor(l, ti, ctx, ctx == l->ctx_of[ti] ? &l->w[ti] : &l->w_dup[ti], NULL);
+}
+
 int gm_layer_backend(const gm_llm *l, int il) {
     return l->be.gpu && gm_fit_layer_on_gpu(l->fit, (uint32_t)il) ? 0 : l->be.n - 1;
 }
@@ -108,7 +127,7 @@ int32_t gm_inp_embd(gm_llm *l, int32_t tok_embd) {
 }
 
 int32_t gm_inp_pos(gm_llm *l) {
-    const int64_t per = l->hp->arch == GM_ARCH_QWEN4EXP ? 4 : 1; /* n_pos_per_embd: 4 with M-RoPE */
+    const int64_t per = l->hp->arch == GM_ARCH_QWEN4EXP || l->hp->mrope ? 4 : 1; /* n_pos_per_embd: 4 with M-RoPE */
     return input(l, gm_new_1d(l->g, T_I32, l->ub.n_tokens * per));
 }
 
@@ -153,6 +172,19 @@ void gm_attn_inp_kv(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp) {
     inp->v_rot = rot_input(l, kv, false);
 }
 
+/* build_attn_inp_k (llama-graph.cpp:2926-2953): a cache of keys only (MLA):
+ * row indices and the mask, no V indices, no rotation */
+void gm_attn_inp_k(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp) {
+    gm_graph *g = l->g;
+    const int64_t n = l->ub.n_tokens;
+    const int64_t n_stream = l->cp->kv_unified ? 1 : l->ub.n_seqs;
+    memset(inp, 0, sizeof *inp);
+    inp->kv = kv;
+    inp->k_idxs = input(l, gm_new_1d(g, T_I64, n));
+    inp->v_idxs = inp->k_rot = inp->v_rot = GM_NONE;
+    inp->kq_mask = input(l, gm_new_4d(g, l->cp->sizes.flash_attn ? T_F16 : T_F32, kv->kv_size, n / n_stream, 1, n_stream));
+}
+
 /* build_attn_inp_kv_iswa (llama-graph.cpp:3391-3422): the base inputs, then the SWA ones */
 void gm_attn_inp_kv_iswa(gm_llm *l, gm_attn_inp *base, gm_attn_inp *swa) {
     gm_attn_inp_kv(l, &l->kv, base);
@@ -165,33 +197,70 @@ void gm_attn_inp_kv_iswa(gm_llm *l, gm_attn_inp *base, gm_attn_inp *swa) {
 
 int32_t gm_build_lora_mm(gm_llm *l, int32_t w, int32_t cur) { return gm_mul_mat(l->g, w, cur); }
 
-/* build_norm, LLM_NORM_RMS: rms_norm ("norm"), times the weight */
-int32_t gm_build_norm_rms(gm_llm *l, int32_t cur, int32_t w, int il) {
-    cur = gm_unary(l->g, GM_OP_RMS_NORM, cur);
-    if (w != GM_NONE) {
-        gm_cb_norm(l, cur, il);
-        cur = gm_binary(l->g, GM_OP_MUL, cur, w);
-    }
+/* build_norm (llama-graph.cpp:1583-1617): the norm ("norm" when it has a
+ * weight or a bias), times the weight, plus the bias */
+int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, gm_norm_type type, int il) {
+    cur = gm_unary(l->g, type == GM_NORM_LAYER ? GM_OP_NORM : GM_OP_RMS_NORM, cur);
+    if (w != GM_NONE || b != GM_NONE) gm_cb_norm(l, cur, il);
+    if (w != GM_NONE) cur = gm_binary(l->g, GM_OP_MUL, cur, w);
+    if (b != GM_NONE) cur = gm_binary(l->g, GM_OP_ADD, cur, b);
     return cur;
 }
 
-/* build_qkv's separate path (llama-graph.cpp:1633-1745): each projection
- * with its bias when the model has one, then the reshapes */
-void gm_build_qkv(gm_llm *l, int il, int32_t cur, int64_t head_k, int64_t n_head, int64_t n_head_kv, int64_t head_v,
-                  int32_t *q, int32_t *k, int32_t *v) {
+int32_t gm_build_norm_rms(gm_llm *l, int32_t cur, int32_t w, int il) {
+    return gm_build_norm(l, cur, w, GM_NONE, GM_NORM_RMS, il);
+}
+
+static uint64_t row_size(int32_t type, int64_t n) {
+    const ggufmap_type_info *t = ggufmap_type(type);
+    return (uint64_t)t->type_size * (uint64_t)(n / t->block_size);
+}
+
+/* build_qkv (llama-graph.cpp:1633-1745): the fused projection (attn_qkv and
+ * its bias, or the three separate biases concatenated) cut into views, or
+ * the separate projections with their biases; reshaped to heads, or with
+ * reshape false flat (the fused views made contiguous).  head[] and
+ * n_heads[] are Q's, K's and V's. */
+void gm_build_qkv_ex(gm_llm *l, int il, int32_t cur, const int64_t head[3], const int64_t n_heads[3], bool reshape,
+                     int32_t *q, int32_t *k, int32_t *v) {
     static const char *const w_names[3] = { "blk.%d.attn_q.weight", "blk.%d.attn_k.weight", "blk.%d.attn_v.weight" };
     static const char *const b_names[3] = { "blk.%d.attn_q.bias", "blk.%d.attn_k.bias", "blk.%d.attn_v.bias" };
     gm_graph *g = l->g;
+    const int64_t n = l->ub.n_tokens;
     int32_t *out[3] = { q, k, v };
+    const int32_t wqkv = gm_w(l, "blk.%d.attn_qkv.weight", il);
+    if (wqkv != GM_NONE) {
+        int32_t qkv = gm_build_lora_mm(l, wqkv, cur);
+        int32_t bias = gm_w(l, "blk.%d.attn_qkv.bias", il);
+        const int32_t qb = gm_w(l, b_names[0], il), kb = gm_w(l, b_names[1], il), vb = gm_w(l, b_names[2], il);
+        if (bias == GM_NONE && qb != GM_NONE && kb != GM_NONE && vb != GM_NONE)
+            bias = gm_concat(g, gm_concat(g, qb, kb, 0), vb, 0);
+        if (bias != GM_NONE) qkv = gm_binary(g, GM_OP_ADD, qkv, bias);
+        const int32_t type = g->t[qkv].type;
+        const uint64_t nb1 = g->t[qkv].nb[1];
+        uint64_t offs = 0;
+        for (int i = 0; i < 3; i++) {
+            *out[i] = reshape ? gm_view_3d(g, qkv, head[i], n_heads[i], n, row_size(type, head[i]), nb1, offs)
+                              : gm_view_2d(g, qkv, head[i] * n_heads[i], n, nb1, offs);
+            offs += row_size(type, head[i] * n_heads[i]);
+        }
+        if (!reshape)
+            for (int i = 0; i < 3; i++) *out[i] = gm_cont(g, *out[i]);
+        return;
+    }
     for (int i = 0; i < 3; i++) {
         *out[i] = gm_build_lora_mm(l, gm_w(l, w_names[i], il), cur);
         const int32_t bias = gm_w(l, b_names[i], il);
         if (bias != GM_NONE) *out[i] = gm_binary(g, GM_OP_ADD, *out[i], bias);
     }
-    const int64_t n = l->ub.n_tokens;
-    *q = gm_reshape_3d(g, *q, head_k, n_head, n);
-    *k = gm_reshape_3d(g, *k, head_k, n_head_kv, n);
-    *v = gm_reshape_3d(g, *v, head_v, n_head_kv, n);
+    if (reshape)
+        for (int i = 0; i < 3; i++) *out[i] = gm_reshape_3d(g, *out[i], head[i], n_heads[i], n);
+}
+
+void gm_build_qkv(gm_llm *l, int il, int32_t cur, int64_t head_k, int64_t n_head, int64_t n_head_kv, int64_t head_v,
+                  int32_t *q, int32_t *k, int32_t *v) {
+    const int64_t head[3] = { head_k, head_k, head_v }, n_heads[3] = { n_head, n_head_kv, n_head_kv };
+    gm_build_qkv_ex(l, il, cur, head, n_heads, true, q, k, v);
 }
 
 /* llama_mul_mat_hadamard (llama-impl.h:57-74) */
@@ -203,11 +272,6 @@ static int32_t mul_mat_hadamard(gm_graph *g, int32_t cur, int32_t rot) {
     int32_t r = gm_is_contiguous(g, cur) ? gm_reshape_2d(g, cur, n, elems / n) : gm_cont_2d(g, cur, n, elems / n);
     r = gm_mul_mat(g, rot, r);
     return gm_reshape_4d(g, r, ne[0], ne[1], ne[2], ne[3]);
-}
-
-static uint64_t row_size(int32_t type, int64_t n) {
-    const ggufmap_type_info *t = ggufmap_type(type);
-    return (uint64_t)t->type_size * (uint64_t)(n / t->block_size);
 }
 
 /* llama_kv_cache::cpy_k (llama-kv-cache.cpp:1318-1351) */
@@ -268,8 +332,11 @@ static int32_t get_v(gm_llm *l, const gm_kv_cache *kv, int il) {
                       row_size(type, size * n_embd_gqa), 0);
 }
 
-/* build_attn_mha (llama-graph.cpp:2602-2738) */
-static int32_t build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_mask, bool soft_cap) {
+/* build_attn_mha (llama-graph.cpp:2602-2738): flash attention unless a KQ
+ * bias asks for the explicit product; sinks on the softmax or the fused op;
+ * MLA's V decompression (v_mla) after either */
+static int32_t build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
+                              int32_t v_mla, bool soft_cap) {
     gm_graph *g = l->g;
     const bool v_trans = g->t[v].nb[1] > g->t[v].nb[2];
     const int64_t n_stream = g->t[k].ne[3];
@@ -280,11 +347,17 @@ static int32_t build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_
     k = gm_permute(g, k, 0, 2, 1, 3);
     v = gm_permute(g, v, 0, 2, 1, 3);
     int32_t cur;
-    if (l->cp->sizes.flash_attn) {
+    if (l->cp->sizes.flash_attn && kq_b == GM_NONE) {
         if (v_trans) v = gm_transpose(g, v);
         if (g->t[k].type == T_F32) k = gm_cast(g, k, T_F16);
         if (g->t[v].type == T_F32) v = gm_cast(g, v, T_F16);
-        cur = gm_flash_attn_ext(g, q, k, v, kq_mask, GM_NONE);
+        cur = gm_flash_attn_ext(g, q, k, v, kq_mask, sinks);
+        if (v_mla != GM_NONE) {
+            cur = gm_permute(g, cur, 0, 2, 1, 3);
+            cur = gm_mul_mat(g, v_mla, cur);
+            cur = gm_permute(g, cur, 0, 2, 1, 3);
+            cur = gm_cont(g, cur);
+        }
         const gm_tensor *c = &g->t[cur];
         cur = gm_reshape_2d(g, cur, c->ne[0] * c->ne[1], c->ne[2] * c->ne[3]);
     } else {
@@ -294,9 +367,11 @@ static int32_t build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_
             kq = gm_unary(g, GM_OP_UNARY, kq);
             kq = gm_unary(g, GM_OP_SCALE, kq);
         }
-        kq = gm_soft_max_ext(g, kq, kq_mask, GM_NONE);
+        if (kq_b != GM_NONE) kq = gm_binary(g, GM_OP_ADD, kq, kq_b);
+        kq = gm_soft_max_ext(g, kq, kq_mask, sinks);
         if (!v_trans) v = gm_cont(g, gm_transpose(g, v));
         int32_t kqv = gm_mul_mat(g, v, kq);
+        if (v_mla != GM_NONE) kqv = gm_mul_mat(g, v_mla, kqv);
         cur = gm_permute(g, kqv, 0, 2, 1, 3);
         const gm_tensor *c = &g->t[cur];
         cur = gm_cont_2d(g, cur, c->ne[0] * c->ne[1], c->ne[2] * c->ne[3]);
@@ -306,31 +381,56 @@ static int32_t build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_
     return cur;
 }
 
-/* build_attn with llm_graph_input_attn_kv (llama-graph.cpp:2851-2930) and
- * with llm_graph_input_attn_kv_iswa (:3089-3170, iswa: q, k, v expanded in
- * that order, and no K/V to store on a layer that reuses another's cache) */
-int32_t gm_build_attn_ex(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
-                         bool soft_cap, bool iswa) {
+/* build_attn over a cache (llama-graph.cpp:2851-2930 with
+ * llm_graph_input_attn_kv, :3089-3170 with the iswa pair, :2955-3010 with
+ * llm_graph_input_attn_k): rotate, expand q and v then k (iswa: q, k, v;
+ * k and v may be absent on a layer that reads another's cache), store K
+ * and V (K only when the cache has no V: V is then a view of K's first
+ * v->ne[0] values), attend, project with wo and its bias. */
+int32_t gm_build_attn_args(gm_llm *l, const gm_attn_inp *inp, const gm_attn_args *a, int il) {
     gm_graph *g = l->g;
+    int32_t q = a->q, k = a->k, v = a->v;
     if (inp->k_rot != GM_NONE) {
         q = mul_mat_hadamard(g, q, inp->k_rot);
         if (k != GM_NONE) k = mul_mat_hadamard(g, k, inp->k_rot);
     }
     if (inp->v_rot != GM_NONE && v != GM_NONE) v = mul_mat_hadamard(g, v, inp->v_rot);
     gm_expand(g, q);
-    if (iswa) {
+    if (a->iswa) {
         if (k != GM_NONE) gm_expand(g, k);
         if (v != GM_NONE) gm_expand(g, v);
     } else {
         gm_expand(g, v);
         gm_expand(g, k);
     }
+    const bool k_only = inp->v_idxs == GM_NONE;
     if (k != GM_NONE) gm_expand(g, cpy_k(l, inp->kv, k, inp->k_idxs, il));
-    if (v != GM_NONE) gm_expand(g, cpy_v(l, inp->kv, v, inp->v_idxs, il));
-    int32_t cur = build_attn_mha(l, q, get_k(l, inp->kv, il), get_v(l, inp->kv, il), inp->kq_mask, soft_cap);
+    if (v != GM_NONE && !k_only) gm_expand(g, cpy_v(l, inp->kv, v, inp->v_idxs, il));
+    int32_t kv_k = get_k(l, inp->kv, il), kv_v;
+    if (k_only) {
+        const gm_tensor *kt = &g->t[kv_k];
+        kv_v = gm_view_4d(g, kv_k, g->t[v].ne[0], kt->ne[1], kt->ne[2], kt->ne[3], kt->nb[1], kt->nb[2], kt->nb[3], 0);
+    } else {
+        kv_v = get_v(l, inp->kv, il);
+    }
+    int32_t cur = build_attn_mha(l, q, kv_k, kv_v, a->kq_b, inp->kq_mask, a->sinks, a->v_mla, a->soft_cap);
     if (inp->v_rot != GM_NONE) cur = mul_mat_hadamard(g, cur, inp->v_rot);
-    if (wo != GM_NONE) cur = gm_build_lora_mm(l, wo, cur);
+    if (a->wo != GM_NONE) cur = gm_build_lora_mm(l, a->wo, cur);
+    if (a->wo_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, a->wo_b);
     return cur;
+}
+
+int32_t gm_cache_cpy_k(gm_llm *l, const gm_kv_cache *kv, int32_t k_cur, int32_t k_idxs, int il) {
+    return cpy_k(l, kv, k_cur, k_idxs, il);
+}
+
+int32_t gm_cache_get_k(gm_llm *l, const gm_kv_cache *kv, int il) { return get_k(l, kv, il); }
+
+int32_t gm_build_attn_ex(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
+                         bool soft_cap, bool iswa) {
+    const gm_attn_args a = { .wo = wo, .wo_b = GM_NONE, .q = q, .k = k, .v = v, .kq_b = GM_NONE,
+                             .sinks = GM_NONE, .v_mla = GM_NONE, .soft_cap = soft_cap, .iswa = iswa };
+    return gm_build_attn_args(l, inp, &a, il);
 }
 
 int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
@@ -338,53 +438,76 @@ int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, 
     return gm_build_attn_ex(l, inp, wo, q, k, v, il, soft_cap, false);
 }
 
-/* build_ffn, type_gate LLM_FFN_PAR: up, gate, swiglu/geglu(gate, up), down */
-int32_t gm_build_ffn(gm_llm *l, int32_t cur, int32_t up, int32_t gate, int32_t down, bool gelu) {
-    (void)gelu; /* geglu and swiglu have the same shapes */
-    int32_t tmp = gm_build_lora_mm(l, up, cur);
-    cur = gm_build_lora_mm(l, gate, cur);
-    cur = gm_glu_split(l->g, cur, tmp);
-    return gm_build_lora_mm(l, down, cur);
+/* the activation of a parallel gate with a clamp (swiglu_clamp_*[il] > 0,
+ * build_ffn/build_moe_ffn's "limited" SwiGLU): clamp(up), clamp(silu(gate)),
+ * their product */
+int32_t gm_swiglu_limited(gm_graph *g, int32_t gate, int32_t up) {
+    up = gm_unary(g, GM_OP_CLAMP, up);
+    int32_t act = gm_unary(g, GM_OP_UNARY, gate);
+    act = gm_unary(g, GM_OP_CLAMP, act);
+    return gm_binary(g, GM_OP_MUL, act, up);
 }
 
-/* build_moe_ffn (llama-graph.cpp:1993-2360), softmax gating, separate up and gate experts */
-int32_t gm_build_moe_ffn(gm_llm *l, int32_t cur, int32_t gate_inp, int32_t up_exps, int32_t gate_exps,
-                         int32_t down_exps, int64_t n_expert, int64_t n_expert_used, bool norm_w) {
+/* build_ffn (llama-graph.cpp:1748-1947): up (+ bias), gate (+ bias) from the
+ * input (parallel) or from up (sequential), the activation (a fused GLU for
+ * a parallel gate), down (+ bias) */
+int32_t gm_build_ffn_args(gm_llm *l, int32_t cur, const gm_ffn_args *a) {
     gm_graph *g = l->g;
-    const int64_t n_embd = g->t[cur].ne[0], n = g->t[cur].ne[1];
-    int32_t logits = gm_build_lora_mm(l, gate_inp, cur);
-    int32_t probs = gm_soft_max_ext(g, logits, GM_NONE, GM_NONE);
-    int32_t selected = gm_argsort_top_k(g, probs, n_expert_used);
-    probs = gm_reshape_3d(g, probs, 1, n_expert, n);
-    int32_t weights = gm_get_rows(g, probs, selected);
-    if (norm_w) {
-        weights = gm_reshape_2d(g, weights, n_expert_used, n);
-        int32_t sum = gm_sum_rows(g, weights);
-        sum = gm_unary(g, GM_OP_CLAMP, sum);
-        weights = gm_binary(g, GM_OP_DIV, weights, sum);
-        weights = gm_reshape_3d(g, weights, 1, n_expert_used, n);
+    int32_t tmp = a->up != GM_NONE ? gm_build_lora_mm(l, a->up, cur) : cur;
+    if (a->up_b != GM_NONE) tmp = gm_binary(g, GM_OP_ADD, tmp, a->up_b);
+    bool par = a->gate != GM_NONE && !a->gate_seq;
+    if (a->gate != GM_NONE) {
+        cur = gm_build_lora_mm(l, a->gate, a->gate_seq ? tmp : cur);
+        if (a->gate_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, a->gate_b);
+    } else {
+        cur = tmp;
     }
-    gm_expand(g, weights);
-    cur = gm_reshape_3d(g, cur, n_embd, 1, n);
-    int32_t up = gm_mul_mat_id(g, up_exps, cur, selected);
-    cur = gm_mul_mat_id(g, gate_exps, cur, selected);
-    cur = gm_glu_split(g, cur, up);
-    int32_t experts = gm_mul_mat_id(g, down_exps, cur, selected);
-    experts = gm_binary(g, GM_OP_MUL, experts, weights);
-    gm_expand(g, experts);
-    int32_t views[256] = { 0 };
-    const int64_t used = n_expert_used < 256 ? n_expert_used : 256;
-    for (int64_t i = 0; i < used; i++) {
-        views[i] = gm_view_2d(g, experts, n_embd, n, g->t[experts].nb[2], (uint64_t)i * g->t[experts].nb[1]);
-        gm_expand(g, views[i]);
+    switch (a->op) {
+    case GM_FFN_SILU: case GM_FFN_GELU: case GM_FFN_RELU: case GM_FFN_SWIGLU_OAI:
+        if (par && a->op == GM_FFN_SILU && a->clamp > 1e-6f) cur = gm_swiglu_limited(g, cur, tmp);
+        else if (par) cur = gm_glu_split(g, cur, tmp);
+        else cur = gm_unary(g, GM_OP_UNARY, cur);
+        par = false;
+        break;
+    case GM_FFN_RELU_SQR:
+        cur = gm_unary(g, GM_OP_UNARY, cur);
+        cur = gm_unary(g, GM_OP_UNARY, cur); /* ggml_sqr: an elementwise op of the same shape */
+        break;
+    case GM_FFN_SWIGLU: case GM_FFN_GEGLU: case GM_FFN_REGLU:
+        cur = gm_glu(g, cur);
+        break;
     }
-    int32_t out = views[0];
-    for (int64_t i = 1; i < used; i++) {
-        out = gm_binary(g, GM_OP_ADD, out, views[i]);
-        gm_expand(g, out);
-    }
-    if (used == 1) out = gm_cont(g, out);
-    return out;
+    if (par) cur = gm_binary(g, GM_OP_MUL, cur, tmp);
+    if (a->down != GM_NONE) cur = gm_build_lora_mm(l, a->down, cur);
+    if (a->down_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, a->down_b);
+    return cur;
+}
+
+/* build_ffn, type_gate LLM_FFN_PAR: up, gate, swiglu/geglu(gate, up), down */
+int32_t gm_build_ffn(gm_llm *l, int32_t cur, int32_t up, int32_t gate, int32_t down, bool gelu) {
+    const gm_ffn_args a = { .up = up, .up_b = GM_NONE, .gate = gate, .gate_b = GM_NONE, .down = down,
+                            .down_b = GM_NONE, .op = gelu ? GM_FFN_GELU : GM_FFN_SILU };
+    return gm_build_ffn_args(l, cur, &a);
+}
+
+/* a layer's dense FFN by llama.cpp's names: ffn_{up,gate,down} with their
+ * biases where the model has them */
+gm_ffn_args gm_ffn_layer(gm_llm *l, int il, gm_ffn_op op) {
+    gm_ffn_args a = { .up = gm_w(l, "blk.%d.ffn_up.weight", il), .up_b = gm_w(l, "blk.%d.ffn_up.bias", il),
+                      .gate = gm_w(l, "blk.%d.ffn_gate.weight", il), .gate_b = gm_w(l, "blk.%d.ffn_gate.bias", il),
+                      .down = gm_w(l, "blk.%d.ffn_down.weight", il), .down_b = gm_w(l, "blk.%d.ffn_down.bias", il),
+                      .op = op };
+    if (il >= 0 && il < GM_MAX_LAYERS) a.clamp = l->hp->swiglu_clamp_shexp[il];
+    return a;
+}
+
+/* the shared expert's FFN: ffn_{up,gate,down}_shexp */
+gm_ffn_args gm_ffn_shexp(gm_llm *l, int il) {
+    gm_ffn_args a = { .up = gm_w(l, "blk.%d.ffn_up_shexp.weight", il), .up_b = GM_NONE,
+                      .gate = gm_w(l, "blk.%d.ffn_gate_shexp.weight", il), .gate_b = GM_NONE,
+                      .down = gm_w(l, "blk.%d.ffn_down_shexp.weight", il), .down_b = GM_NONE, .op = GM_FFN_SILU };
+    if (il >= 0 && il < GM_MAX_LAYERS) a.clamp = l->hp->swiglu_clamp_shexp[il];
+    return a;
 }
 
 /* llm_graph_result::set_outputs: logits and embeddings are graph outputs */

@@ -143,6 +143,29 @@ static bool get_bool_or_arr(reader *r, const char *suffix, bool *out, uint32_t n
     return true;
 }
 
+/* get_key_or_arr for f32: one value for every layer, or an array of exactly
+ * n f32 values */
+static void get_f32_or_arr(reader *r, const char *suffix, float *out, uint32_t n) {
+    char key[160];
+    const ggufmap_kv *kv = find_key(r, suffix, key, sizeof key);
+    if (!kv) return;
+    if (kv->type != GGUFMAP_VALUE_ARRAY) {
+        float v = 0.0f;
+        get_f32(r, suffix, &v);
+        for (uint32_t i = 0; i < n; i++) out[i] = v;
+        return;
+    }
+    if (kv->elem_type != GGUFMAP_VALUE_FLOAT32 || kv->count != n) {
+        fail_key(r, kv, key, kv->count != n ? "array length differs from block_count" : "not a f32 array");
+        return;
+    }
+    for (uint64_t i = 0; i < kv->count; i++) {
+        double v = 0;
+        ggufmap_kv_array_float(kv, i, &v);
+        out[i] = (float)v;
+    }
+}
+
 /* llama_vocab::load: tokenizer "none"/"no_vocab" sizes the vocabulary from
  * <arch>.vocab_size, every other tokenizer from tokenizer.ggml.tokens. */
 static uint32_t vocab_size(reader *r) {
@@ -179,8 +202,9 @@ static void read_shared(reader *r, gm_hparams *hp) {
     hp->n_layer = hp->n_layer_all - hp->n_layer_nextn;
     const uint32_t n = hp->n_layer_all;
     get_u32(r, "expert_count", &hp->n_expert, false);
-    uint32_t used[GM_MAX_LAYERS] = {0};
-    if (get_u32_or_arr(r, "expert_used_count", used, n, false)) hp->n_expert_used = used[0];
+    if (get_u32_or_arr(r, "expert_used_count", hp->n_expert_used_l, n, false)) hp->n_expert_used = hp->n_expert_used_l[0];
+    get_u32(r, "expert_group_count", &hp->n_expert_groups, false);
+    get_u32(r, "expert_group_used_count", &hp->n_group_used, false);
     get_u32_or_arr(r, "feed_forward_length", hp->n_ff, n, false);
     get_u32_or_arr(r, "attention.head_count", hp->n_head, n, false);
     memcpy(hp->n_head_kv, hp->n_head, sizeof hp->n_head); /* head_count_kv defaults to head_count */
@@ -200,6 +224,8 @@ static void read_shared(reader *r, gm_hparams *hp) {
     get_u32(r, "rope.dimension_count_swa", &hp->n_rot_swa, false);
     hp->n_vocab = vocab_size(r);
     hp->n_layer_kv_from_start = -1;
+    hp->n_ctx_orig_yarn = hp->n_ctx_train;
+    get_u32(r, "rope.scaling.original_context_length", &hp->n_ctx_orig_yarn, false);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -268,13 +294,30 @@ static void read_recurrent_interval(reader *r, gm_hparams *hp) {
 }
 
 /* multi-head latent attention (deepseek2.cpp:3-40): the cache holds the
- * compressed K (key_length per head) and no V when both MLA lengths are set */
+ * compressed K (key_length per head) and no V when both MLA lengths are set;
+ * q_lora_rank (required but on the lite models, which project q with one
+ * wq), kv_lora_rank, the MLA head sizes and the routing keys */
 static void read_mla(reader *r, gm_hparams *hp) {
     uint32_t k_mla = 0, v_mla = 0;
     get_u32(r, "attention.key_length_mla", &k_mla, false);
     get_u32(r, "attention.value_length_mla", &v_mla, false);
     hp->is_mla = k_mla != 0 && v_mla != 0;
+    hp->head_k_mla = k_mla ? k_mla : hp->head_k_full;
+    hp->head_v_mla = v_mla ? v_mla : hp->head_v_full;
     read_expert_ff(r, hp);
+    const bool lite = hp->arch == GM_ARCH_DEEPSEEK2 &&
+                      (hp->n_layer == 27 || hp->n_layer == 26 || (hp->n_layer == 48 && hp->n_vocab == 128256));
+    get_u32(r, "attention.q_lora_rank", &hp->n_lora_q, !lite);
+    get_u32(r, "attention.kv_lora_rank", &hp->n_lora_kv, true);
+    get_f32(r, "attention.temperature_scale", &hp->f_attn_temp_scale);
+    /* deepseek2 without expert_gating_func: softmax, sigmoid for GLM 4.7 Lite
+     * (deepseek2.cpp:22-31); deepseek32 requires the key; glm-dsa: sigmoid */
+    uint32_t gating = 1;
+    if (hp->arch == GM_ARCH_GLM_DSA || ((hp->n_layer == 47 || hp->n_layer == 48) && hp->n_vocab == 154880)) gating = 2;
+    get_f32(r, "expert_weights_scale", &hp->expert_weights_scale);
+    get_bool(r, "expert_weights_norm", &hp->expert_weights_norm);
+    get_u32(r, "expert_gating_func", &hp->expert_gating_func, hp->arch == GM_ARCH_DEEPSEEK32);
+    if (hp->expert_gating_func == 0) hp->expert_gating_func = gating;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -307,6 +350,51 @@ static void read_exaone4(reader *r, gm_hparams *hp) {
     get_u32(r, "attention.sliding_window", &hp->n_swa, false);
 }
 
+/* ------------------------------------------------------------------------ */
+/* graphs-moe: the routing and scale keys the MoE families' graphs read      */
+/* ------------------------------------------------------------------------ */
+
+/* expert_weights_scale / _norm and expert_gating_func, with the
+ * architecture's gating when the key is absent (0: none, as llama.cpp) */
+static void read_moe_routing(reader *r, gm_hparams *hp, uint32_t default_gating) {
+    read_expert_ff(r, hp);
+    get_f32(r, "expert_weights_scale", &hp->expert_weights_scale);
+    get_bool(r, "expert_weights_norm", &hp->expert_weights_norm);
+    get_u32(r, "expert_gating_func", &hp->expert_gating_func, false);
+    if (hp->expert_gating_func == 0) hp->expert_gating_func = default_gating;
+}
+
+/* glm4-moe.cpp, hy-v3.cpp: sigmoid unless the key says otherwise; glm4moe
+ * with rope sections is M-RoPE (llama_model_rope_type, llama-model.cpp:3074) */
+static void read_moe_sigmoid(reader *r, gm_hparams *hp) {
+    uint32_t sections[4] = { 0 };
+    read_moe_routing(r, hp, 2);
+    if (hp->arch == GM_ARCH_GLM4MOE && get_arr_u32(r, "rope.dimension_sections", sections, 4, false) >= 2)
+        hp->mrope = sections[0] > 0 && sections[1] > 0;
+}
+
+/* minimax-m2.cpp:3-8: only the gating function (no default) */
+static void read_minimax_m2(reader *r, gm_hparams *hp) {
+    read_expert_ff(r, hp);
+    get_u32(r, "expert_gating_func", &hp->expert_gating_func, false);
+}
+
+/* ernie4-5.cpp:8-13: MoE every interleave_moe_layer_step-th layer after the dense ones */
+static void read_ernie4_5_moe(reader *r, gm_hparams *hp) {
+    read_expert_ff(r, hp);
+    get_u32(r, "interleave_moe_layer_step", &hp->n_moe_layer_step, true);
+}
+
+/* granite.cpp / granite-moe.cpp: muP scales (logit_scale required) */
+static void read_granite(reader *r, gm_hparams *hp) {
+    char key[160];
+    read_expert_ff(r, hp);
+    if (!find_key(r, "logit_scale", key, sizeof key)) fail_key(r, NULL, key, "missing (llama.cpp requires it)");
+    get_f32(r, "logit_scale", &hp->f_logit_scale);
+    get_f32(r, "residual_scale", &hp->f_residual_scale);
+    get_f32(r, "embedding_scale", &hp->f_embedding_scale);
+}
+
 static void read_gpt_oss(reader *r, gm_hparams *hp) {
     read_expert_ff(r, hp);
     get_u32(r, "attention.sliding_window", &hp->n_swa, true);
@@ -316,7 +404,9 @@ static void read_gpt_oss(reader *r, gm_hparams *hp) {
 /* step35.cpp:3-40: the SWA layers by a required array */
 static void read_step35(reader *r, gm_hparams *hp) {
     uint32_t arr[GM_MAX_LAYERS] = {0};
-    read_expert_ff(r, hp);
+    read_moe_routing(r, hp, 2);
+    get_f32_or_arr(r, "swiglu_clamp_exp", hp->swiglu_clamp_exp, hp->n_layer_all);
+    get_f32_or_arr(r, "swiglu_clamp_shexp", hp->swiglu_clamp_shexp, hp->n_layer_all);
     get_u32(r, "attention.sliding_window", &hp->n_swa, true);
     hp->swa_type = GM_SWA_STANDARD;
     int64_t n = get_arr_u32(r, "attention.sliding_window_pattern", arr, GM_MAX_LAYERS, true);
@@ -324,7 +414,10 @@ static void read_step35(reader *r, gm_hparams *hp) {
 }
 
 static void read_cohere2moe(reader *r, gm_hparams *hp) {
-    read_expert_ff(r, hp);
+    char key[160];
+    read_moe_routing(r, hp, 2);
+    hp->layer_norm = !find_key(r, "attention.layer_norm_rms_epsilon", key, sizeof key);
+    get_f32(r, "logit_scale", &hp->f_logit_scale);
     get_u32(r, "attention.sliding_window", &hp->n_swa, true);
     get_u32(r, "leading_dense_block_count", &hp->n_layer_dense_lead, true);
     read_swa_pattern(r, hp, 4, true);
@@ -487,7 +580,7 @@ static const struct arch_row {
     { "qwen3", GM_ARCH_QWEN3, GM_MEMORY_KV, read_plain },
     { "phi3", GM_ARCH_PHI3, GM_MEMORY_KV, read_plain },       /* a window key turns SWA off (phi3.cpp:13-24) */
     { "mistral3", GM_ARCH_MISTRAL3, GM_MEMORY_KV, read_plain },
-    { "granite", GM_ARCH_GRANITE, GM_MEMORY_KV, read_plain },
+    { "granite", GM_ARCH_GRANITE, GM_MEMORY_KV, read_granite },
     { "command-r", GM_ARCH_COMMAND_R, GM_MEMORY_KV, read_plain },
     { "cohere2", GM_ARCH_COHERE2, GM_MEMORY_KV_ISWA, read_cohere2 },
     { "olmo2", GM_ARCH_OLMO2, GM_MEMORY_KV, read_olmo2_gemma3 },
@@ -498,13 +591,13 @@ static const struct arch_row {
     { "qwen2moe", GM_ARCH_QWEN2MOE, GM_MEMORY_KV, read_plain },
     { "olmoe", GM_ARCH_OLMOE, GM_MEMORY_KV, read_plain },
     { "phimoe", GM_ARCH_PHIMOE, GM_MEMORY_KV, read_plain },
-    { "ernie4_5-moe", GM_ARCH_ERNIE4_5_MOE, GM_MEMORY_KV, read_plain },
-    { "minimax-m2", GM_ARCH_MINIMAX_M2, GM_MEMORY_KV, read_plain },
-    { "granitemoe", GM_ARCH_GRANITEMOE, GM_MEMORY_KV, read_plain },
-    { "glm4moe", GM_ARCH_GLM4MOE, GM_MEMORY_KV, read_plain },
+    { "ernie4_5-moe", GM_ARCH_ERNIE4_5_MOE, GM_MEMORY_KV, read_ernie4_5_moe },
+    { "minimax-m2", GM_ARCH_MINIMAX_M2, GM_MEMORY_KV, read_minimax_m2 },
+    { "granitemoe", GM_ARCH_GRANITEMOE, GM_MEMORY_KV, read_granite },
+    { "glm4moe", GM_ARCH_GLM4MOE, GM_MEMORY_KV, read_moe_sigmoid },
     { "step35", GM_ARCH_STEP35, GM_MEMORY_KV_ISWA, read_step35 },
     { "cohere2moe", GM_ARCH_COHERE2MOE, GM_MEMORY_KV_ISWA, read_cohere2moe },
-    { "hy_v3", GM_ARCH_HY_V3, GM_MEMORY_KV, read_plain },
+    { "hy_v3", GM_ARCH_HY_V3, GM_MEMORY_KV, read_moe_sigmoid },
     { "deepseek2", GM_ARCH_DEEPSEEK2, GM_MEMORY_KV, read_mla },
     { "deepseek32", GM_ARCH_DEEPSEEK32, GM_MEMORY_KV_DSA, read_dsa },
     { "glm-dsa", GM_ARCH_GLM_DSA, GM_MEMORY_KV_DSA, read_dsa },
