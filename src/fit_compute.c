@@ -33,6 +33,20 @@ static arch_graph graph_of(gm_arch a) {
     case GM_ARCH_QWEN3: return gm_arch_qwen3moe;
     case GM_ARCH_GEMMA4: return gm_arch_gemma4;
     case GM_ARCH_QWEN4EXP: return gm_arch_qwen4exp;
+    case GM_ARCH_GPT_OSS: return gm_arch_gpt_oss;
+    case GM_ARCH_QWEN2MOE: return gm_arch_qwen2moe;
+    case GM_ARCH_OLMOE: return gm_arch_olmoe;
+    case GM_ARCH_MINIMAX_M2: return gm_arch_minimax_m2;
+    case GM_ARCH_PHIMOE: return gm_arch_phimoe;
+    case GM_ARCH_ERNIE4_5_MOE: return gm_arch_ernie4_5_moe;
+    case GM_ARCH_GRANITEMOE: return gm_arch_granite;
+    case GM_ARCH_GLM4MOE: return gm_arch_glm4moe;
+    case GM_ARCH_HY_V3: return gm_arch_hy_v3;
+    case GM_ARCH_STEP35: return gm_arch_step35;
+    case GM_ARCH_COHERE2MOE: return gm_arch_cohere2moe;
+    case GM_ARCH_DEEPSEEK2: return gm_arch_deepseek2;
+    case GM_ARCH_DEEPSEEK32: return gm_arch_dsa;
+    case GM_ARCH_GLM_DSA: return gm_arch_dsa;
     default: return NULL;
     }
 }
