@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# The compute buffers of the mixture-of-experts architectures (graphs-moe's
+# exact graphs: src/fit_arch_moe.c, src/fit_arch_mla.c, src/fit_block_moe.c)
+# against the real llama.cpp v0.5.0 (the oracle): every compute buffer equal
+# to the byte and marked exact, beside the KV, output and refusal checks
+# lib.sh makes for every case.
+#
+# usage: tests/fit/graphs_moe.sh GGUFMAP FIXTURE ORACLE WORKDIR [ARCH_REGEX] [N_PER_ARCH] [quick]
+#
+# Fixtures per architecture: as the maker makes it (n_embd 64, heads of 16,
+# 4 experts), wider (n_embd 256, heads of 64, 3 layers: quantized caches
+# need heads of whole blocks) and with 8 experts and q8_0 weights (the
+# experts' rows decide what an offloaded MUL_MAT_ID copies).  Cases: a named
+# list per architecture, then N_PER_ARCH (default 8) drawn with a fixed seed
+# over -c (256 .. 256K, not multiples of 256 too) x -np 1..4 x cache types x
+# flash attention x -ub / -b x --swa-full / --kv-unified / -nkvo /
+# --no-op-offload / --n-cpu-moe x CPU, fake Metal at -ngl 0, 1, 2, all, fake
+# CUDA at -ngl 1, 2, all.  "quick" runs one named case per family (ctest
+# label check).  Exit status 1 on any difference or any upper bound.
+set -uo pipefail
+
+[ $# -ge 4 ] || { echo "usage: graphs_moe.sh GGUFMAP FIXTURE ORACLE WORKDIR [ARCH_REGEX] [N_PER_ARCH] [quick]" >&2; exit 2; }
+GGUFMAP=$1 FIXTURE=$2 ORACLE=$3 WORK=$4 FILTER=${5:-.} N_PER_ARCH=${6:-8} MODE=${7:-full}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+command -v node >/dev/null || { echo "FAIL: node not found (scripts/deps.sh installs nodejs)" >&2; exit 1; }
+rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+
+# the architectures whose compute graph is exact (the order of the brief)
+EXACT=(gpt-oss glm4moe deepseek2 deepseek32 glm-dsa qwen2moe olmoe phimoe ernie4_5-moe minimax-m2 granitemoe hy_v3 cohere2moe step35)
+ARCHS=()
+for a in "${EXACT[@]}"; do [[ $a =~ $FILTER ]] && ARCHS+=("$a"); done
+[ "${#ARCHS[@]}" -gt 0 ] || { echo "FAIL: no architecture matches '$FILTER'" >&2; exit 1; }
+
+# ---------------------------------------------------------------- fixtures --
+make_fixture() {
+  local name=$1
+  shift
+  "$FIXTURE" "$@" -o "$WORK/$name.gguf" >/dev/null || { echo "FAIL: fixture $name: $*" >&2; exit 1; }
+}
+for a in "${ARCHS[@]}"; do
+  make_fixture "$a" --arch "$a"
+  make_fixture "$a-w" --arch "$a" --n-embd 256 --n-head 4 --n-head-kv 2 --n-ff 256 --layers 3
+  make_fixture "$a-e8" --arch "$a" --n-expert 8 --n-expert-used 3 --layers 3 --type q8_0
+done
+
+# shellcheck source=tests/fit/lib.sh
+. "$HERE/lib.sh"
+REQUIRE_EXACT=main
+
+# named NAME FIXTURE ARGS...: a case of the named list, skipped in quick mode unless marked
+named() { [ "$MODE" = quick ] && return 0; check "$@"; }
+quick() { check "$@"; }
+
+# ------------------------------------------------------------- the cases --
+for a in "${ARCHS[@]}"; do
+  case $a in
+    gpt-oss)
+      quick gpt-oss-metal-2 gpt-oss-w -c 4096 -np 2 --device metal -ngl 2
+      named gpt-oss-swa-full gpt-oss -c 8192 --swa-full -fa off
+      named gpt-oss-sinks-fa-off gpt-oss-w -c 32768 -fa off --device cuda -ngl all
+      named gpt-oss-q8 gpt-oss-w -c 32768 -ctk q8_0 -ctv q8_0 -fa on --device metal -ngl all
+      named gpt-oss-e8-ncmoe gpt-oss-e8 -c 4096 -ncmoe 2 --device cuda -ngl all
+      named gpt-oss-e8-no-op-offload gpt-oss-e8 -c 2048 --no-op-offload --device metal -ngl 2
+      named gpt-oss-nkvo gpt-oss -c 4096 -np 3 -nkvo --device cuda -ngl all
+      # the one-token graph grows CUDA0's buffer: llama.cpp re-allocates it after CUDA_Host's
+      named gpt-oss-regrown-order gpt-oss-w -c 5000 -np 4 -ctv q8_0 -ub 32 -nkvo --device cuda -ngl all ;;
+    glm4moe)
+      quick glm4moe-cuda-2 glm4moe-w -c 8192 -np 2 --device cuda -ngl 2
+      named glm4moe-e8-cpu-moe glm4moe-e8 -c 16384 -cmoe --device metal -ngl all
+      named glm4moe-q8-fa-off glm4moe-w -c 4096 -ctk q8_0 -ctv f16 -fa off --device cuda -ngl all
+      named glm4moe-ub-b glm4moe -c 3000 -np 4 -ub 64 -b 96 --device metal -ngl 1 ;;
+    deepseek2)
+      quick deepseek2-mla-metal deepseek2-w -c 8192 -fa off --device metal -ngl 2
+      named deepseek2-mla-fa-on deepseek2-w -c 65536 -np 2 -fa on --device cuda -ngl all
+      named deepseek2-q8 deepseek2-w -c 4096 -ctk q8_0 -ctv q8_0 -np 3 --kv-unified
+      named deepseek2-e8-ncmoe deepseek2-e8 -c 2048 -ncmoe 2 --device cuda -ngl all
+      named deepseek2-nkvo deepseek2 -c 4096 -nkvo -fa off --device metal -ngl all ;;
+    deepseek32)
+      quick deepseek32-indexer deepseek32-w -c 32768 -np 3 -fa off --device metal -ngl 1
+      named deepseek32-fa-on deepseek32-w -c 8192 -fa on --device cuda -ngl all
+      named deepseek32-np-unified deepseek32 -c 4096 -np 4 --kv-unified --device cuda -ngl 2
+      named deepseek32-top-k-short deepseek32 -c 256 -ub 4 -b 4 ;;
+    glm-dsa)
+      named glm-dsa-nkvo glm-dsa -c 8192 -fa off -nkvo --device metal -ngl 0
+      named glm-dsa-e8 glm-dsa-e8 -c 4096 -np 2 --device metal -ngl all ;;
+    qwen2moe)
+      quick qwen2moe-gated-shexp qwen2moe-w -c 4096 -np 2 --device cuda -ngl all
+      named qwen2moe-e8 qwen2moe-e8 -c 1000 -ub 100 --device metal -ngl 2 ;;
+    olmoe)
+      named olmoe-v-widened olmoe -c 2048 -fa off --device metal -ngl 2
+      named olmoe-e8 olmoe-e8 -c 8192 -np 3 --device cuda -ngl 1 ;;
+    phimoe)
+      named phimoe-long-rope phimoe-w -c 4096 --device metal -ngl 2
+      named phimoe-short-rope phimoe -c 128 --device cuda -ngl all ;;
+    ernie4_5-moe)
+      named ernie-dense-lead ernie4_5-moe-w -c 8192 -np 2 --device metal -ngl all ;;
+    minimax-m2)
+      named minimax-m2-sigmoid minimax-m2-w -c 16384 -fa off --device cuda -ngl 2 ;;
+    granitemoe)
+      named granitemoe-scales granitemoe-w -c 4096 -np 2 --device metal -ngl 2 ;;
+    hy_v3)
+      named hy_v3-nextn-rows hy_v3-w -c 32768 -np 3 --device metal -ngl 0 ;;
+    cohere2moe)
+      quick cohere2moe-dense-first cohere2moe-w -c 16384 --swa-full --device cuda -ngl 2
+      named cohere2moe-layer-norm cohere2moe -c 8192 -np 2 -fa off --device metal -ngl all ;;
+    step35)
+      named step35-swa-gate step35 -c 8192 -np 4 --kv-unified
+      named step35-cuda step35-w -c 4096 --device cuda -ngl 2 ;;
+  esac
+done
+[ "$MODE" = quick ] && { report graphs_moe; exit; }
+
+# drawn: a fixed-seed walk through the options, N_PER_ARCH per architecture
+ctxs=(256 777 4096 5000 32768 262144 0)
+nps=(1 1 2 3 4)
+caches=("f16 f16" "f16 f16" "f16 f16" "f32 f32" "bf16 bf16" "q8_0 q8_0" "q4_0 q4_1" "q5_1 iq4_nl" "f16 q8_0" "q5_0 q5_0")
+fas=(auto on off)
+ubs=("" "" "-ub 32" "-ub 128" "-ub 512 -b 256" "-ub 64 -b 100" "-b 1024")
+flags=("" "" "--swa-full" "--kv-unified" "-nkvo" "--no-op-offload" "-ncmoe 1")
+devices=("" "" "--device metal -ngl 0" "--device metal -ngl 1" "--device metal -ngl 2" "--device metal -ngl all"
+         "--device cuda -ngl 1" "--device cuda -ngl 2" "--device cuda -ngl all")
+seed=1207
+pick() { seed=$(( (seed * 1103515245 + 12345) % 2147483648 )); R=$(( seed / 65536 % $1 )); }
+for a in "${ARCHS[@]}"; do
+  for ((i = 0; i < N_PER_ARCH; i++)); do
+    pick ${#caches[@]}; read -r ctk ctv <<<"${caches[$R]}"
+    fx=$a
+    pick 3; [ "$R" = 1 ] && fx=$a-e8
+    if [ $((i % 2)) -eq 1 ] || [ "${ctk:0:1}" = q ] || [ "${ctv:0:1}" = q ] || [ "${ctv:0:1}" = i ]; then fx=$a-w; fi
+    pick ${#ctxs[@]}; ctx=${ctxs[$R]}
+    pick ${#nps[@]}; np=${nps[$R]}
+    pick ${#fas[@]}; fa=${fas[$R]}
+    pick ${#ubs[@]}; ub=${ubs[$R]}
+    pick ${#flags[@]}; fl=${flags[$R]}
+    pick ${#devices[@]}; dev=${devices[$R]}
+    # a 256K context over several streams of the wider fixtures is a few GiB of cache in the oracle
+    [ "$ctx" = 262144 ] && [ "$fx" != "$a" ] && ctx=32768
+    # shellcheck disable=SC2086 # the optional groups split into words
+    check "$a-$i" "$fx" -c "$ctx" -np "$np" -ctk "$ctk" -ctv "$ctv" -fa "$fa" $ub $fl $dev
+  done
+done
+
+report graphs_moe
