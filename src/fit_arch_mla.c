@@ -125,3 +125,29 @@ void gm_arch_dsa(gm_llm *l) {
     }
     mla_head(l, inpL);
 }
+
+/* the MTP block of deepseek2, deepseek32 and glm-dsa (graph_mtp in each):
+ * the NextN input, MLA absorbed over the draft's cache of keys only (q
+ * viewed from the flat projection, no indexer), the routed and shared
+ * experts, the NextN head */
+void gm_arch_mla_mtp(gm_llm *l) {
+    gm_graph *g = l->g;
+    const int il = (int)l->hp->n_layer;
+    int32_t inpSA = gm_mtp_input(l, il, GM_NORM_RMS);
+    int32_t pos = gm_inp_pos(l), out_ids = gm_inp_out_ids(l);
+    gm_attn_inp inp;
+    gm_attn_inp_k(l, &l->kv, &inp);
+    int32_t cur = gm_build_norm_rms(l, inpSA, gm_w(l, "blk.%d.attn_norm.weight", il), il);
+    int32_t q_nope, q_pe, kv_cmpr, k_pe;
+    gm_mla_split_q(l, mla_q(l, cur, il), &q_nope, &q_pe);
+    gm_mla_kv(l, cur, pos, il, &kv_cmpr, &k_pe);
+    gm_attn_args a = { .wo = gm_w(l, "blk.%d.attn_output.weight", il), .wo_b = GM_NONE, .kq_b = GM_NONE,
+                       .sinks = GM_NONE, .v_mla = gm_w(l, "blk.%d.attn_v_b.weight", il) };
+    gm_mla_absorb(l, q_nope, q_pe, kv_cmpr, k_pe, pos, il, &a.q, &a.k, &a.v);
+    cur = gm_build_attn_args(l, &inp, &a, il);
+    int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
+    cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
+    cur = gm_build_layer_ffn(l, cur, il);
+    cur = gm_binary(g, GM_OP_ADD, cur, ffn_inp);
+    gm_expand(g, gm_mtp_head(l, cur, il, out_ids, GM_NORM_RMS, false));
+}

@@ -313,7 +313,28 @@ void gm_arch_granite(gm_llm *l) {
 
 /* glm4-moe.cpp: biased q/k/v, optional q/k norms per head, a post-attention
  * norm before the FFN, the dense lead, sigmoid routing with the selection
- * bias plus the shared expert; t_h_nextn is the output norm */
+ * bias plus the shared expert; t_h_nextn is the output norm.  One layer
+ * (the trunk's, and the MTP block's, graph_mtp); out_ids GM_NONE: every row */
+static int32_t glm4moe_layer(gm_llm *l, const gm_attn_inp *inp, int32_t inpL, int32_t pos, int32_t out_ids, int il) {
+    gm_graph *g = l->g;
+    int32_t inpSA = inpL, q, k, v;
+    int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
+    qkv_heads(l, il, cur, &q, &k, &v);
+    const int32_t qn = gm_w(l, "blk.%d.attn_q_norm.weight", il), kn = gm_w(l, "blk.%d.attn_k_norm.weight", il);
+    if (qn != GM_NONE) q = gm_build_norm_rms(l, q, qn, il);
+    if (kn != GM_NONE) k = gm_build_norm_rms(l, k, kn, il);
+    rope_qk(l, &q, &k, pos, GM_NONE);
+    cur = attn_out(l, inp, q, k, v, il);
+    if (out_ids != GM_NONE) {
+        cur = gm_get_rows(g, cur, out_ids);
+        inpSA = gm_get_rows(g, inpSA, out_ids);
+    }
+    int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
+    cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.post_attention_norm.weight", il), il);
+    cur = gm_build_layer_ffn(l, cur, il);
+    return gm_binary(g, GM_OP_ADD, cur, ffn_inp);
+}
+
 void gm_arch_glm4moe(gm_llm *l) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
@@ -322,29 +343,42 @@ void gm_arch_glm4moe(gm_llm *l) {
     gm_attn_inp inp;
     gm_attn_inp_kv(l, &l->kv, &inp);
     int32_t out_ids = gm_inp_out_ids(l);
-    for (int il = 0; il < (int)hp->n_layer; il++) {
-        int32_t inpSA = inpL, q, k, v;
-        int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
-        qkv_heads(l, il, cur, &q, &k, &v);
-        const int32_t qn = gm_w(l, "blk.%d.attn_q_norm.weight", il), kn = gm_w(l, "blk.%d.attn_k_norm.weight", il);
-        if (qn != GM_NONE) q = gm_build_norm_rms(l, q, qn, il);
-        if (kn != GM_NONE) k = gm_build_norm_rms(l, k, kn, il);
-        rope_qk(l, &q, &k, pos, GM_NONE);
-        cur = attn_out(l, &inp, q, k, v, il);
-        last_rows(l, il, out_ids, &cur, &inpSA);
-        int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
-        cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.post_attention_norm.weight", il), il);
-        cur = gm_build_layer_ffn(l, cur, il);
-        inpL = gm_binary(g, GM_OP_ADD, cur, ffn_inp);
-    }
+    for (int il = 0; il < (int)hp->n_layer; il++)
+        inpL = glm4moe_layer(l, &inp, inpL, pos, il == (int)hp->n_layer - 1 ? out_ids : GM_NONE, il);
     int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "output_norm.weight", 0), -1);
     gm_set_output(g, cur); /* t_h_nextn */
     gm_expand(g, lm_head(l, cur));
 }
 
+void gm_arch_glm4moe_mtp(gm_llm *l) {
+    const int il = (int)l->hp->n_layer;
+    int32_t cur = gm_mtp_input(l, il, GM_NORM_RMS);
+    int32_t pos = gm_inp_pos(l), out_ids = gm_inp_out_ids(l);
+    gm_attn_inp inp;
+    gm_attn_inp_kv(l, &l->kv, &inp);
+    cur = glm4moe_layer(l, &inp, cur, pos, GM_NONE, il);
+    gm_expand(l->g, gm_mtp_head(l, cur, il, out_ids, GM_NORM_RMS, false));
+}
+
 /* hy-v3.cpp: q/k norms per head, rope factors, the dense lead, sigmoid
  * routing plus the shared expert; the trunk keeps every row, the output
  * rows are taken after the output norm (t_h_nextn) */
+static int32_t hy_v3_layer(gm_llm *l, const gm_attn_inp *inp, int32_t inpL, int32_t pos, int il) {
+    gm_graph *g = l->g;
+    int32_t q, k, v;
+    const int32_t factors = rope_factors(l, il);
+    int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
+    qkv_heads(l, il, cur, &q, &k, &v);
+    q = gm_build_norm_rms(l, q, gm_w(l, "blk.%d.attn_q_norm.weight", il), il);
+    k = gm_build_norm_rms(l, k, gm_w(l, "blk.%d.attn_k_norm.weight", il), il);
+    rope_qk(l, &q, &k, pos, factors);
+    cur = attn_out(l, inp, q, k, v, il);
+    int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpL);
+    cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
+    cur = gm_build_layer_ffn(l, cur, il);
+    return gm_binary(g, GM_OP_ADD, cur, ffn_inp);
+}
+
 void gm_arch_hy_v3(gm_llm *l) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
@@ -353,24 +387,21 @@ void gm_arch_hy_v3(gm_llm *l) {
     gm_attn_inp inp;
     gm_attn_inp_kv(l, &l->kv, &inp);
     int32_t out_ids = gm_inp_out_ids(l);
-    for (int il = 0; il < (int)hp->n_layer; il++) {
-        int32_t q, k, v;
-        const int32_t factors = rope_factors(l, il);
-        int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
-        qkv_heads(l, il, cur, &q, &k, &v);
-        q = gm_build_norm_rms(l, q, gm_w(l, "blk.%d.attn_q_norm.weight", il), il);
-        k = gm_build_norm_rms(l, k, gm_w(l, "blk.%d.attn_k_norm.weight", il), il);
-        rope_qk(l, &q, &k, pos, factors);
-        cur = attn_out(l, &inp, q, k, v, il);
-        int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpL);
-        cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
-        cur = gm_build_layer_ffn(l, cur, il);
-        inpL = gm_binary(g, GM_OP_ADD, cur, ffn_inp);
-    }
+    for (int il = 0; il < (int)hp->n_layer; il++) inpL = hy_v3_layer(l, &inp, inpL, pos, il);
     int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "output_norm.weight", 0), -1);
     gm_set_output(g, cur); /* t_h_nextn */
     cur = gm_get_rows(g, cur, out_ids);
     gm_expand(g, lm_head(l, cur));
+}
+
+void gm_arch_hy_v3_mtp(gm_llm *l) {
+    const int il = (int)l->hp->n_layer;
+    int32_t cur = gm_mtp_input(l, il, GM_NORM_RMS);
+    int32_t pos = gm_inp_pos(l), out_ids = gm_inp_out_ids(l);
+    gm_attn_inp inp;
+    gm_attn_inp_kv(l, &l->kv, &inp);
+    cur = hy_v3_layer(l, &inp, cur, pos, il);
+    gm_expand(l->g, gm_mtp_head(l, cur, il, out_ids, GM_NORM_RMS, false));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -381,55 +412,109 @@ void gm_arch_hy_v3(gm_llm *l) {
  * with factors on full layers, attention without its projection, the
  * per-head sigmoid gate, then wo; the dense lead and experts with the
  * shared expert; the output rows are taken before the output norm */
-void gm_arch_step35(gm_llm *l) {
+static int32_t step35_layer(gm_llm *l, const gm_attn_inp *base, const gm_attn_inp *swa, int32_t inpL, int32_t pos,
+                            int il) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
     const int64_t n = l->ub.n_tokens, head_k = hp->head_k_full, head_v = hp->head_v_full;
+    const int64_t nh = hp->n_head[il], nkv = hp->n_head_kv[il];
+    const int64_t heads[3] = { head_k, head_k, head_v }, n_heads[3] = { nh, nkv, nkv };
+    int32_t q, k, v;
+    int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
+    gm_build_qkv_ex(l, il, cur, heads, n_heads, false, &q, &k, &v);
+    q = gm_reshape_3d(g, q, head_k, nh, n);
+    k = gm_reshape_3d(g, k, head_k, nkv, n);
+    v = gm_reshape_3d(g, v, head_v, nkv, n);
+    const int32_t qn = gm_w(l, "blk.%d.attn_q_norm.weight", il), kn = gm_w(l, "blk.%d.attn_k_norm.weight", il);
+    if (qn != GM_NONE) q = gm_build_norm_rms(l, q, qn, il);
+    if (kn != GM_NONE) k = gm_build_norm_rms(l, k, kn, il);
+    rope_qk(l, &q, &k, pos, hp->is_swa[il] ? GM_NONE : rope_factors(l, il));
+    const gm_attn_args a = { .wo = GM_NONE, .wo_b = GM_NONE, .q = q, .k = k, .v = v, .kq_b = GM_NONE,
+                             .sinks = GM_NONE, .v_mla = GM_NONE, .iswa = true };
+    int32_t attn = gm_build_attn_args(l, hp->is_swa[il] ? swa : base, &a, il);
+    const int32_t wgate = gm_w(l, "blk.%d.attn_gate.weight", il);
+    if (wgate != GM_NONE) {
+        int32_t gate = gm_unary(g, GM_OP_UNARY, gm_build_lora_mm(l, wgate, cur));
+        int32_t a3 = gm_reshape_3d(g, attn, head_v, nh, n);
+        a3 = gm_binary(g, GM_OP_MUL, a3, gm_reshape_3d(g, gate, 1, nh, n));
+        attn = gm_reshape_2d(g, a3, head_v * nh, n);
+    }
+    cur = gm_build_lora_mm(l, gm_w(l, "blk.%d.attn_output.weight", il), attn);
+    int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpL);
+    cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
+    cur = gm_build_layer_ffn(l, cur, il);
+    return gm_binary(g, GM_OP_ADD, cur, ffn_inp);
+}
+
+void gm_arch_step35(gm_llm *l) {
+    gm_graph *g = l->g;
+    const gm_hparams *hp = l->hp;
     int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
     int32_t pos = gm_inp_pos(l);
     gm_attn_inp base, swa;
     gm_attn_inp_kv_iswa(l, &base, &swa);
     int32_t out_ids = gm_inp_out_ids(l);
-    for (int il = 0; il < (int)hp->n_layer; il++) {
-        const int64_t nh = hp->n_head[il], nkv = hp->n_head_kv[il];
-        const int64_t heads[3] = { head_k, head_k, head_v }, n_heads[3] = { nh, nkv, nkv };
-        int32_t q, k, v;
-        int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
-        gm_build_qkv_ex(l, il, cur, heads, n_heads, false, &q, &k, &v);
-        q = gm_reshape_3d(g, q, head_k, nh, n);
-        k = gm_reshape_3d(g, k, head_k, nkv, n);
-        v = gm_reshape_3d(g, v, head_v, nkv, n);
-        const int32_t qn = gm_w(l, "blk.%d.attn_q_norm.weight", il), kn = gm_w(l, "blk.%d.attn_k_norm.weight", il);
-        if (qn != GM_NONE) q = gm_build_norm_rms(l, q, qn, il);
-        if (kn != GM_NONE) k = gm_build_norm_rms(l, k, kn, il);
-        rope_qk(l, &q, &k, pos, hp->is_swa[il] ? GM_NONE : rope_factors(l, il));
-        const gm_attn_args a = { .wo = GM_NONE, .wo_b = GM_NONE, .q = q, .k = k, .v = v, .kq_b = GM_NONE,
-                                 .sinks = GM_NONE, .v_mla = GM_NONE, .iswa = true };
-        int32_t attn = gm_build_attn_args(l, hp->is_swa[il] ? &swa : &base, &a, il);
-        const int32_t wgate = gm_w(l, "blk.%d.attn_gate.weight", il);
-        if (wgate != GM_NONE) {
-            int32_t gate = gm_unary(g, GM_OP_UNARY, gm_build_lora_mm(l, wgate, cur));
-            int32_t a3 = gm_reshape_3d(g, attn, head_v, nh, n);
-            a3 = gm_binary(g, GM_OP_MUL, a3, gm_reshape_3d(g, gate, 1, nh, n));
-            attn = gm_reshape_2d(g, a3, head_v * nh, n);
-        }
-        cur = gm_build_lora_mm(l, gm_w(l, "blk.%d.attn_output.weight", il), attn);
-        int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpL);
-        cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
-        cur = gm_build_layer_ffn(l, cur, il);
-        inpL = gm_binary(g, GM_OP_ADD, cur, ffn_inp);
-    }
+    for (int il = 0; il < (int)hp->n_layer; il++) inpL = step35_layer(l, &base, &swa, inpL, pos, il);
     gm_set_output(g, inpL); /* t_h_nextn */
     int32_t cur = gm_get_rows(g, inpL, out_ids);
     cur = gm_build_norm_rms(l, cur, gm_w(l, "output_norm.weight", 0), -1);
     gm_expand(g, lm_head(l, cur));
 }
 
+void gm_arch_step35_mtp(gm_llm *l) {
+    const int il = (int)l->hp->n_layer;
+    int32_t cur = gm_mtp_input(l, il, GM_NORM_RMS);
+    int32_t pos = gm_inp_pos(l);
+    gm_attn_inp base, swa;
+    gm_attn_inp_kv_iswa(l, &base, &swa);
+    cur = step35_layer(l, &base, &swa, cur, pos, il);
+    gm_expand(l->g, gm_mtp_head(l, cur, il, gm_inp_out_ids(l), GM_NORM_RMS, true));
+}
+
 /* cohere2moe.cpp: parallel attention and FFN from one norm (a layer norm
  * when the model gives no RMS epsilon), rope on the sliding-window layers
- * and the dense lead, the shared expert averaged with the routed ones, the
- * residual added twice; the output rows are taken after the output norm,
- * the logits scaled */
+ * and the dense lead (always in the MTP block), the shared expert averaged
+ * with the routed ones, the residual added twice; the output rows are taken
+ * after the output norm, the logits scaled */
+static int32_t cohere2moe_layer(gm_llm *l, const gm_attn_inp *base, const gm_attn_inp *swa, int32_t inpL, int32_t pos,
+                                bool rope, int il) {
+    gm_graph *g = l->g;
+    const gm_hparams *hp = l->hp;
+    int32_t q, k, v;
+    int32_t cur = gm_build_norm(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), GM_NONE,
+                                hp->layer_norm ? GM_NORM_LAYER : GM_NORM_RMS, il);
+    const int32_t ffn_in = cur;
+    qkv_heads(l, il, cur, &q, &k, &v);
+    if (rope) rope_qk(l, &q, &k, pos, rope_factors(l, il));
+    const gm_attn_args a = { .wo = gm_w(l, "blk.%d.attn_output.weight", il),
+                             .wo_b = gm_w(l, "blk.%d.attn_output.bias", il), .q = q, .k = k, .v = v,
+                             .kq_b = GM_NONE, .sinks = GM_NONE, .v_mla = GM_NONE, .iswa = true };
+    const int32_t attn = gm_build_attn_args(l, hp->is_swa[il] ? swa : base, &a, il);
+    if (gm_w(l, "blk.%d.ffn_gate_inp.weight", il) == GM_NONE) {
+        gm_ffn_args f = gm_ffn_layer(l, il, GM_FFN_SILU);
+        f.up_b = f.gate_b = f.down_b = GM_NONE;
+        cur = gm_build_ffn_args(l, ffn_in, &f);
+    } else {
+        gm_moe_args m;
+        gm_moe_args_layer(l, il, &m);
+        m.exp_probs_b = GM_NONE;
+        cur = gm_build_moe(l, ffn_in, &m, il);
+        if (gm_w(l, "blk.%d.ffn_up_shexp.weight", il) != GM_NONE) {
+            const gm_ffn_args s = gm_ffn_shexp(l, il);
+            cur = gm_binary(g, GM_OP_ADD, cur, gm_build_ffn_args(l, ffn_in, &s));
+            cur = gm_unary(g, GM_OP_SCALE, cur);
+        }
+    }
+    cur = gm_binary(g, GM_OP_ADD, cur, inpL);
+    return gm_binary(g, GM_OP_ADD, cur, attn);
+}
+
+static int32_t logit_scale(gm_llm *l, int32_t cur) {
+    if (l->hp->f_logit_scale != 0.0f) cur = gm_unary(l->g, GM_OP_SCALE, cur);
+    l->t_logits = cur;
+    return cur;
+}
+
 void gm_arch_cohere2moe(gm_llm *l) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
@@ -439,39 +524,21 @@ void gm_arch_cohere2moe(gm_llm *l) {
     gm_attn_inp base, swa;
     gm_attn_inp_kv_iswa(l, &base, &swa);
     int32_t out_ids = gm_inp_out_ids(l);
-    for (int il = 0; il < (int)hp->n_layer; il++) {
-        int32_t q, k, v;
-        int32_t cur = gm_build_norm(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), GM_NONE, norm, il);
-        const int32_t ffn_in = cur;
-        qkv_heads(l, il, cur, &q, &k, &v);
-        if (hp->is_swa[il] || (uint32_t)il < hp->n_layer_dense_lead) rope_qk(l, &q, &k, pos, rope_factors(l, il));
-        const gm_attn_args a = { .wo = gm_w(l, "blk.%d.attn_output.weight", il),
-                                 .wo_b = gm_w(l, "blk.%d.attn_output.bias", il), .q = q, .k = k, .v = v,
-                                 .kq_b = GM_NONE, .sinks = GM_NONE, .v_mla = GM_NONE, .iswa = true };
-        const int32_t attn = gm_build_attn_args(l, hp->is_swa[il] ? &swa : &base, &a, il);
-        if (gm_w(l, "blk.%d.ffn_gate_inp.weight", il) == GM_NONE) {
-            gm_ffn_args f = gm_ffn_layer(l, il, GM_FFN_SILU);
-            f.up_b = f.gate_b = f.down_b = GM_NONE;
-            cur = gm_build_ffn_args(l, ffn_in, &f);
-        } else {
-            gm_moe_args m;
-            gm_moe_args_layer(l, il, &m);
-            m.exp_probs_b = GM_NONE;
-            cur = gm_build_moe(l, ffn_in, &m, il);
-            if (gm_w(l, "blk.%d.ffn_up_shexp.weight", il) != GM_NONE) {
-                const gm_ffn_args s = gm_ffn_shexp(l, il);
-                cur = gm_binary(g, GM_OP_ADD, cur, gm_build_ffn_args(l, ffn_in, &s));
-                cur = gm_unary(g, GM_OP_SCALE, cur);
-            }
-        }
-        cur = gm_binary(g, GM_OP_ADD, cur, inpL);
-        inpL = gm_binary(g, GM_OP_ADD, cur, attn);
-    }
+    for (int il = 0; il < (int)hp->n_layer; il++)
+        inpL = cohere2moe_layer(l, &base, &swa, inpL, pos, hp->is_swa[il] || (uint32_t)il < hp->n_layer_dense_lead, il);
     int32_t cur = gm_build_norm(l, inpL, gm_w(l, "output_norm.weight", 0), GM_NONE, norm, -1);
     gm_set_output(g, cur); /* t_h_nextn */
     cur = gm_get_rows(g, cur, out_ids);
-    cur = lm_head(l, cur);
-    if (hp->f_logit_scale != 0.0f) cur = gm_unary(g, GM_OP_SCALE, cur);
-    l->t_logits = cur;
-    gm_expand(g, cur);
+    gm_expand(g, logit_scale(l, lm_head(l, cur)));
+}
+
+void gm_arch_cohere2moe_mtp(gm_llm *l) {
+    const int il = (int)l->hp->n_layer;
+    const gm_norm_type norm = l->hp->layer_norm ? GM_NORM_LAYER : GM_NORM_RMS;
+    int32_t cur = gm_mtp_input(l, il, norm);
+    int32_t pos = gm_inp_pos(l), out_ids = gm_inp_out_ids(l);
+    gm_attn_inp base, swa;
+    gm_attn_inp_kv_iswa(l, &base, &swa);
+    cur = cohere2moe_layer(l, &base, &swa, cur, pos, true, il);
+    gm_expand(l->g, logit_scale(l, gm_mtp_head(l, cur, il, out_ids, norm, false)));
 }

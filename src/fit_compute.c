@@ -51,6 +51,20 @@ static arch_graph graph_of(gm_arch a) {
     }
 }
 
+/* the MTP draft context's graph (LLM_GRAPH_TYPE_DECODER_MTP: graph_mtp) */
+static arch_graph mtp_graph_of(gm_arch a) {
+    switch (a) {
+    case GM_ARCH_GLM4MOE: return gm_arch_glm4moe_mtp;
+    case GM_ARCH_HY_V3: return gm_arch_hy_v3_mtp;
+    case GM_ARCH_STEP35: return gm_arch_step35_mtp;
+    case GM_ARCH_COHERE2MOE: return gm_arch_cohere2moe_mtp;
+    case GM_ARCH_DEEPSEEK2: return gm_arch_mla_mtp;
+    case GM_ARCH_DEEPSEEK32: return gm_arch_mla_mtp;
+    case GM_ARCH_GLM_DSA: return gm_arch_mla_mtp;
+    default: return NULL;
+    }
+}
+
 /* llama_context's backends: every model device (the GPU, present at any
  * -ngl) then the CPU, which computes in the GPU's host buffer type when it
  * has one (CUDA_Host) (:330-421) */
@@ -199,9 +213,9 @@ static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const u
 }
 
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
-    /* no MTP graph and no pooling head is modelled op for op */
+    /* no pooling head is modelled op for op */
     const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0;
-    arch_graph build = fit->hp->ctx_mtp || pooled ? NULL : graph_of(fit->hp->arch);
+    arch_graph build = pooled ? NULL : fit->hp->ctx_mtp ? mtp_graph_of(fit->hp->arch) : graph_of(fit->hp->arch);
     if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);

@@ -191,6 +191,10 @@ void gm_dsa_inputs(gm_llm *l, gm_dsa_inp *inp);
 int32_t gm_dsa_top_k(gm_llm *l, const gm_dsa_inp *inp, int32_t qr, int32_t cur, int32_t pos, int il);
 int32_t gm_dsa_attn(gm_llm *l, const gm_dsa_inp *inp, const gm_attn_args *a, int32_t top_k, int il);
 
+/* ---- the NextN (MTP) draft graph around its block (fit_block_mtp.c) ---- */
+int32_t gm_mtp_input(gm_llm *l, int il, gm_norm_type norm);
+int32_t gm_mtp_head(gm_llm *l, int32_t cur, int il, int32_t out_ids, gm_norm_type norm, bool rows_first);
+
 /* marks the graph's outputs as llm_graph_result::set_outputs does */
 void gm_set_outputs(gm_llm *l);
 
@@ -212,8 +216,14 @@ void gm_arch_glm4moe(gm_llm *l);
 void gm_arch_hy_v3(gm_llm *l);
 void gm_arch_step35(gm_llm *l);
 void gm_arch_cohere2moe(gm_llm *l);
+/* the MTP draft graphs (graph_mtp) */
+void gm_arch_glm4moe_mtp(gm_llm *l);
+void gm_arch_hy_v3_mtp(gm_llm *l);
+void gm_arch_step35_mtp(gm_llm *l);
+void gm_arch_cohere2moe_mtp(gm_llm *l);
 /* fit_arch_mla.c */
 void gm_arch_deepseek2(gm_llm *l);
 void gm_arch_dsa(gm_llm *l);
+void gm_arch_mla_mtp(gm_llm *l);
 
 #endif

@@ -11,7 +11,8 @@
 # 4 experts), wider (n_embd 256, heads of 64, 3 layers: quantized caches
 # need heads of whole blocks) and with 8 experts and q8_0 weights (the
 # experts' rows decide what an offloaded MUL_MAT_ID copies).  Cases: a named
-# list per architecture, then N_PER_ARCH (default 8) drawn with a fixed seed
+# list per architecture (the MTP draft contexts of the 7 with NextN layers
+# among them), then N_PER_ARCH (default 8) drawn with a fixed seed
 # over -c (256 .. 256K, not multiples of 256 too) x -np 1..4 x cache types x
 # flash attention x -ub / -b x --swa-full / --kv-unified / -nkvo /
 # --no-op-offload / --n-cpu-moe x CPU, fake Metal at -ngl 0, 1, 2, all, fake
@@ -25,6 +26,8 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command -v node >/dev/null || { echo "FAIL: node not found (scripts/deps.sh installs nodejs)" >&2; exit 1; }
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 
+# the architectures with NextN (MTP) layers: their draft context's graph is exact too
+MTP_ARCHS=" glm4moe deepseek2 deepseek32 glm-dsa hy_v3 cohere2moe step35 "
 # the architectures whose compute graph is exact (the order of the brief)
 EXACT=(gpt-oss glm4moe deepseek2 deepseek32 glm-dsa qwen2moe olmoe phimoe ernie4_5-moe minimax-m2 granitemoe hy_v3 cohere2moe step35)
 ARCHS=()
@@ -43,9 +46,22 @@ for a in "${ARCHS[@]}"; do
   make_fixture "$a-e8" --arch "$a" --n-expert 8 --n-expert-used 3 --layers 3 --type q8_0
 done
 
+# GLM-5.2's indexer layout: a trained context of 1M turns on glm-dsa's default
+# table (full indexers on layers 0, 1 and every fourth from 2; the others
+# reuse the previous top-k, glm-dsa.cpp:6-26): the fixture's context_length
+# (a u32 after its key) is patched in place
+if [[ " ${ARCHS[*]} " == *" glm-dsa "* ]]; then
+  make_fixture glm-dsa-1m --arch glm-dsa --layers 6
+  node -e 'const fs = require("fs"), f = process.argv[1], b = fs.readFileSync(f);
+    const k = Buffer.from("glm-dsa.context_length"), i = b.indexOf(k), o = i + k.length;
+    if (i < 0 || b.readUInt32LE(o) !== 4) process.exit(1);
+    b.writeUInt32LE(1048576, o + 4); fs.writeFileSync(f, b);' "$WORK/glm-dsa-1m.gguf" ||
+    { echo "FAIL: could not patch glm-dsa-1m's context_length" >&2; exit 1; }
+fi
+
 # shellcheck source=tests/fit/lib.sh
 . "$HERE/lib.sh"
-REQUIRE_EXACT=main
+REQUIRE_EXACT=all
 
 # named NAME FIXTURE ARGS...: a case of the named list, skipped in quick mode unless marked
 named() { [ "$MODE" = quick ] && return 0; check "$@"; }
@@ -68,21 +84,30 @@ for a in "${ARCHS[@]}"; do
       quick glm4moe-cuda-2 glm4moe-w -c 8192 -np 2 --device cuda -ngl 2
       named glm4moe-e8-cpu-moe glm4moe-e8 -c 16384 -cmoe --device metal -ngl all
       named glm4moe-q8-fa-off glm4moe-w -c 4096 -ctk q8_0 -ctv f16 -fa off --device cuda -ngl all
-      named glm4moe-ub-b glm4moe -c 3000 -np 4 -ub 64 -b 96 --device metal -ngl 1 ;;
+      named glm4moe-ub-b glm4moe -c 3000 -np 4 -ub 64 -b 96 --device metal -ngl 1
+      quick mtp-glm4moe glm4moe -c 8192 -np 2 --mtp
+      named mtp-glm4moe-metal glm4moe-w -c 16384 --device metal -ngl 2 --mtp
+      named mtp-glm4moe-cuda-1 glm4moe-e8 -c 4096 -np 3 --device cuda -ngl 1 --mtp ;;
     deepseek2)
       quick deepseek2-mla-metal deepseek2-w -c 8192 -fa off --device metal -ngl 2
       named deepseek2-mla-fa-on deepseek2-w -c 65536 -np 2 -fa on --device cuda -ngl all
       named deepseek2-q8 deepseek2-w -c 4096 -ctk q8_0 -ctv q8_0 -np 3 --kv-unified
       named deepseek2-e8-ncmoe deepseek2-e8 -c 2048 -ncmoe 2 --device cuda -ngl all
-      named deepseek2-nkvo deepseek2 -c 4096 -nkvo -fa off --device metal -ngl all ;;
+      named deepseek2-nkvo deepseek2 -c 4096 -nkvo -fa off --device metal -ngl all
+      named mtp-deepseek2 deepseek2 -c 4096 -ctk q8_0 -ctv q8_0 --device cuda -ngl 1 --mtp
+      named mtp-deepseek2-fa-off deepseek2-w -c 8192 -np 2 -fa off --device metal -ngl all --mtp ;;
     deepseek32)
       quick deepseek32-indexer deepseek32-w -c 32768 -np 3 -fa off --device metal -ngl 1
       named deepseek32-fa-on deepseek32-w -c 8192 -fa on --device cuda -ngl all
       named deepseek32-np-unified deepseek32 -c 4096 -np 4 --kv-unified --device cuda -ngl 2
-      named deepseek32-top-k-short deepseek32 -c 256 -ub 4 -b 4 ;;
+      named deepseek32-top-k-short deepseek32 -c 256 -ub 4 -b 4
+      quick mtp-deepseek32 deepseek32-w -c 32768 -fa off --device metal -ngl all --mtp ;;
     glm-dsa)
       named glm-dsa-nkvo glm-dsa -c 8192 -fa off -nkvo --device metal -ngl 0
-      named glm-dsa-e8 glm-dsa-e8 -c 4096 -np 2 --device metal -ngl all ;;
+      named glm-dsa-e8 glm-dsa-e8 -c 4096 -np 2 --device metal -ngl all
+      named mtp-glm-dsa glm-dsa -c 8192 -np 2 -nkvo --device cuda -ngl all --mtp
+      quick glm-dsa-shared-indexer glm-dsa-1m -c 8192 -np 2 --device metal -ngl 3
+      named glm-dsa-shared-indexer-cuda glm-dsa-1m -c 4096 -fa off --device cuda -ngl all --mtp ;;
     qwen2moe)
       quick qwen2moe-gated-shexp qwen2moe-w -c 4096 -np 2 --device cuda -ngl all
       named qwen2moe-e8 qwen2moe-e8 -c 1000 -ub 100 --device metal -ngl 2 ;;
@@ -99,13 +124,19 @@ for a in "${ARCHS[@]}"; do
     granitemoe)
       named granitemoe-scales granitemoe-w -c 4096 -np 2 --device metal -ngl 2 ;;
     hy_v3)
-      named hy_v3-nextn-rows hy_v3-w -c 32768 -np 3 --device metal -ngl 0 ;;
+      named hy_v3-nextn-rows hy_v3-w -c 32768 -np 3 --device metal -ngl 0
+      named mtp-hy_v3 hy_v3 -c 32768 -np 3 --device metal -ngl 0 --mtp
+      named mtp-hy_v3-cuda hy_v3-w -c 4096 -fa off --device cuda -ngl all --mtp ;;
     cohere2moe)
       quick cohere2moe-dense-first cohere2moe-w -c 16384 --swa-full --device cuda -ngl 2
-      named cohere2moe-layer-norm cohere2moe -c 8192 -np 2 -fa off --device metal -ngl all ;;
+      named cohere2moe-layer-norm cohere2moe -c 8192 -np 2 -fa off --device metal -ngl all
+      named mtp-cohere2moe cohere2moe-w -c 8192 -fa off --mtp
+      named mtp-cohere2moe-swa-full cohere2moe -c 4096 --swa-full --device cuda -ngl 2 --mtp ;;
     step35)
       named step35-swa-gate step35 -c 8192 -np 4 --kv-unified
-      named step35-cuda step35-w -c 4096 --device cuda -ngl 2 ;;
+      named step35-cuda step35-w -c 4096 --device cuda -ngl 2
+      named mtp-step35-swa step35 -c 4096 --swa-full --device cuda -ngl all --mtp
+      named mtp-step35-metal step35-w -c 8192 -np 2 --device metal -ngl 1 --mtp ;;
   esac
 done
 [ "$MODE" = quick ] && { report graphs_moe; exit; }
@@ -124,6 +155,8 @@ pick() { seed=$(( (seed * 1103515245 + 12345) % 2147483648 )); R=$(( seed / 6553
 for a in "${ARCHS[@]}"; do
   for ((i = 0; i < N_PER_ARCH; i++)); do
     pick ${#caches[@]}; read -r ctk ctv <<<"${caches[$R]}"
+    # MLA refuses different K and V types (llama-context.cpp:3776): draw one type there
+    case $a in deepseek*|glm-dsa) ctv=$ctk ;; esac
     fx=$a
     pick 3; [ "$R" = 1 ] && fx=$a-e8
     if [ $((i % 2)) -eq 1 ] || [ "${ctk:0:1}" = q ] || [ "${ctv:0:1}" = q ] || [ "${ctv:0:1}" = i ]; then fx=$a-w; fi
@@ -133,10 +166,12 @@ for a in "${ARCHS[@]}"; do
     pick ${#ubs[@]}; ub=${ubs[$R]}
     pick ${#flags[@]}; fl=${flags[$R]}
     pick ${#devices[@]}; dev=${devices[$R]}
+    mtp=""
+    pick 3; [ "$R" = 0 ] && [[ $MTP_ARCHS == *" $a "* ]] && mtp=--mtp
     # a 256K context over several streams of the wider fixtures is a few GiB of cache in the oracle
     [ "$ctx" = 262144 ] && [ "$fx" != "$a" ] && ctx=32768
     # shellcheck disable=SC2086 # the optional groups split into words
-    check "$a-$i" "$fx" -c "$ctx" -np "$np" -ctk "$ctk" -ctv "$ctv" -fa "$fa" $ub $fl $dev
+    check "$a-$i" "$fx" -c "$ctx" -np "$np" -ctk "$ctk" -ctv "$ctv" -fa "$fa" $ub $fl $dev $mtp
   done
 done
 
