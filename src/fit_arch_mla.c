@@ -6,7 +6,7 @@
  * lead and the routed experts with the shared expert follow
  * (fit_block_moe.c's gm_build_layer_ffn).
  */
-#include "fit_llm.h"
+#include "fit_block_moe.h"
 
 /* q through the low-rank pair (wq_a, its norm, wq_b), or one wq on the lite models */
 static int32_t mla_q(gm_llm *l, int32_t cur, int il) {
@@ -29,13 +29,14 @@ static int32_t deepseek2_attention(gm_llm *l, const gm_attn_inp *inp, int32_t cu
     int32_t q = gm_reshape_3d(g, mla_q(l, cur, il), hp->head_k_mla, n_head, n);
     int32_t kv_cmpr, k_pe, Q, K, V;
     gm_mla_kv(l, cur, pos, il, &kv_cmpr, &k_pe);
-    gm_attn_args a = { .wo = gm_w(l, "blk.%d.attn_output.weight", il), .wo_b = GM_NONE, .kq_b = GM_NONE,
-                       .sinks = GM_NONE, .v_mla = GM_NONE };
+    const gm_attn_opts o = { .wo = gm_w(l, "blk.%d.attn_output.weight", il), .wo_b = GM_NONE, .kq_b = GM_NONE,
+                             .sinks = GM_NONE };
+    int32_t v_mla = GM_NONE;
     if (hp->is_mla) {
         int32_t q_nope, q_pe;
         gm_mla_split_q(l, q, &q_nope, &q_pe);
         gm_mla_absorb(l, q_nope, q_pe, kv_cmpr, k_pe, pos, il, &Q, &K, &V);
-        a.v_mla = gm_w(l, "blk.%d.attn_v_b.weight", il);
+        v_mla = gm_w(l, "blk.%d.attn_v_b.weight", il);
     } else {
         int32_t kv = gm_mul_mat(g, gm_w(l, "blk.%d.attn_kv_b.weight", il), kv_cmpr);
         const uint64_t rs = (uint64_t)(nope + head_v) * g->t[kv].nb[0];
@@ -45,8 +46,7 @@ static int32_t deepseek2_attention(gm_llm *l, const gm_attn_inp *inp, int32_t cu
         K = gm_concat(g, k_nope, gm_repeat_4d(g, k_pe, rope, n_head, n, 1), 0);
     }
     if (attn_scale != GM_NONE) Q = gm_binary(g, GM_OP_MUL, Q, attn_scale);
-    a.q = Q, a.k = K, a.v = V;
-    return gm_build_attn_args(l, inp, &a, il);
+    return gm_build_attn_mla(l, inp, &o, Q, K, V, v_mla, il);
 }
 
 /* the trunk's end: output norm (t_h_nextn), the head */
@@ -58,20 +58,6 @@ static void mla_head(gm_llm *l, int32_t inpL) {
     cur = gm_mul_mat(g, gm_w_output(l), cur);
     l->t_logits = cur;
     gm_expand(g, cur);
-}
-
-/* the residual, FFN and residual after a layer's attention, the last
- * layer keeping the output rows */
-static int32_t mla_ffn(gm_llm *l, int32_t cur, int32_t inpSA, int32_t out_ids, int il) {
-    gm_graph *g = l->g;
-    if (il == (int)l->hp->n_layer - 1) {
-        cur = gm_get_rows(g, cur, out_ids);
-        inpSA = gm_get_rows(g, inpSA, out_ids);
-    }
-    int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
-    cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
-    cur = gm_build_layer_ffn(l, cur, il);
-    return gm_binary(g, GM_OP_ADD, cur, ffn_inp);
 }
 
 void gm_arch_deepseek2(gm_llm *l) {
@@ -91,7 +77,8 @@ void gm_arch_deepseek2(gm_llm *l) {
     for (int il = 0; il < (int)hp->n_layer; il++) {
         int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
         cur = deepseek2_attention(l, &inp, cur, pos, attn_scale, il);
-        inpL = mla_ffn(l, cur, inpL, out_ids, il);
+        inpL = gm_build_ffn_residual(l, cur, inpL, il == (int)hp->n_layer - 1 ? out_ids : GM_NONE,
+                                     "blk.%d.ffn_norm.weight", NULL, il);
     }
     mla_head(l, inpL);
 }
@@ -117,11 +104,13 @@ void gm_arch_dsa(gm_llm *l) {
         int32_t q_nope, q_pe, kv_cmpr, k_pe;
         gm_mla_split_q(l, q, &q_nope, &q_pe);
         gm_mla_kv(l, cur, pos, il, &kv_cmpr, &k_pe);
-        gm_attn_args a = { .wo = gm_w(l, "blk.%d.attn_output.weight", il), .wo_b = GM_NONE, .kq_b = GM_NONE,
-                           .sinks = GM_NONE, .v_mla = gm_w(l, "blk.%d.attn_v_b.weight", il) };
-        gm_mla_absorb(l, q_nope, q_pe, kv_cmpr, k_pe, pos, il, &a.q, &a.k, &a.v);
-        cur = gm_dsa_attn(l, &inp, &a, top_k, il);
-        inpL = mla_ffn(l, cur, inpL, out_ids, il);
+        const gm_attn_opts o = { .wo = gm_w(l, "blk.%d.attn_output.weight", il), .wo_b = GM_NONE, .kq_b = GM_NONE,
+                                 .sinks = GM_NONE };
+        int32_t Q, K, V;
+        gm_mla_absorb(l, q_nope, q_pe, kv_cmpr, k_pe, pos, il, &Q, &K, &V);
+        cur = gm_dsa_attn(l, &inp, &o, Q, K, V, gm_w(l, "blk.%d.attn_v_b.weight", il), top_k, il);
+        inpL = gm_build_ffn_residual(l, cur, inpL, il == (int)hp->n_layer - 1 ? out_ids : GM_NONE,
+                                     "blk.%d.ffn_norm.weight", NULL, il);
     }
     mla_head(l, inpL);
 }
@@ -133,7 +122,7 @@ void gm_arch_dsa(gm_llm *l) {
 void gm_arch_mla_mtp(gm_llm *l) {
     gm_graph *g = l->g;
     const int il = (int)l->hp->n_layer;
-    int32_t inpSA = gm_mtp_input(l, il, GM_NORM_RMS);
+    int32_t inpSA = gm_build_mtp_eh_proj(l, il);
     int32_t pos = gm_inp_pos(l), out_ids = gm_inp_out_ids(l);
     gm_attn_inp inp;
     gm_attn_inp_k(l, &l->kv, &inp);
@@ -141,13 +130,11 @@ void gm_arch_mla_mtp(gm_llm *l) {
     int32_t q_nope, q_pe, kv_cmpr, k_pe;
     gm_mla_split_q(l, mla_q(l, cur, il), &q_nope, &q_pe);
     gm_mla_kv(l, cur, pos, il, &kv_cmpr, &k_pe);
-    gm_attn_args a = { .wo = gm_w(l, "blk.%d.attn_output.weight", il), .wo_b = GM_NONE, .kq_b = GM_NONE,
-                       .sinks = GM_NONE, .v_mla = gm_w(l, "blk.%d.attn_v_b.weight", il) };
-    gm_mla_absorb(l, q_nope, q_pe, kv_cmpr, k_pe, pos, il, &a.q, &a.k, &a.v);
-    cur = gm_build_attn_args(l, &inp, &a, il);
-    int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
-    cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
-    cur = gm_build_layer_ffn(l, cur, il);
-    cur = gm_binary(g, GM_OP_ADD, cur, ffn_inp);
-    gm_expand(g, gm_mtp_head(l, cur, il, out_ids, GM_NORM_RMS, false));
+    const gm_attn_opts o = { .wo = gm_w(l, "blk.%d.attn_output.weight", il), .wo_b = GM_NONE, .kq_b = GM_NONE,
+                             .sinks = GM_NONE };
+    int32_t Q, K, V;
+    gm_mla_absorb(l, q_nope, q_pe, kv_cmpr, k_pe, pos, il, &Q, &K, &V);
+    cur = gm_build_attn_mla(l, &inp, &o, Q, K, V, gm_w(l, "blk.%d.attn_v_b.weight", il), il);
+    cur = gm_build_ffn_residual(l, cur, inpSA, GM_NONE, "blk.%d.ffn_norm.weight", NULL, il);
+    gm_expand(g, gm_mtp_head(l, cur, il, out_ids, true, false));
 }

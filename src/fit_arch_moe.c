@@ -1,8 +1,9 @@
 /*
  * fit_arch_moe.c - the graphs of the mixture-of-experts decoders with a
  * standard attention (src/models/<arch>.cpp): gpt-oss, qwen2moe, olmoe,
- * phimoe, ernie4_5-moe, minimax-m2, granitemoe (granite's graph), glm4moe,
- * hy_v3, step35, cohere2moe.
+ * ernie4_5-moe, minimax-m2, glm4moe, hy_v3, step35, cohere2moe.  (phimoe
+ * and granitemoe are phi3's and granite's graphs, fit_arch_dense.c: they
+ * route through the same block.)
  *
  * Data structure: each architecture is a short function over the shared
  * blocks (fit_llm.c: norms, build_qkv, build_attn with its optional sinks,
@@ -17,7 +18,7 @@
  * Fidelity: each proven against the real llama.cpp v0.5.0 by
  * tests/fit/graphs_moe.sh (compute buffers equal to the byte).
  */
-#include "fit_llm.h"
+#include "fit_block_moe.h"
 
 /* ------------------------------------------------------------------------ */
 /* Shared pieces                                                             */
@@ -59,11 +60,10 @@ void gm_arch_gpt_oss(gm_llm *l) {
         int32_t q, k, v;
         gm_build_qkv(l, il, cur, head, hp->n_head[il], hp->n_head_kv[il], head, &q, &k, &v);
         rope_qk(l, &q, &k, pos, GM_NONE);
-        const gm_attn_args a = { .wo = gm_w(l, "blk.%d.attn_output.weight", il),
-                                 .wo_b = gm_w(l, "blk.%d.attn_output.bias", il), .q = q, .k = k, .v = v,
-                                 .kq_b = GM_NONE, .sinks = gm_w(l, "blk.%d.attn_sinks.weight", il),
-                                 .v_mla = GM_NONE, .iswa = true };
-        cur = gm_build_attn_args(l, hp->is_swa[il] ? &swa : &base, &a, il);
+        const gm_attn_opts o = { .wo = gm_w(l, "blk.%d.attn_output.weight", il),
+                                 .wo_b = gm_w(l, "blk.%d.attn_output.bias", il), .kq_b = GM_NONE,
+                                 .sinks = gm_w(l, "blk.%d.attn_sinks.weight", il), .iswa = true };
+        cur = gm_build_attn_opts(l, hp->is_swa[il] ? &swa : &base, &o, q, k, v, il);
         int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpL);
         cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.post_attention_norm.weight", il), il);
         gm_moe_args m;
@@ -98,7 +98,7 @@ static void qkv_flat_normed(gm_llm *l, int il, int32_t cur, int32_t *q, int32_t 
     const int64_t head[3] = { hp->head_k_full, hp->head_k_full, hp->head_v_full };
     const int64_t n_heads[3] = { hp->n_head[il], hp->n_head_kv[il], hp->n_head_kv[il] };
     const int64_t n = l->ub.n_tokens;
-    gm_build_qkv_ex(l, il, cur, head, n_heads, false, q, k, v);
+    gm_build_qkv_heads(l, il, cur, head, n_heads, false, q, k, v);
     *q = gm_build_norm_rms(l, *q, gm_w(l, "blk.%d.attn_q_norm.weight", il), il);
     *k = gm_build_norm_rms(l, *k, gm_w(l, "blk.%d.attn_k_norm.weight", il), il);
     *q = gm_reshape_3d(g, *q, head[0], n_heads[0], n);
@@ -108,234 +108,39 @@ static void qkv_flat_normed(gm_llm *l, int il, int32_t cur, int32_t *q, int32_t 
 
 /* build_attn over the plain cache with the layer's attn_output (and bias) */
 static int32_t attn_out(gm_llm *l, const gm_attn_inp *inp, int32_t q, int32_t k, int32_t v, int il) {
-    const gm_attn_args a = { .wo = gm_w(l, "blk.%d.attn_output.weight", il),
-                             .wo_b = gm_w(l, "blk.%d.attn_output.bias", il), .q = q, .k = k, .v = v,
-                             .kq_b = GM_NONE, .sinks = GM_NONE, .v_mla = GM_NONE };
-    return gm_build_attn_args(l, inp, &a, il);
+    const gm_attn_opts o = { .wo = gm_w(l, "blk.%d.attn_output.weight", il),
+                             .wo_b = gm_w(l, "blk.%d.attn_output.bias", il), .kq_b = GM_NONE, .sinks = GM_NONE };
+    return gm_build_attn_opts(l, inp, &o, q, k, v, il);
 }
 
-/* model.get_rope_factors (llama-model.cpp:2259-2272): rope_freqs, else the
- * long factors past the original context, else the short ones */
-static int32_t rope_factors(gm_llm *l, int il) {
-    int32_t f = gm_w_layer(l, "rope_freqs.weight", il);
-    if (f != GM_NONE) return f;
-    if (l->cp->sizes.n_ctx_seq > l->hp->n_ctx_orig_yarn) return gm_w_layer(l, "rope_factors_long.weight", il);
-    return gm_w_layer(l, "rope_factors_short.weight", il);
-}
+/* ------------------------------------------------------------------------ */
+/* The llama-style MoE decoders: one frame, the differences as a row         */
+/* ------------------------------------------------------------------------ */
 
-/* the last layer keeps the output rows (the trunks that take them inside the loop) */
-static void last_rows(gm_llm *l, int il, int32_t out_ids, int32_t *cur, int32_t *inpSA) {
-    if (il != (int)l->hp->n_layer - 1) return;
-    *cur = gm_get_rows(l->g, *cur, out_ids);
-    *inpSA = gm_get_rows(l->g, *inpSA, out_ids);
-}
+/* What tells qwen2moe, olmoe, minimax-m2, ernie4_5-moe and glm4moe apart:
+ * Q/K/V with their norms, the FFN norm's name, the FFN, and whether the
+ * output norm is t_h_nextn (a graph output). */
+typedef struct moe_decoder {
+    void (*qkv)(gm_llm *l, int il, int32_t cur, int32_t *q, int32_t *k, int32_t *v);
+    const char *ffn_norm;
+    gm_layer_ffn_fn ffn;
+    bool h_nextn;
+} moe_decoder;
 
-/* qwen2moe.cpp: biased q/k/v, softmax router without normalization, the
- * shared expert gated by a sigmoid */
-void gm_arch_qwen2moe(gm_llm *l) {
-    gm_graph *g = l->g;
-    const gm_hparams *hp = l->hp;
-    int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
-    int32_t pos = gm_inp_pos(l);
-    gm_attn_inp inp;
-    gm_attn_inp_kv(l, &l->kv, &inp);
-    int32_t out_ids = gm_inp_out_ids(l);
-    for (int il = 0; il < (int)hp->n_layer; il++) {
-        int32_t inpSA = inpL, q, k, v;
-        int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
-        qkv_heads(l, il, cur, &q, &k, &v);
-        rope_qk(l, &q, &k, pos, GM_NONE);
-        cur = attn_out(l, &inp, q, k, v, il);
-        last_rows(l, il, out_ids, &cur, &inpSA);
-        int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
-        cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
-        gm_moe_args m;
-        gm_moe_args_layer(l, il, &m);
-        m.norm_w = false, m.gating = GM_GATING_SOFTMAX, m.exp_probs_b = GM_NONE;
-        cur = gm_build_moe_shexp(l, cur, &m, GM_SHEXP_GATED, il);
-        inpL = gm_binary(g, GM_OP_ADD, cur, ffn_inp);
-    }
-    int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "output_norm.weight", 0), -1);
-    gm_expand(g, lm_head(l, cur));
-}
-
-/* olmoe.cpp and minimax-m2.cpp: q/k norms over the whole projection before
- * the reshape; olmoe's router is a softmax without normalization,
- * minimax-m2's the model's gating with the selection bias, normalized */
-static void flat_qk_norm_moe(gm_llm *l, bool minimax) {
-    gm_graph *g = l->g;
-    const gm_hparams *hp = l->hp;
-    int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
-    int32_t pos = gm_inp_pos(l);
-    gm_attn_inp inp;
-    gm_attn_inp_kv(l, &l->kv, &inp);
-    int32_t out_ids = gm_inp_out_ids(l);
-    for (int il = 0; il < (int)hp->n_layer; il++) {
-        int32_t inpSA = inpL, q, k, v;
-        int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
-        qkv_flat_normed(l, il, cur, &q, &k, &v);
-        rope_qk(l, &q, &k, pos, GM_NONE);
-        cur = attn_out(l, &inp, q, k, v, il);
-        last_rows(l, il, out_ids, &cur, &inpSA);
-        int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
-        cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
-        gm_moe_args m;
-        gm_moe_args_layer(l, il, &m);
-        m.norm_w = minimax;
-        if (!minimax) m.gating = GM_GATING_SOFTMAX, m.exp_probs_b = GM_NONE;
-        cur = gm_build_moe(l, cur, &m, il);
-        inpL = gm_binary(g, GM_OP_ADD, cur, ffn_inp);
-    }
-    int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "output_norm.weight", 0), -1);
-    gm_expand(g, lm_head(l, cur));
-}
-
-void gm_arch_olmoe(gm_llm *l) { flat_qk_norm_moe(l, false); }
-void gm_arch_minimax_m2(gm_llm *l) { flat_qk_norm_moe(l, true); }
-
-/* phi3.cpp (phimoe's graph): biased norms, LongRoPE factors, q scaled
- * before attention, the residual added first, the output bias */
-void gm_arch_phimoe(gm_llm *l) {
-    gm_graph *g = l->g;
-    const gm_hparams *hp = l->hp;
-    int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
-    int32_t pos = gm_inp_pos(l);
-    gm_attn_inp inp;
-    gm_attn_inp_kv(l, &l->kv, &inp);
-    int32_t out_ids = gm_inp_out_ids(l);
-    for (int il = 0; il < (int)hp->n_layer; il++) {
-        int32_t residual = inpL, q, k, v;
-        const int32_t factors = rope_factors(l, il);
-        int32_t cur = gm_build_norm(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), gm_w(l, "blk.%d.attn_norm.bias", il),
-                                    GM_NORM_RMS, il);
-        qkv_heads(l, il, cur, &q, &k, &v);
-        rope_qk(l, &q, &k, pos, factors);
-        q = gm_unary(g, GM_OP_SCALE, q);
-        cur = attn_out(l, &inp, q, k, v, il);
-        last_rows(l, il, out_ids, &cur, &residual);
-        cur = gm_binary(g, GM_OP_ADD, cur, residual);
-        residual = cur;
-        cur = gm_build_norm(l, cur, gm_w(l, "blk.%d.ffn_norm.weight", il), gm_w(l, "blk.%d.ffn_norm.bias", il),
-                            GM_NORM_RMS, il);
-        gm_moe_args m;
-        gm_moe_args_layer(l, il, &m);
-        m.norm_w = true, m.gating = GM_GATING_SOFTMAX, m.exp_probs_b = GM_NONE;
-        cur = gm_build_moe(l, cur, &m, il);
-        inpL = gm_binary(g, GM_OP_ADD, residual, cur);
-    }
-    int32_t cur = gm_build_norm(l, inpL, gm_w(l, "output_norm.weight", 0), gm_w(l, "output_norm.bias", 0), GM_NORM_RMS, -1);
-    cur = lm_head(l, cur);
-    const int32_t output_b = gm_w(l, "output.bias", 0);
-    if (output_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, output_b);
-    l->t_logits = cur;
-    gm_expand(g, cur);
-}
-
-/* ernie4-5-moe.cpp: experts every n_moe_layer_step-th layer after the dense
- * lead, softmax router with the selection bias, normalized; the shared
- * expert where the model has one */
-void gm_arch_ernie4_5_moe(gm_llm *l) {
-    gm_graph *g = l->g;
-    const gm_hparams *hp = l->hp;
-    int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
-    int32_t pos = gm_inp_pos(l);
-    gm_attn_inp inp;
-    gm_attn_inp_kv(l, &l->kv, &inp);
-    int32_t out_ids = gm_inp_out_ids(l);
-    for (int il = 0; il < (int)hp->n_layer; il++) {
-        int32_t inpSA = inpL, q, k, v;
-        int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
-        qkv_heads(l, il, cur, &q, &k, &v);
-        rope_qk(l, &q, &k, pos, GM_NONE);
-        cur = attn_out(l, &inp, q, k, v, il);
-        last_rows(l, il, out_ids, &cur, &inpSA);
-        int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
-        cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
-        const bool moe = (uint32_t)il >= hp->n_layer_dense_lead && hp->n_moe_layer_step &&
-                         (uint32_t)(il + 1) % hp->n_moe_layer_step == 0;
-        if (!moe) {
-            const gm_ffn_args f = gm_ffn_layer(l, il, GM_FFN_SILU);
-            cur = gm_build_ffn_args(l, cur, &f);
-        } else {
-            gm_moe_args m;
-            gm_moe_args_layer(l, il, &m);
-            m.norm_w = true, m.gating = GM_GATING_SOFTMAX;
-            cur = gm_build_moe_shexp(l, cur, &m, hp->n_ff_shexp > 0 ? GM_SHEXP_PLAIN : GM_SHEXP_NONE, il);
-        }
-        inpL = gm_binary(g, GM_OP_ADD, cur, ffn_inp);
-    }
-    int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "output_norm.weight", 0), -1);
-    gm_expand(g, lm_head(l, cur));
-}
-
-/* granite.cpp (granite's and granitemoe's graph): the embedding, residual
- * and logit scales of muP, dense or routed FFN with an optional shared
- * expert */
-void gm_arch_granite(gm_llm *l) {
-    gm_graph *g = l->g;
-    const gm_hparams *hp = l->hp;
-    int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
-    if (hp->f_embedding_scale != 0.0f) {
-        inpL = gm_unary(g, GM_OP_SCALE, inpL);
-        gm_expand(g, inpL);
-    }
-    int32_t pos = gm_inp_pos(l);
-    gm_attn_inp inp;
-    gm_attn_inp_kv(l, &l->kv, &inp);
-    int32_t out_ids = gm_inp_out_ids(l);
-    for (int il = 0; il < (int)hp->n_layer; il++) {
-        int32_t inpSA = inpL, q, k, v;
-        int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
-        qkv_heads(l, il, cur, &q, &k, &v);
-        rope_qk(l, &q, &k, pos, rope_factors(l, il));
-        cur = attn_out(l, &inp, q, k, v, il);
-        last_rows(l, il, out_ids, &cur, &inpSA);
-        if (hp->f_residual_scale != 0.0f) cur = gm_unary(g, GM_OP_SCALE, cur);
-        int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
-        cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
-        if (gm_w(l, "blk.%d.ffn_gate_inp.weight", il) == GM_NONE) {
-            const gm_ffn_args f = gm_ffn_layer(l, il, GM_FFN_SILU);
-            cur = gm_build_ffn_args(l, cur, &f);
-        } else {
-            gm_moe_args m;
-            gm_moe_args_layer(l, il, &m);
-            m.norm_w = true, m.gating = GM_GATING_SOFTMAX, m.exp_probs_b = GM_NONE;
-            cur = gm_build_moe_shexp(l, cur, &m, hp->n_ff_shexp > 0 ? GM_SHEXP_PLAIN : GM_SHEXP_NONE, il);
-        }
-        if (hp->f_residual_scale != 0.0f) cur = gm_unary(g, GM_OP_SCALE, cur);
-        inpL = gm_binary(g, GM_OP_ADD, cur, ffn_inp);
-    }
-    int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "output_norm.weight", 0), -1);
-    cur = gm_unary(g, GM_OP_SCALE, lm_head(l, cur));
-    l->t_logits = cur;
-    gm_expand(g, cur);
-}
-
-/* glm4-moe.cpp: biased q/k/v, optional q/k norms per head, a post-attention
- * norm before the FFN, the dense lead, sigmoid routing with the selection
- * bias plus the shared expert; t_h_nextn is the output norm.  One layer
- * (the trunk's, and the MTP block's, graph_mtp); out_ids GM_NONE: every row */
-static int32_t glm4moe_layer(gm_llm *l, const gm_attn_inp *inp, int32_t inpL, int32_t pos, int32_t out_ids, int il) {
-    gm_graph *g = l->g;
-    int32_t inpSA = inpL, q, k, v;
+/* one layer: norm, Q/K/V, rope, attention, the residual (the output rows
+ * when out_ids is given: the trunk's last layer), the FFN norm, the FFN,
+ * the residual */
+static int32_t decoder_layer(gm_llm *l, const moe_decoder *d, const gm_attn_inp *inp, int32_t inpL, int32_t pos,
+                             int32_t out_ids, int il) {
+    int32_t q, k, v;
     int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
-    qkv_heads(l, il, cur, &q, &k, &v);
-    const int32_t qn = gm_w(l, "blk.%d.attn_q_norm.weight", il), kn = gm_w(l, "blk.%d.attn_k_norm.weight", il);
-    if (qn != GM_NONE) q = gm_build_norm_rms(l, q, qn, il);
-    if (kn != GM_NONE) k = gm_build_norm_rms(l, k, kn, il);
+    d->qkv(l, il, cur, &q, &k, &v);
     rope_qk(l, &q, &k, pos, GM_NONE);
     cur = attn_out(l, inp, q, k, v, il);
-    if (out_ids != GM_NONE) {
-        cur = gm_get_rows(g, cur, out_ids);
-        inpSA = gm_get_rows(g, inpSA, out_ids);
-    }
-    int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
-    cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.post_attention_norm.weight", il), il);
-    cur = gm_build_layer_ffn(l, cur, il);
-    return gm_binary(g, GM_OP_ADD, cur, ffn_inp);
+    return gm_build_ffn_residual(l, cur, inpL, out_ids, d->ffn_norm, d->ffn, il);
 }
 
-void gm_arch_glm4moe(gm_llm *l) {
+static void decoder(gm_llm *l, const moe_decoder *d) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
     int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
@@ -344,39 +149,100 @@ void gm_arch_glm4moe(gm_llm *l) {
     gm_attn_inp_kv(l, &l->kv, &inp);
     int32_t out_ids = gm_inp_out_ids(l);
     for (int il = 0; il < (int)hp->n_layer; il++)
-        inpL = glm4moe_layer(l, &inp, inpL, pos, il == (int)hp->n_layer - 1 ? out_ids : GM_NONE, il);
+        inpL = decoder_layer(l, d, &inp, inpL, pos, il == (int)hp->n_layer - 1 ? out_ids : GM_NONE, il);
     int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "output_norm.weight", 0), -1);
-    gm_set_output(g, cur); /* t_h_nextn */
+    if (d->h_nextn) gm_set_output(g, cur); /* t_h_nextn */
     gm_expand(g, lm_head(l, cur));
 }
 
+/* glm4-moe.cpp: optional q/k norms per head after build_qkv */
+static void qkv_heads_normed(gm_llm *l, int il, int32_t cur, int32_t *q, int32_t *k, int32_t *v) {
+    qkv_heads(l, il, cur, q, k, v);
+    const int32_t qn = gm_w(l, "blk.%d.attn_q_norm.weight", il), kn = gm_w(l, "blk.%d.attn_k_norm.weight", il);
+    if (qn != GM_NONE) *q = gm_build_norm_rms(l, *q, qn, il);
+    if (kn != GM_NONE) *k = gm_build_norm_rms(l, *k, kn, il);
+}
+
+/* the layer's routed experts with the options of an architecture that
+ * reads no routing keys: softmax, no selection bias, normalized or not */
+static int32_t softmax_moe(gm_llm *l, int32_t cur, int il, bool norm_w, gm_shexp_kind shexp) {
+    gm_moe_args m;
+    gm_moe_args_layer(l, il, &m);
+    m.norm_w = norm_w, m.gating = GM_GATING_SOFTMAX, m.exp_probs_b = GM_NONE;
+    return gm_build_moe_shexp(l, cur, &m, shexp, il);
+}
+
+/* qwen2moe.cpp: unnormalized, the shared expert gated by a sigmoid */
+static int32_t qwen2moe_ffn(gm_llm *l, int32_t cur, int il) { return softmax_moe(l, cur, il, false, GM_SHEXP_GATED); }
+
+/* olmoe.cpp: unnormalized, no shared expert */
+static int32_t olmoe_ffn(gm_llm *l, int32_t cur, int il) { return softmax_moe(l, cur, il, false, GM_SHEXP_NONE); }
+
+/* minimax-m2.cpp: the model's gating with the selection bias, normalized */
+static int32_t minimax_m2_ffn(gm_llm *l, int32_t cur, int il) {
+    gm_moe_args m;
+    gm_moe_args_layer(l, il, &m);
+    m.norm_w = true;
+    return gm_build_moe(l, cur, &m, il);
+}
+
+/* ernie4-5-moe.cpp: experts every n_moe_layer_step-th layer after the
+ * dense lead, softmax with the selection bias, normalized; the shared
+ * expert where the model has one (n_ff_shexp) */
+static int32_t ernie4_5_moe_ffn(gm_llm *l, int32_t cur, int il) {
+    const gm_hparams *hp = l->hp;
+    const bool moe = (uint32_t)il >= hp->n_layer_dense_lead && hp->n_moe_layer_step &&
+                     (uint32_t)(il + 1) % hp->n_moe_layer_step == 0;
+    if (!moe) {
+        const gm_ffn_w f = gm_ffn_weights(l, "ffn", il);
+        return gm_build_ffn_il(l, cur, &f, GM_FFN_SILU, GM_FFN_PAR, il);
+    }
+    gm_moe_args m;
+    gm_moe_args_layer(l, il, &m);
+    m.norm_w = true, m.gating = GM_GATING_SOFTMAX;
+    return gm_build_moe_shexp(l, cur, &m, hp->n_ff_shexp > 0 ? GM_SHEXP_PLAIN : GM_SHEXP_NONE, il);
+}
+
+static const moe_decoder QWEN2MOE = { qkv_heads, "blk.%d.ffn_norm.weight", qwen2moe_ffn, false };
+static const moe_decoder OLMOE = { qkv_flat_normed, "blk.%d.ffn_norm.weight", olmoe_ffn, false };
+static const moe_decoder MINIMAX_M2 = { qkv_flat_normed, "blk.%d.ffn_norm.weight", minimax_m2_ffn, false };
+static const moe_decoder ERNIE4_5_MOE = { qkv_heads, "blk.%d.ffn_norm.weight", ernie4_5_moe_ffn, false };
+/* glm4-moe.cpp: a post-attention norm before the FFN, the dense lead,
+ * sigmoid routing with the selection bias plus the shared expert; the
+ * output norm is t_h_nextn */
+static const moe_decoder GLM4MOE = { qkv_heads_normed, "blk.%d.post_attention_norm.weight", gm_build_layer_ffn, true };
+
+void gm_arch_qwen2moe(gm_llm *l) { decoder(l, &QWEN2MOE); }
+void gm_arch_olmoe(gm_llm *l) { decoder(l, &OLMOE); }
+void gm_arch_minimax_m2(gm_llm *l) { decoder(l, &MINIMAX_M2); }
+void gm_arch_ernie4_5_moe(gm_llm *l) { decoder(l, &ERNIE4_5_MOE); }
+void gm_arch_glm4moe(gm_llm *l) { decoder(l, &GLM4MOE); }
+
+/* glm4-moe.cpp graph_mtp: the NextN input, the trunk's layer (every row),
+ * the NextN head */
 void gm_arch_glm4moe_mtp(gm_llm *l) {
     const int il = (int)l->hp->n_layer;
-    int32_t cur = gm_mtp_input(l, il, GM_NORM_RMS);
+    int32_t cur = gm_build_mtp_eh_proj(l, il);
     int32_t pos = gm_inp_pos(l), out_ids = gm_inp_out_ids(l);
     gm_attn_inp inp;
     gm_attn_inp_kv(l, &l->kv, &inp);
-    cur = glm4moe_layer(l, &inp, cur, pos, GM_NONE, il);
-    gm_expand(l->g, gm_mtp_head(l, cur, il, out_ids, GM_NORM_RMS, false));
+    cur = decoder_layer(l, &GLM4MOE, &inp, cur, pos, GM_NONE, il);
+    gm_expand(l->g, gm_mtp_head(l, cur, il, out_ids, true, false));
 }
 
 /* hy-v3.cpp: q/k norms per head, rope factors, the dense lead, sigmoid
  * routing plus the shared expert; the trunk keeps every row, the output
  * rows are taken after the output norm (t_h_nextn) */
 static int32_t hy_v3_layer(gm_llm *l, const gm_attn_inp *inp, int32_t inpL, int32_t pos, int il) {
-    gm_graph *g = l->g;
     int32_t q, k, v;
-    const int32_t factors = rope_factors(l, il);
+    const int32_t factors = gm_rope_factors(l, il);
     int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
     qkv_heads(l, il, cur, &q, &k, &v);
     q = gm_build_norm_rms(l, q, gm_w(l, "blk.%d.attn_q_norm.weight", il), il);
     k = gm_build_norm_rms(l, k, gm_w(l, "blk.%d.attn_k_norm.weight", il), il);
     rope_qk(l, &q, &k, pos, factors);
     cur = attn_out(l, inp, q, k, v, il);
-    int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpL);
-    cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
-    cur = gm_build_layer_ffn(l, cur, il);
-    return gm_binary(g, GM_OP_ADD, cur, ffn_inp);
+    return gm_build_ffn_residual(l, cur, inpL, GM_NONE, "blk.%d.ffn_norm.weight", NULL, il);
 }
 
 void gm_arch_hy_v3(gm_llm *l) {
@@ -396,12 +262,12 @@ void gm_arch_hy_v3(gm_llm *l) {
 
 void gm_arch_hy_v3_mtp(gm_llm *l) {
     const int il = (int)l->hp->n_layer;
-    int32_t cur = gm_mtp_input(l, il, GM_NORM_RMS);
+    int32_t cur = gm_build_mtp_eh_proj(l, il);
     int32_t pos = gm_inp_pos(l), out_ids = gm_inp_out_ids(l);
     gm_attn_inp inp;
     gm_attn_inp_kv(l, &l->kv, &inp);
     cur = hy_v3_layer(l, &inp, cur, pos, il);
-    gm_expand(l->g, gm_mtp_head(l, cur, il, out_ids, GM_NORM_RMS, false));
+    gm_expand(l->g, gm_mtp_head(l, cur, il, out_ids, true, false));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -421,17 +287,16 @@ static int32_t step35_layer(gm_llm *l, const gm_attn_inp *base, const gm_attn_in
     const int64_t heads[3] = { head_k, head_k, head_v }, n_heads[3] = { nh, nkv, nkv };
     int32_t q, k, v;
     int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
-    gm_build_qkv_ex(l, il, cur, heads, n_heads, false, &q, &k, &v);
+    gm_build_qkv_heads(l, il, cur, heads, n_heads, false, &q, &k, &v);
     q = gm_reshape_3d(g, q, head_k, nh, n);
     k = gm_reshape_3d(g, k, head_k, nkv, n);
     v = gm_reshape_3d(g, v, head_v, nkv, n);
     const int32_t qn = gm_w(l, "blk.%d.attn_q_norm.weight", il), kn = gm_w(l, "blk.%d.attn_k_norm.weight", il);
     if (qn != GM_NONE) q = gm_build_norm_rms(l, q, qn, il);
     if (kn != GM_NONE) k = gm_build_norm_rms(l, k, kn, il);
-    rope_qk(l, &q, &k, pos, hp->is_swa[il] ? GM_NONE : rope_factors(l, il));
-    const gm_attn_args a = { .wo = GM_NONE, .wo_b = GM_NONE, .q = q, .k = k, .v = v, .kq_b = GM_NONE,
-                             .sinks = GM_NONE, .v_mla = GM_NONE, .iswa = true };
-    int32_t attn = gm_build_attn_args(l, hp->is_swa[il] ? swa : base, &a, il);
+    rope_qk(l, &q, &k, pos, hp->is_swa[il] ? GM_NONE : gm_rope_factors(l, il));
+    const gm_attn_opts o = { .wo = GM_NONE, .wo_b = GM_NONE, .kq_b = GM_NONE, .sinks = GM_NONE, .iswa = true };
+    int32_t attn = gm_build_attn_opts(l, hp->is_swa[il] ? swa : base, &o, q, k, v, il);
     const int32_t wgate = gm_w(l, "blk.%d.attn_gate.weight", il);
     if (wgate != GM_NONE) {
         int32_t gate = gm_unary(g, GM_OP_UNARY, gm_build_lora_mm(l, wgate, cur));
@@ -440,10 +305,7 @@ static int32_t step35_layer(gm_llm *l, const gm_attn_inp *base, const gm_attn_in
         attn = gm_reshape_2d(g, a3, head_v * nh, n);
     }
     cur = gm_build_lora_mm(l, gm_w(l, "blk.%d.attn_output.weight", il), attn);
-    int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpL);
-    cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, "blk.%d.ffn_norm.weight", il), il);
-    cur = gm_build_layer_ffn(l, cur, il);
-    return gm_binary(g, GM_OP_ADD, cur, ffn_inp);
+    return gm_build_ffn_residual(l, cur, inpL, GM_NONE, "blk.%d.ffn_norm.weight", NULL, il);
 }
 
 void gm_arch_step35(gm_llm *l) {
@@ -463,12 +325,12 @@ void gm_arch_step35(gm_llm *l) {
 
 void gm_arch_step35_mtp(gm_llm *l) {
     const int il = (int)l->hp->n_layer;
-    int32_t cur = gm_mtp_input(l, il, GM_NORM_RMS);
+    int32_t cur = gm_build_mtp_eh_proj(l, il);
     int32_t pos = gm_inp_pos(l);
     gm_attn_inp base, swa;
     gm_attn_inp_kv_iswa(l, &base, &swa);
     cur = step35_layer(l, &base, &swa, cur, pos, il);
-    gm_expand(l->g, gm_mtp_head(l, cur, il, gm_inp_out_ids(l), GM_NORM_RMS, true));
+    gm_expand(l->g, gm_mtp_head(l, cur, il, gm_inp_out_ids(l), true, true));
 }
 
 /* cohere2moe.cpp: parallel attention and FFN from one norm (a layer norm
@@ -481,27 +343,26 @@ static int32_t cohere2moe_layer(gm_llm *l, const gm_attn_inp *base, const gm_att
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
     int32_t q, k, v;
-    int32_t cur = gm_build_norm(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), GM_NONE,
-                                hp->layer_norm ? GM_NORM_LAYER : GM_NORM_RMS, il);
+    int32_t cur = gm_build_norm(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), GM_NONE, !hp->layer_norm, il);
     const int32_t ffn_in = cur;
     qkv_heads(l, il, cur, &q, &k, &v);
-    if (rope) rope_qk(l, &q, &k, pos, rope_factors(l, il));
-    const gm_attn_args a = { .wo = gm_w(l, "blk.%d.attn_output.weight", il),
-                             .wo_b = gm_w(l, "blk.%d.attn_output.bias", il), .q = q, .k = k, .v = v,
-                             .kq_b = GM_NONE, .sinks = GM_NONE, .v_mla = GM_NONE, .iswa = true };
-    const int32_t attn = gm_build_attn_args(l, hp->is_swa[il] ? swa : base, &a, il);
+    if (rope) rope_qk(l, &q, &k, pos, gm_rope_factors(l, il));
+    const gm_attn_opts o = { .wo = gm_w(l, "blk.%d.attn_output.weight", il),
+                             .wo_b = gm_w(l, "blk.%d.attn_output.bias", il), .kq_b = GM_NONE, .sinks = GM_NONE,
+                             .iswa = true };
+    const int32_t attn = gm_build_attn_opts(l, hp->is_swa[il] ? swa : base, &o, q, k, v, il);
     if (gm_w(l, "blk.%d.ffn_gate_inp.weight", il) == GM_NONE) {
-        gm_ffn_args f = gm_ffn_layer(l, il, GM_FFN_SILU);
+        gm_ffn_w f = gm_ffn_weights(l, "ffn", il);
         f.up_b = f.gate_b = f.down_b = GM_NONE;
-        cur = gm_build_ffn_args(l, ffn_in, &f);
+        cur = gm_build_ffn_il(l, ffn_in, &f, GM_FFN_SILU, GM_FFN_PAR, il);
     } else {
         gm_moe_args m;
         gm_moe_args_layer(l, il, &m);
         m.exp_probs_b = GM_NONE;
         cur = gm_build_moe(l, ffn_in, &m, il);
         if (gm_w(l, "blk.%d.ffn_up_shexp.weight", il) != GM_NONE) {
-            const gm_ffn_args s = gm_ffn_shexp(l, il);
-            cur = gm_binary(g, GM_OP_ADD, cur, gm_build_ffn_args(l, ffn_in, &s));
+            const gm_ffn_w sw = gm_ffn_shexp_weights(l, il);
+            cur = gm_binary(g, GM_OP_ADD, cur, gm_build_ffn_il(l, ffn_in, &sw, GM_FFN_SILU, GM_FFN_PAR, il));
             cur = gm_unary(g, GM_OP_SCALE, cur);
         }
     }
@@ -518,7 +379,7 @@ static int32_t logit_scale(gm_llm *l, int32_t cur) {
 void gm_arch_cohere2moe(gm_llm *l) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
-    const gm_norm_type norm = hp->layer_norm ? GM_NORM_LAYER : GM_NORM_RMS;
+    const bool rms = !hp->layer_norm;
     int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
     int32_t pos = gm_inp_pos(l);
     gm_attn_inp base, swa;
@@ -526,7 +387,7 @@ void gm_arch_cohere2moe(gm_llm *l) {
     int32_t out_ids = gm_inp_out_ids(l);
     for (int il = 0; il < (int)hp->n_layer; il++)
         inpL = cohere2moe_layer(l, &base, &swa, inpL, pos, hp->is_swa[il] || (uint32_t)il < hp->n_layer_dense_lead, il);
-    int32_t cur = gm_build_norm(l, inpL, gm_w(l, "output_norm.weight", 0), GM_NONE, norm, -1);
+    int32_t cur = gm_build_norm(l, inpL, gm_w(l, "output_norm.weight", 0), GM_NONE, rms, -1);
     gm_set_output(g, cur); /* t_h_nextn */
     cur = gm_get_rows(g, cur, out_ids);
     gm_expand(g, logit_scale(l, lm_head(l, cur)));
@@ -534,11 +395,11 @@ void gm_arch_cohere2moe(gm_llm *l) {
 
 void gm_arch_cohere2moe_mtp(gm_llm *l) {
     const int il = (int)l->hp->n_layer;
-    const gm_norm_type norm = l->hp->layer_norm ? GM_NORM_LAYER : GM_NORM_RMS;
-    int32_t cur = gm_mtp_input(l, il, norm);
+    const bool rms = !l->hp->layer_norm;
+    int32_t cur = gm_build_mtp_eh_proj_norm(l, il, rms);
     int32_t pos = gm_inp_pos(l), out_ids = gm_inp_out_ids(l);
     gm_attn_inp base, swa;
     gm_attn_inp_kv_iswa(l, &base, &swa);
     cur = cohere2moe_layer(l, &base, &swa, cur, pos, true, il);
-    gm_expand(l->g, logit_scale(l, gm_mtp_head(l, cur, il, out_ids, norm, false)));
+    gm_expand(l->g, logit_scale(l, gm_mtp_head(l, cur, il, out_ids, rms, false)));
 }

@@ -20,7 +20,7 @@
  * take views of q: deepseek2 reshapes it first, the DSA graphs view the
  * flat projection), proven by tests/fit/graphs_moe.sh.
  */
-#include "fit_llm.h"
+#include "fit_block_moe.h"
 
 #include <string.h>
 
@@ -115,7 +115,7 @@ int32_t gm_dsa_top_k(gm_llm *l, const gm_dsa_inp *inp, int32_t qr, int32_t cur, 
     q = gm_rope(g, q, pos, GM_NONE);
     int32_t k = gm_mul_mat(g, gm_w(l, "blk.%d.indexer.attn_k.weight", il), cur);
     k = gm_build_norm(l, k, gm_w(l, "blk.%d.indexer.k_norm.weight", il), gm_w(l, "blk.%d.indexer.k_norm.bias", il),
-                      GM_NORM_LAYER, il);
+                      false, il);
     k = gm_reshape_3d(g, k, head, 1, n);
     k = gm_rope(g, k, pos, GM_NONE);
     q = gm_mul_mat(g, inp->k_rot_lid, q);
@@ -140,21 +140,9 @@ int32_t gm_dsa_top_k(gm_llm *l, const gm_dsa_inp *inp, int32_t qr, int32_t cur, 
 /* build_attn with llm_graph_input_attn_k_dsa and top_k (llama-graph.cpp:3013-3087):
  * the MLA mask opened on the top-k cells, then attention as over a cache of
  * keys only */
-int32_t gm_dsa_attn(gm_llm *l, const gm_dsa_inp *inp, const gm_attn_args *a, int32_t top_k, int il) {
-    gm_graph *g = l->g;
-    const int32_t mask = inp->mla.kq_mask;
-    int32_t all = gm_fill(g, mask);
-    const gm_tensor *at = &g->t[all];
-    all = gm_view_4d(g, all, 1, at->ne[0], at->ne[1], at->ne[3], at->nb[0], at->nb[1], at->nb[2], 0);
-    const gm_tensor *t = &g->t[top_k];
-    int32_t top3 = gm_view_4d(g, top_k, t->ne[0], t->ne[1], t->ne[3], 1, t->nb[1], t->nb[2], (uint64_t)t->ne[3] * t->nb[3], 0);
-    int32_t zeros = gm_new_4d(g, T_F32, 1, g->t[top3].ne[0], g->t[top3].ne[1], g->t[top3].ne[2]);
-    zeros = gm_fill(g, zeros);
-    int32_t m = gm_set_rows(g, all, zeros, top3);
-    const gm_tensor *mt = &g->t[m];
-    m = gm_view_4d(g, m, mt->ne[1], mt->ne[2], 1, mt->ne[3], mt->nb[2], mt->nb[3], mt->nb[3], 0);
-    m = gm_binary(g, GM_OP_ADD, m, mask);
+int32_t gm_dsa_attn(gm_llm *l, const gm_dsa_inp *inp, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
+                    int32_t v_mla, int32_t top_k, int il) {
     gm_attn_inp masked = inp->mla;
-    masked.kq_mask = m;
-    return gm_build_attn_args(l, &masked, a, il);
+    masked.kq_mask = gm_kq_mask_top_k(l, inp->mla.kq_mask, top_k);
+    return gm_build_attn_mla(l, &masked, o, q, k, v, v_mla, il);
 }

@@ -18,7 +18,7 @@
  * Fidelity: op for op the order of build_moe_ffn, including its early
  * expansion of the weights; the values (scales, clamps) are left out.
  */
-#include "fit_llm.h"
+#include "fit_block_moe.h"
 
 #include <string.h>
 
@@ -193,11 +193,11 @@ int32_t gm_build_moe_shexp(gm_llm *l, int32_t cur, const gm_moe_args *a, gm_shex
     gm_graph *g = l->g;
     int32_t moe = gm_build_moe(l, cur, a, il);
     if (shexp == GM_SHEXP_NONE) return moe;
-    const gm_ffn_args sa = gm_ffn_shexp(l, il);
-    if (shexp == GM_SHEXP_PLAIN) return gm_binary(g, GM_OP_ADD, moe, gm_build_ffn_args(l, cur, &sa));
+    const gm_ffn_w sw = gm_ffn_shexp_weights(l, il);
+    if (shexp == GM_SHEXP_PLAIN) return gm_binary(g, GM_OP_ADD, moe, gm_build_ffn_il(l, cur, &sw, GM_FFN_SILU, GM_FFN_PAR, il));
     int32_t gate_in = gm_build_lora_mm(l, gm_w(l, "blk.%d.ffn_gate_inp_shexp.weight", il), cur);
     int32_t gate = gm_binary(g, GM_OP_DIV, gm_unary(g, GM_OP_UNARY, gate_in), gate_in);
-    int32_t sh = gm_build_ffn_args(l, cur, &sa);
+    int32_t sh = gm_build_ffn_il(l, cur, &sw, GM_FFN_SILU, GM_FFN_PAR, il);
     return gm_binary(g, GM_OP_ADD, moe, gm_binary(g, GM_OP_MUL, sh, gate));
 }
 
@@ -206,11 +206,28 @@ int32_t gm_build_moe_shexp(gm_llm *l, int32_t cur, const gm_moe_args *a, gm_shex
  * hyperparameters' routing plus the shared expert where the layer has one */
 int32_t gm_build_layer_ffn(gm_llm *l, int32_t cur, int il) {
     if (gm_w(l, "blk.%d.ffn_gate_inp.weight", il) == GM_NONE) {
-        const gm_ffn_args f = gm_ffn_layer(l, il, GM_FFN_SILU);
-        return gm_build_ffn_args(l, cur, &f);
+        const gm_ffn_w f = gm_ffn_weights(l, "ffn", il);
+        return gm_build_ffn_il(l, cur, &f, GM_FFN_SILU, GM_FFN_PAR, il);
     }
     gm_moe_args m;
     gm_moe_args_layer(l, il, &m);
     const bool shared = gm_w(l, "blk.%d.ffn_up_shexp.weight", il) != GM_NONE;
     return gm_build_moe_shexp(l, cur, &m, shared ? GM_SHEXP_PLAIN : GM_SHEXP_NONE, il);
+}
+
+/* a decoder layer's second half: with out_ids (the trunk's last layer)
+ * the output rows of the attention's result and of the residual, the
+ * residual, the FFN norm (RMS, weight norm_name), the FFN (ffn, NULL:
+ * gm_build_layer_ffn), the residual */
+int32_t gm_build_ffn_residual(gm_llm *l, int32_t cur, int32_t inpSA, int32_t out_ids, const char *norm_name,
+                              gm_layer_ffn_fn ffn, int il) {
+    gm_graph *g = l->g;
+    if (out_ids != GM_NONE) {
+        cur = gm_get_rows(g, cur, out_ids);
+        inpSA = gm_get_rows(g, inpSA, out_ids);
+    }
+    int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
+    cur = gm_build_norm_rms(l, ffn_inp, gm_w(l, norm_name, il), il);
+    cur = (ffn ? ffn : gm_build_layer_ffn)(l, cur, il);
+    return gm_binary(g, GM_OP_ADD, cur, ffn_inp);
 }

@@ -12,6 +12,8 @@
  */
 #include "fit_llm.h"
 
+#include "fit_block_ffn.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,11 +28,13 @@ enum { T_F32 = 0, T_F16 = 1, T_I32 = 26, T_I64 = 27 };
 
 static gm_buft buft_of_context(const gm_llm *l, int32_t ctx) {
     const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
-    const char *b = ggufmap_placement_context(pl, (uint32_t)ctx)->buft;
-    if (strcmp(b, "CPU") == 0) return GM_BUFT_CPU;
-    if (strcmp(b, "CPU_REPACK") == 0) return GM_BUFT_REPACK;
-    if (strcmp(b, "CUDA_Host") == 0) return GM_BUFT_HOST;
-    return GM_BUFT_GPU;
+    switch (ggufmap_placement_context(pl, (uint32_t)ctx)->kind) {
+    case GGUFMAP_BUFT_CPU: return GM_BUFT_CPU;
+    case GGUFMAP_BUFT_CPU_REPACK: return GM_BUFT_REPACK;
+    case GGUFMAP_BUFT_CPU_AMX: return GM_BUFT_AMX;
+    case GGUFMAP_BUFT_CUDA_HOST: return GM_BUFT_HOST;
+    default: return GM_BUFT_GPU;
+    }
 }
 
 static const ggufmap_model *model_of(const gm_llm *l) {
@@ -75,12 +79,14 @@ int32_t gm_w_output(gm_llm *l) {
     return weight_tensor(l, ti, ctx, &l->w_dup[ti], NULL);
 }
 
-/* a tensor every layer creates with TENSOR_DUPLICATED (rope_freqs,
- * rope_factors_*): one tensor per buffer-type context, the one in the
- * context of layer il's device (llama-model-loader.cpp:1371-1376); a
- * second context's copy lives in w_dup */
-int32_t gm_w_layer(gm_llm *l, const char *name, int il) {
-    const int64_t ti = find_weight(l, name, il);
+/* the instance of a weight that layer il's context holds: a TENSOR_DUPLICATED
+ * copy (rope_freqs, rope_factors_long/short: create_tensor gives each
+ * buffer-type context one copy, llama-model-loader.cpp:1371-1376; a layer
+ * whose context already has one reuses it), else the weight.  The context
+ * is the instance created for layer il, else the copy on layer il's side
+ * (GPU or host); a second context's copy lives in w_dup. */
+int32_t gm_w_layer(gm_llm *l, const char *fmt, int il) {
+    const int64_t ti = find_weight(l, fmt, il);
     if (ti < 0) return GM_NONE;
     const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
     const bool gpu = gm_fit_layer_on_gpu(l->fit, (uint32_t)il);
@@ -122,12 +128,13 @@ int32_t gm_inp_embd(gm_llm *l, int32_t tok_embd) {
     int32_t cur = gm_get_rows(g, tok_embd, tokens);
     gm_expand(g, cur);
     gm_expand(g, embd);
+    if (l->hp->f_embedding_scale != 0.0f) cur = gm_unary(g, GM_OP_SCALE, cur); /* granite */
     gm_expand(g, cur);
     return cur;
 }
 
 int32_t gm_inp_pos(gm_llm *l) {
-    const int64_t per = l->hp->arch == GM_ARCH_QWEN4EXP || l->hp->mrope ? 4 : 1; /* n_pos_per_embd: 4 with M-RoPE */
+    const int64_t per = l->hp->n_pos_per_embd ? l->hp->n_pos_per_embd : 1; /* 4 with M-RoPE */
     return input(l, gm_new_1d(l->g, T_I32, l->ub.n_tokens * per));
 }
 
@@ -158,32 +165,27 @@ static int32_t rot_input(gm_llm *l, const gm_kv_cache *kv, bool is_k) {
     return input(l, gm_new_2d(l->g, T_F32, nrot, nrot));
 }
 
-void gm_attn_inp_kv(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp) {
+/* the row indices, the mask and (with_v) the V indices and rotations of
+ * one cache's attention inputs */
+static void attn_inputs(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp, bool with_v) {
     gm_graph *g = l->g;
     const int64_t n = l->ub.n_tokens;
     const int64_t n_stream = l->cp->kv_unified ? 1 : l->ub.n_seqs;
     memset(inp, 0, sizeof *inp);
     inp->kv = kv;
     inp->k_idxs = input(l, gm_new_1d(g, T_I64, n));
-    inp->v_idxs = kv->k_only ? GM_NONE
-                             : input(l, gm_new_1d(g, T_I64, kv->v_trans ? n * gm_n_embd_v_gqa_max(l->hp) : n));
+    inp->v_idxs = !with_v || kv->k_only ? GM_NONE
+                                        : input(l, gm_new_1d(g, T_I64, kv->v_trans ? n * gm_n_embd_v_gqa_max(l->hp) : n));
     inp->kq_mask = input(l, gm_new_4d(g, l->cp->sizes.flash_attn ? T_F16 : T_F32, kv->kv_size, n / n_stream, 1, n_stream));
-    inp->k_rot = rot_input(l, kv, true);
-    inp->v_rot = rot_input(l, kv, false);
+    inp->k_rot = with_v ? rot_input(l, kv, true) : GM_NONE;
+    inp->v_rot = with_v ? rot_input(l, kv, false) : GM_NONE;
 }
+
+void gm_attn_inp_kv(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp) { attn_inputs(l, kv, inp, true); }
 
 /* build_attn_inp_k (llama-graph.cpp:2926-2953): a cache of keys only (MLA):
  * row indices and the mask, no V indices, no rotation */
-void gm_attn_inp_k(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp) {
-    gm_graph *g = l->g;
-    const int64_t n = l->ub.n_tokens;
-    const int64_t n_stream = l->cp->kv_unified ? 1 : l->ub.n_seqs;
-    memset(inp, 0, sizeof *inp);
-    inp->kv = kv;
-    inp->k_idxs = input(l, gm_new_1d(g, T_I64, n));
-    inp->v_idxs = inp->k_rot = inp->v_rot = GM_NONE;
-    inp->kq_mask = input(l, gm_new_4d(g, l->cp->sizes.flash_attn ? T_F16 : T_F32, kv->kv_size, n / n_stream, 1, n_stream));
-}
+void gm_attn_inp_k(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp) { attn_inputs(l, kv, inp, false); }
 
 /* build_attn_inp_kv_iswa (llama-graph.cpp:3391-3422): the base inputs, then the SWA ones */
 void gm_attn_inp_kv_iswa(gm_llm *l, gm_attn_inp *base, gm_attn_inp *swa) {
@@ -197,18 +199,9 @@ void gm_attn_inp_kv_iswa(gm_llm *l, gm_attn_inp *base, gm_attn_inp *swa) {
 
 int32_t gm_build_lora_mm(gm_llm *l, int32_t w, int32_t cur) { return gm_mul_mat(l->g, w, cur); }
 
-/* build_norm (llama-graph.cpp:1583-1617): the norm ("norm" when it has a
- * weight or a bias), times the weight, plus the bias */
-int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, gm_norm_type type, int il) {
-    cur = gm_unary(l->g, type == GM_NORM_LAYER ? GM_OP_NORM : GM_OP_RMS_NORM, cur);
-    if (w != GM_NONE || b != GM_NONE) gm_cb_norm(l, cur, il);
-    if (w != GM_NONE) cur = gm_binary(l->g, GM_OP_MUL, cur, w);
-    if (b != GM_NONE) cur = gm_binary(l->g, GM_OP_ADD, cur, b);
-    return cur;
-}
-
+/* build_norm, LLM_NORM_RMS: rms_norm ("norm"), times the weight */
 int32_t gm_build_norm_rms(gm_llm *l, int32_t cur, int32_t w, int il) {
-    return gm_build_norm(l, cur, w, GM_NONE, GM_NORM_RMS, il);
+    return gm_build_norm(l, cur, w, GM_NONE, true, il);
 }
 
 static uint64_t row_size(int32_t type, int64_t n) {
@@ -221,8 +214,8 @@ static uint64_t row_size(int32_t type, int64_t n) {
  * the separate projections with their biases; reshaped to heads, or with
  * reshape false flat (the fused views made contiguous).  head[] and
  * n_heads[] are Q's, K's and V's. */
-void gm_build_qkv_ex(gm_llm *l, int il, int32_t cur, const int64_t head[3], const int64_t n_heads[3], bool reshape,
-                     int32_t *q, int32_t *k, int32_t *v) {
+void gm_build_qkv_heads(gm_llm *l, int il, int32_t cur, const int64_t head[3], const int64_t n_heads[3], bool reshape,
+                        int32_t *q, int32_t *k, int32_t *v) {
     static const char *const w_names[3] = { "blk.%d.attn_q.weight", "blk.%d.attn_k.weight", "blk.%d.attn_v.weight" };
     static const char *const b_names[3] = { "blk.%d.attn_q.bias", "blk.%d.attn_k.bias", "blk.%d.attn_v.bias" };
     gm_graph *g = l->g;
@@ -260,7 +253,7 @@ void gm_build_qkv_ex(gm_llm *l, int il, int32_t cur, const int64_t head[3], cons
 void gm_build_qkv(gm_llm *l, int il, int32_t cur, int64_t head_k, int64_t n_head, int64_t n_head_kv, int64_t head_v,
                   int32_t *q, int32_t *k, int32_t *v) {
     const int64_t head[3] = { head_k, head_k, head_v }, n_heads[3] = { n_head, n_head_kv, n_head_kv };
-    gm_build_qkv_ex(l, il, cur, head, n_heads, true, q, k, v);
+    gm_build_qkv_heads(l, il, cur, head, n_heads, true, q, k, v);
 }
 
 /* llama_mul_mat_hadamard (llama-impl.h:57-74) */
@@ -332,11 +325,12 @@ static int32_t get_v(gm_llm *l, const gm_kv_cache *kv, int il) {
                       row_size(type, size * n_embd_gqa), 0);
 }
 
-/* build_attn_mha (llama-graph.cpp:2602-2738): flash attention unless a KQ
- * bias asks for the explicit product; sinks on the softmax or the fused op;
- * MLA's V decompression (v_mla) after either */
-static int32_t build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
-                              int32_t v_mla, bool soft_cap) {
+/* build_attn_mha (llama-graph.cpp:2602-2738): flash attention unless off
+ * or a KQ bias is given; without it the scores, soft-capped, biased,
+ * soft-maxed (with the sinks), times V; MLA's V decompression (v_mla)
+ * after either */
+static int32_t attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
+                        int32_t v_mla, bool soft_cap) {
     gm_graph *g = l->g;
     const bool v_trans = g->t[v].nb[1] > g->t[v].nb[2];
     const int64_t n_stream = g->t[k].ne[3];
@@ -381,22 +375,28 @@ static int32_t build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_
     return cur;
 }
 
+int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
+                          bool soft_cap) {
+    return attn_mha(l, q, k, v, kq_b, kq_mask, sinks, GM_NONE, soft_cap);
+}
+
 /* build_attn over a cache (llama-graph.cpp:2851-2930 with
  * llm_graph_input_attn_kv, :3089-3170 with the iswa pair, :2955-3010 with
  * llm_graph_input_attn_k): rotate, expand q and v then k (iswa: q, k, v;
  * k and v may be absent on a layer that reads another's cache), store K
  * and V (K only when the cache has no V: V is then a view of K's first
- * v->ne[0] values), attend, project with wo and its bias. */
-int32_t gm_build_attn_args(gm_llm *l, const gm_attn_inp *inp, const gm_attn_args *a, int il) {
+ * v->ne[0] values), attend (v_mla: MLA's decompression), project with wo
+ * and its bias. */
+int32_t gm_build_attn_mla(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
+                          int32_t v_mla, int il) {
     gm_graph *g = l->g;
-    int32_t q = a->q, k = a->k, v = a->v;
     if (inp->k_rot != GM_NONE) {
         q = mul_mat_hadamard(g, q, inp->k_rot);
         if (k != GM_NONE) k = mul_mat_hadamard(g, k, inp->k_rot);
     }
     if (inp->v_rot != GM_NONE && v != GM_NONE) v = mul_mat_hadamard(g, v, inp->v_rot);
     gm_expand(g, q);
-    if (a->iswa) {
+    if (o->iswa) {
         if (k != GM_NONE) gm_expand(g, k);
         if (v != GM_NONE) gm_expand(g, v);
     } else {
@@ -413,11 +413,33 @@ int32_t gm_build_attn_args(gm_llm *l, const gm_attn_inp *inp, const gm_attn_args
     } else {
         kv_v = get_v(l, inp->kv, il);
     }
-    int32_t cur = build_attn_mha(l, q, kv_k, kv_v, a->kq_b, inp->kq_mask, a->sinks, a->v_mla, a->soft_cap);
+    int32_t cur = attn_mha(l, q, kv_k, kv_v, o->kq_b, inp->kq_mask, o->sinks, v_mla, o->soft_cap);
     if (inp->v_rot != GM_NONE) cur = mul_mat_hadamard(g, cur, inp->v_rot);
-    if (a->wo != GM_NONE) cur = gm_build_lora_mm(l, a->wo, cur);
-    if (a->wo_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, a->wo_b);
+    if (o->wo != GM_NONE) cur = gm_build_lora_mm(l, o->wo, cur);
+    if (o->wo_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, o->wo_b);
     return cur;
+}
+
+int32_t gm_build_attn_opts(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
+                           int il) {
+    return gm_build_attn_mla(l, inp, o, q, k, v, GM_NONE, il);
+}
+
+/* build_attn's top-k mask (llama-graph.cpp:3041-3071): -inf everywhere,
+ * zeros set at the top-k cells of each query, plus the mask */
+int32_t gm_kq_mask_top_k(gm_llm *l, int32_t kq_mask, int32_t top_k) {
+    gm_graph *g = l->g;
+    int32_t all = gm_fill(g, kq_mask);
+    const gm_tensor *a = &g->t[all];
+    all = gm_view_4d(g, all, 1, a->ne[0], a->ne[1], a->ne[3], a->nb[0], a->nb[1], a->nb[2], 0);
+    const gm_tensor *t = &g->t[top_k];
+    int32_t top3 = gm_view_4d(g, top_k, t->ne[0], t->ne[1], t->ne[3], 1, t->nb[1], t->nb[2], (uint64_t)t->ne[3] * t->nb[3], 0);
+    int32_t zeros = gm_new_4d(g, T_F32, 1, g->t[top3].ne[0], g->t[top3].ne[1], g->t[top3].ne[2]);
+    zeros = gm_fill(g, zeros);
+    int32_t m = gm_set_rows(g, all, zeros, top3);
+    const gm_tensor *mt = &g->t[m];
+    m = gm_view_4d(g, m, mt->ne[1], mt->ne[2], 1, mt->ne[3], mt->nb[2], mt->nb[3], mt->nb[3], 0);
+    return gm_binary(g, GM_OP_ADD, m, kq_mask);
 }
 
 int32_t gm_cache_cpy_k(gm_llm *l, const gm_kv_cache *kv, int32_t k_cur, int32_t k_idxs, int il) {
@@ -428,9 +450,8 @@ int32_t gm_cache_get_k(gm_llm *l, const gm_kv_cache *kv, int il) { return get_k(
 
 int32_t gm_build_attn_ex(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
                          bool soft_cap, bool iswa) {
-    const gm_attn_args a = { .wo = wo, .wo_b = GM_NONE, .q = q, .k = k, .v = v, .kq_b = GM_NONE,
-                             .sinks = GM_NONE, .v_mla = GM_NONE, .soft_cap = soft_cap, .iswa = iswa };
-    return gm_build_attn_args(l, inp, &a, il);
+    const gm_attn_opts o = { .wo = wo, .wo_b = GM_NONE, .kq_b = GM_NONE, .sinks = GM_NONE, .soft_cap = soft_cap, .iswa = iswa };
+    return gm_build_attn_opts(l, inp, &o, q, k, v, il);
 }
 
 int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
@@ -438,76 +459,10 @@ int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, 
     return gm_build_attn_ex(l, inp, wo, q, k, v, il, soft_cap, false);
 }
 
-/* the activation of a parallel gate with a clamp (swiglu_clamp_*[il] > 0,
- * build_ffn/build_moe_ffn's "limited" SwiGLU): clamp(up), clamp(silu(gate)),
- * their product */
-int32_t gm_swiglu_limited(gm_graph *g, int32_t gate, int32_t up) {
-    up = gm_unary(g, GM_OP_CLAMP, up);
-    int32_t act = gm_unary(g, GM_OP_UNARY, gate);
-    act = gm_unary(g, GM_OP_CLAMP, act);
-    return gm_binary(g, GM_OP_MUL, act, up);
-}
-
-/* build_ffn (llama-graph.cpp:1748-1947): up (+ bias), gate (+ bias) from the
- * input (parallel) or from up (sequential), the activation (a fused GLU for
- * a parallel gate), down (+ bias) */
-int32_t gm_build_ffn_args(gm_llm *l, int32_t cur, const gm_ffn_args *a) {
-    gm_graph *g = l->g;
-    int32_t tmp = a->up != GM_NONE ? gm_build_lora_mm(l, a->up, cur) : cur;
-    if (a->up_b != GM_NONE) tmp = gm_binary(g, GM_OP_ADD, tmp, a->up_b);
-    bool par = a->gate != GM_NONE && !a->gate_seq;
-    if (a->gate != GM_NONE) {
-        cur = gm_build_lora_mm(l, a->gate, a->gate_seq ? tmp : cur);
-        if (a->gate_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, a->gate_b);
-    } else {
-        cur = tmp;
-    }
-    switch (a->op) {
-    case GM_FFN_SILU: case GM_FFN_GELU: case GM_FFN_RELU: case GM_FFN_SWIGLU_OAI:
-        if (par && a->op == GM_FFN_SILU && a->clamp > 1e-6f) cur = gm_swiglu_limited(g, cur, tmp);
-        else if (par) cur = gm_glu_split(g, cur, tmp);
-        else cur = gm_unary(g, GM_OP_UNARY, cur);
-        par = false;
-        break;
-    case GM_FFN_RELU_SQR:
-        cur = gm_unary(g, GM_OP_UNARY, cur);
-        cur = gm_unary(g, GM_OP_UNARY, cur); /* ggml_sqr: an elementwise op of the same shape */
-        break;
-    case GM_FFN_SWIGLU: case GM_FFN_GEGLU: case GM_FFN_REGLU:
-        cur = gm_glu(g, cur);
-        break;
-    }
-    if (par) cur = gm_binary(g, GM_OP_MUL, cur, tmp);
-    if (a->down != GM_NONE) cur = gm_build_lora_mm(l, a->down, cur);
-    if (a->down_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, a->down_b);
-    return cur;
-}
-
 /* build_ffn, type_gate LLM_FFN_PAR: up, gate, swiglu/geglu(gate, up), down */
 int32_t gm_build_ffn(gm_llm *l, int32_t cur, int32_t up, int32_t gate, int32_t down, bool gelu) {
-    const gm_ffn_args a = { .up = up, .up_b = GM_NONE, .gate = gate, .gate_b = GM_NONE, .down = down,
-                            .down_b = GM_NONE, .op = gelu ? GM_FFN_GELU : GM_FFN_SILU };
-    return gm_build_ffn_args(l, cur, &a);
-}
-
-/* a layer's dense FFN by llama.cpp's names: ffn_{up,gate,down} with their
- * biases where the model has them */
-gm_ffn_args gm_ffn_layer(gm_llm *l, int il, gm_ffn_op op) {
-    gm_ffn_args a = { .up = gm_w(l, "blk.%d.ffn_up.weight", il), .up_b = gm_w(l, "blk.%d.ffn_up.bias", il),
-                      .gate = gm_w(l, "blk.%d.ffn_gate.weight", il), .gate_b = gm_w(l, "blk.%d.ffn_gate.bias", il),
-                      .down = gm_w(l, "blk.%d.ffn_down.weight", il), .down_b = gm_w(l, "blk.%d.ffn_down.bias", il),
-                      .op = op };
-    if (il >= 0 && il < GM_MAX_LAYERS) a.clamp = l->hp->swiglu_clamp_shexp[il];
-    return a;
-}
-
-/* the shared expert's FFN: ffn_{up,gate,down}_shexp */
-gm_ffn_args gm_ffn_shexp(gm_llm *l, int il) {
-    gm_ffn_args a = { .up = gm_w(l, "blk.%d.ffn_up_shexp.weight", il), .up_b = GM_NONE,
-                      .gate = gm_w(l, "blk.%d.ffn_gate_shexp.weight", il), .gate_b = GM_NONE,
-                      .down = gm_w(l, "blk.%d.ffn_down_shexp.weight", il), .down_b = GM_NONE, .op = GM_FFN_SILU };
-    if (il >= 0 && il < GM_MAX_LAYERS) a.clamp = l->hp->swiglu_clamp_shexp[il];
-    return a;
+    const gm_ffn_w w = { .up = up, .up_b = GM_NONE, .gate = gate, .gate_b = GM_NONE, .down = down, .down_b = GM_NONE };
+    return gm_build_ffn_ex(l, cur, &w, gelu ? GM_FFN_GELU : GM_FFN_SILU, GM_FFN_PAR);
 }
 
 /* llm_graph_result::set_outputs: logits and embeddings are graph outputs */
@@ -515,3 +470,26 @@ void gm_set_outputs(gm_llm *l) {
     if (l->t_logits != GM_NONE) gm_set_output(l->g, l->t_logits);
     if (l->t_embd != GM_NONE) gm_set_output(l->g, l->t_embd);
 }
+
+int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, bool rms, int il) {
+    cur = gm_unary(l->g, rms ? GM_OP_RMS_NORM : GM_OP_NORM, cur);
+    if (w != GM_NONE || b != GM_NONE) gm_cb_norm(l, cur, il);
+    if (w != GM_NONE) cur = gm_binary(l->g, GM_OP_MUL, cur, w);
+    if (b != GM_NONE) cur = gm_binary(l->g, GM_OP_ADD, cur, b);
+    return cur;
+}
+
+int32_t gm_build_mtp_eh_proj_norm(gm_llm *l, int il, bool rms) {
+    gm_graph *g = l->g;
+    const int64_t n = l->ub.n_tokens;
+    int32_t tokens = input(l, gm_new_1d(g, T_I32, n));
+    /* the input's embd tensor is left out: the reserve's ubatch has tokens */
+    int32_t embd_w = gm_w(l, "blk.%d.nextn.embed_tokens.weight", il);
+    int32_t tok = gm_get_rows(g, embd_w != GM_NONE ? embd_w : gm_w(l, "token_embd.weight", 0), tokens);
+    int32_t h = input(l, gm_new_2d(g, T_F32, l->hp->n_embd, n));
+    int32_t h_norm = gm_build_norm(l, h, gm_w(l, "blk.%d.nextn.hnorm.weight", il), GM_NONE, rms, il);
+    int32_t e_norm = gm_build_norm(l, tok, gm_w(l, "blk.%d.nextn.enorm.weight", il), GM_NONE, rms, il);
+    return gm_build_lora_mm(l, gm_w(l, "blk.%d.nextn.eh_proj.weight", il), gm_concat(g, e_norm, h_norm, 0));
+}
+
+int32_t gm_build_mtp_eh_proj(gm_llm *l, int il) { return gm_build_mtp_eh_proj_norm(l, il, true); }

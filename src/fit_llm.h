@@ -52,9 +52,10 @@ int32_t gm_w_output(gm_llm *l);
 /* A weight with the shape llama.cpp creates it with (TENSOR_ALLOW_RESHAPE). */
 int32_t gm_w_shaped(gm_llm *l, const char *fmt, int il, int64_t ne0, int64_t ne1);
 
-/* a tensor every layer creates with TENSOR_DUPLICATED (rope_freqs,
- * rope_factors_*): the copy in the context of layer il's device */
-int32_t gm_w_layer(gm_llm *l, const char *name, int il);
+/* The instance of the weight that layer il's context holds: its
+ * TENSOR_DUPLICATED copy (per-layer rope_freqs and rope factors: one per
+ * buffer-type context, shared by the layers there), else the weight itself. */
+int32_t gm_w_layer(gm_llm *l, const char *fmt, int il);
 
 /* the backend a layer's device runs (0 the GPU, n-1 the CPU) */
 int gm_layer_backend(const gm_llm *l, int il);
@@ -85,10 +86,31 @@ int32_t gm_build_lora_mm(gm_llm *l, int32_t w, int32_t cur);
 /* layer il's separate Q/K/V projections, with their biases, reshaped to heads (build_qkv) */
 void gm_build_qkv(gm_llm *l, int il, int32_t cur, int64_t head_k, int64_t n_head, int64_t n_head_kv, int64_t head_v,
                   int32_t *q, int32_t *k, int32_t *v);
-/* build_qkv in full: fused attn_qkv or separate projections, with biases;
- * head[] and n_heads[] for Q, K, V; reshape false leaves them [width, T] */
-void gm_build_qkv_ex(gm_llm *l, int il, int32_t cur, const int64_t head[3], const int64_t n_heads[3], bool reshape,
-                     int32_t *q, int32_t *k, int32_t *v);
+/* build_qkv in full (llama-graph.cpp:1633-1745, the overload with a head
+ * size and count each for Q, K and V): fused attn_qkv or separate
+ * projections, with their biases; reshape false leaves them [width, T]
+ * (fit_blocks.h's gm_build_qkv_ex is the one-head-size form) */
+void gm_build_qkv_heads(gm_llm *l, int il, int32_t cur, const int64_t head[3], const int64_t n_heads[3], bool reshape,
+                        int32_t *q, int32_t *k, int32_t *v);
+/* What build_attn takes beside q, k, v: the output projection and its
+ * bias, a KQ bias (T5's position bias: no flash attention then), the
+ * attention sinks, soft-capped scores (hparams.attn_soft_cap), and whether
+ * the input is an iswa pair's (q, k, v expanded in that order). */
+typedef struct gm_attn_opts {
+    int32_t wo, wo_b, kq_b, sinks;
+    bool soft_cap, iswa;
+} gm_attn_opts;
+/* build_attn_mha over k, v (views of a cache, or the current K and V) */
+int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
+                          bool soft_cap);
+/* build_attn with a KV cache (plain, or one of an iswa pair): store K/V
+ * (k and v GM_NONE: a layer that reads another's cache), attend, project */
+int32_t gm_build_attn_opts(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
+                           int il);
+/* the same with MLA's V decompression (wv_b, build_attn's v_mla); over a
+ * cache of keys only (gm_attn_inp_k) K alone is stored and V is a view of K */
+int32_t gm_build_attn_mla(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
+                          int32_t v_mla, int il);
 /* build_attn with a KV cache: store K/V, attend, project with wo */
 int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
                       bool soft_cap);
@@ -102,98 +124,34 @@ int32_t gm_build_ffn(gm_llm *l, int32_t cur, int32_t up, int32_t gate, int32_t d
 int32_t gm_build_moe_ffn(gm_llm *l, int32_t cur, int32_t gate_inp, int32_t up_exps, int32_t gate_exps,
                          int32_t down_exps, int64_t n_expert, int64_t n_expert_used, bool norm_w);
 
+/* build_norm in full (llama-graph.cpp:1583-1615): LLM_NORM (layer norm)
+ * or LLM_NORM_RMS, then the weight and the bias where given ("norm" pinned
+ * as gm_build_norm_rms does) */
+int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, bool rms, int il);
+
+/* The NextN/MTP block's input (llm_graph_input_embd_h and the block's
+ * first ops, qwen35.cpp:530-575 and its kin): the token rows (the block's
+ * embed_tokens, else token_embd) and the target's hidden states [n_embd,
+ * n_tokens], each RMS-normed (enorm, hnorm), concatenated and projected by
+ * eh_proj: [n_embd, n_tokens] */
+int32_t gm_build_mtp_eh_proj(gm_llm *l, int il);
+/* the same with enorm/hnorm layer norms unless rms (cohere2moe) */
+int32_t gm_build_mtp_eh_proj_norm(gm_llm *l, int il, bool rms);
+
 /* ---- general blocks (graphs-moe): every optional operand of llama.cpp's ---- */
 
 /* build_attn_inp_k: the inputs of a cache of keys only (MLA's) */
 void gm_attn_inp_k(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp);
 
-/* build_attn's operands: wo and wo_b may be GM_NONE; k and v GM_NONE on a
- * layer that reads another's cache (iswa); kq_b, sinks, v_mla as llama.cpp
- * passes them (GM_NONE when absent) */
-typedef struct gm_attn_args {
-    int32_t wo, wo_b;
-    int32_t q, k, v;
-    int32_t kq_b, sinks, v_mla;
-    bool soft_cap;      /* attention logit soft-capping (gemma2) */
-    bool iswa;          /* expanded q, k, v (llm_graph_input_attn_kv_iswa) instead of q, v, k */
-} gm_attn_args;
-/* build_attn over inp's cache; a cache of keys only (inp from gm_attn_inp_k)
- * stores K alone and reads V as a view of K */
-int32_t gm_build_attn_args(gm_llm *l, const gm_attn_inp *inp, const gm_attn_args *a, int il);
+/* the KQ mask opened on top_k's cells [n_top, T/ns, 1, ns] (-inf elsewhere):
+ * build_attn with a top_k (DSA, qwen4exp's QSA) */
+int32_t gm_kq_mask_top_k(gm_llm *l, int32_t kq_mask, int32_t top_k);
 
 /* llama_kv_cache::cpy_k (store k_cur's rows at k_idxs) and get_k (the
  * whole cache as [head, n_head_kv, kv_size, n_stream]) of layer il */
 int32_t gm_cache_cpy_k(gm_llm *l, const gm_kv_cache *kv, int32_t k_cur, int32_t k_idxs, int il);
 int32_t gm_cache_get_k(gm_llm *l, const gm_kv_cache *kv, int il);
 
-typedef enum gm_norm_type { GM_NORM_RMS = 0, GM_NORM_LAYER } gm_norm_type;
-/* build_norm: norm, times w, plus b (either GM_NONE) */
-int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, gm_norm_type type, int il);
-
-/* build_ffn's activations (llm_ffn_op_type) */
-typedef enum gm_ffn_op {
-    GM_FFN_SILU = 0, GM_FFN_GELU, GM_FFN_RELU, GM_FFN_RELU_SQR, GM_FFN_SWIGLU, GM_FFN_SWIGLU_OAI, GM_FFN_GEGLU,
-    GM_FFN_REGLU
-} gm_ffn_op;
-typedef struct gm_ffn_args {
-    int32_t up, up_b, gate, gate_b, down, down_b;   /* GM_NONE where absent */
-    gm_ffn_op op;
-    bool gate_seq;      /* LLM_FFN_SEQ: the gate reads up's output */
-    float clamp;        /* swiglu_clamp_shexp[il]: SwiGLU limited when > 0 */
-} gm_ffn_args;
-int32_t gm_build_ffn_args(gm_llm *l, int32_t cur, const gm_ffn_args *a);
-/* layer il's dense FFN (ffn_up/gate/down and biases) and its shared expert (ffn_*_shexp) */
-gm_ffn_args gm_ffn_layer(gm_llm *l, int il, gm_ffn_op op);
-gm_ffn_args gm_ffn_shexp(gm_llm *l, int il);
-/* clamp(up) * clamp(silu(gate)): the limited SwiGLU of build_ffn and build_moe_ffn */
-int32_t gm_swiglu_limited(gm_graph *g, int32_t gate, int32_t up);
-
-/* build_moe_ffn in full (fit_block_moe.c) */
-typedef enum gm_moe_gating {
-    GM_GATING_SOFTMAX = 1, GM_GATING_SIGMOID = 2, GM_GATING_SOFTMAX_WEIGHT = 3, GM_GATING_SQRT_SOFTPLUS = 4
-} gm_moe_gating;     /* llama_expert_gating_func_type */
-typedef struct gm_moe_args {
-    int32_t gate_inp, gate_inp_b, probs_in;
-    int32_t up_exps, up_exps_b, gate_exps, gate_exps_b, down_exps, down_exps_b;
-    int32_t gate_up_exps, gate_up_exps_b;   /* merged up|gate experts */
-    int32_t exp_probs_b;                    /* expert selection bias */
-    int64_t n_expert, n_expert_used;
-    gm_ffn_op op;                           /* SILU, GELU, RELU, RELU_SQR, SWIGLU_OAI */
-    bool norm_w;
-    float w_scale;
-    gm_moe_gating gating;
-    float clamp;                            /* swiglu_clamp_exp[il] */
-} gm_moe_args;
-void gm_moe_args_init(gm_moe_args *a);
-/* layer il's experts by llama.cpp's names, routing from the hyperparameters */
-void gm_moe_args_layer(gm_llm *l, int il, gm_moe_args *a);
-int32_t gm_build_moe(gm_llm *l, int32_t cur, const gm_moe_args *a, int il);
-typedef enum gm_shexp_kind {
-    GM_SHEXP_NONE = 0,  /* routed experts only */
-    GM_SHEXP_PLAIN,     /* + the shared expert's FFN */
-    GM_SHEXP_GATED      /* + the shared expert's FFN times sigmoid(ffn_gate_inp_shexp x) (qwen2moe) */
-} gm_shexp_kind;
-int32_t gm_build_moe_shexp(gm_llm *l, int32_t cur, const gm_moe_args *a, gm_shexp_kind shexp, int il);
-/* layer il's FFN: dense SwiGLU without a router, else routed experts (the
- * hyperparameters' routing) plus the shared expert where there is one */
-int32_t gm_build_layer_ffn(gm_llm *l, int32_t cur, int il);
-
-/* ---- multi-head latent attention and the DSA indexer (fit_block_mla.c) ---- */
-void gm_mla_kv(gm_llm *l, int32_t cur, int32_t pos, int il, int32_t *kv_cmpr, int32_t *k_pe);
-void gm_mla_split_q(gm_llm *l, int32_t q, int32_t *q_nope, int32_t *q_pe);
-void gm_mla_absorb(gm_llm *l, int32_t q_nope, int32_t q_pe, int32_t kv_cmpr, int32_t k_pe, int32_t pos, int il,
-                   int32_t *Q, int32_t *K, int32_t *V);
-typedef struct gm_dsa_inp {
-    gm_attn_inp mla;                             /* the MLA cache's (keys only) */
-    int32_t k_idxs_lid, kq_mask_lid, k_rot_lid;  /* the indexer cache's */
-} gm_dsa_inp;
-void gm_dsa_inputs(gm_llm *l, gm_dsa_inp *inp);
-int32_t gm_dsa_top_k(gm_llm *l, const gm_dsa_inp *inp, int32_t qr, int32_t cur, int32_t pos, int il);
-int32_t gm_dsa_attn(gm_llm *l, const gm_dsa_inp *inp, const gm_attn_args *a, int32_t top_k, int il);
-
-/* ---- the NextN (MTP) draft graph around its block (fit_block_mtp.c) ---- */
-int32_t gm_mtp_input(gm_llm *l, int il, gm_norm_type norm);
-int32_t gm_mtp_head(gm_llm *l, int32_t cur, int il, int32_t out_ids, gm_norm_type norm, bool rows_first);
 
 /* marks the graph's outputs as llm_graph_result::set_outputs does */
 void gm_set_outputs(gm_llm *l);
@@ -204,26 +162,16 @@ void gm_arch_qwen3moe(gm_llm *l);
 void gm_arch_smollm3(gm_llm *l);
 void gm_arch_gemma4(gm_llm *l);
 void gm_arch_qwen4exp(gm_llm *l);
-/* fit_arch_moe.c */
-void gm_arch_gpt_oss(gm_llm *l);
-void gm_arch_qwen2moe(gm_llm *l);
-void gm_arch_olmoe(gm_llm *l);
-void gm_arch_minimax_m2(gm_llm *l);
-void gm_arch_phimoe(gm_llm *l);
-void gm_arch_ernie4_5_moe(gm_llm *l);
+/* graphs-dense: fit_arch_dense.c, fit_arch_gemma.c, fit_arch_encoder.c */
+void gm_arch_mistral3(gm_llm *l);
+void gm_arch_phi3(gm_llm *l);
 void gm_arch_granite(gm_llm *l);
-void gm_arch_glm4moe(gm_llm *l);
-void gm_arch_hy_v3(gm_llm *l);
-void gm_arch_step35(gm_llm *l);
-void gm_arch_cohere2moe(gm_llm *l);
-/* the MTP draft graphs (graph_mtp) */
-void gm_arch_glm4moe_mtp(gm_llm *l);
-void gm_arch_hy_v3_mtp(gm_llm *l);
-void gm_arch_step35_mtp(gm_llm *l);
-void gm_arch_cohere2moe_mtp(gm_llm *l);
-/* fit_arch_mla.c */
-void gm_arch_deepseek2(gm_llm *l);
-void gm_arch_dsa(gm_llm *l);
-void gm_arch_mla_mtp(gm_llm *l);
+void gm_arch_command_r(gm_llm *l);
+void gm_arch_cohere2(gm_llm *l);
+void gm_arch_olmo2(gm_llm *l);
+void gm_arch_starcoder2(gm_llm *l);
+void gm_arch_exaone4(gm_llm *l);
+void gm_arch_gemma2(gm_llm *l);
+void gm_arch_gemma3(gm_llm *l);
 
 #endif

@@ -122,6 +122,20 @@ typedef struct gm_hparams {
     uint32_t n_embd_per_layer;           /* gemma4: per-layer input embedding width */
     float final_logit_softcapping;       /* gemma4: logits soft-capped unless 0 (default 30) */
 
+    /* graphs-dense: values whose being non-zero adds ops to the graph, and
+     * the sizes the dense decoders' and encoders' graphs read */
+    float f_embedding_scale;             /* embedding_scale (granite): the input scaled */
+    float f_logit_scale;                 /* logit_scale (granite: divided by, command-r/cohere2: times) */
+    float f_residual_scale;              /* residual_scale (granite): both residual branches scaled */
+    float f_attn_temp_scale;             /* attention.temperature_scale (mistral3): Q times an input */
+    bool attn_soft_cap;                  /* gemma2: attention scores soft-capped */
+    bool no_rope;                        /* granite: rope.scaling.finetuned false turns RoPE off */
+    uint32_t n_ctx_orig_yarn;            /* rope.scaling.original_context_length (default n_ctx_train) */
+    uint32_t dec_n_layer;                /* t5: decoder_block_count (default n_layer) */
+    /* graphs (graphs-recurrent): positions per token in inp_pos, 4 with
+     * M-RoPE/IMRoPE (llama_hparams::n_pos_per_embd; 0 reads as 1) */
+    uint32_t n_pos_per_embd;
+
     /* graphs-moe: what build_moe_ffn, MLA and the MoE families' graphs read
      * (llama_hparams' fields of the same names; their defaults) */
     uint32_t n_expert_used_l[GM_MAX_LAYERS];     /* expert_used_count per layer (n_expert_used(il)) */
@@ -133,9 +147,6 @@ typedef struct gm_hparams {
     float swiglu_clamp_exp[GM_MAX_LAYERS], swiglu_clamp_shexp[GM_MAX_LAYERS];
     uint32_t n_lora_q, n_lora_kv;                /* MLA: q_lora_rank (0: a plain wq), kv_lora_rank */
     uint32_t head_k_mla, head_v_mla;             /* key_length_mla / value_length_mla (default key/value_length) */
-    uint32_t n_ctx_orig_yarn;                    /* rope.scaling.original_context_length (default n_ctx_train) */
-    float f_embedding_scale, f_residual_scale, f_logit_scale, f_attn_temp_scale;
-    bool mrope;                                  /* M-RoPE (glm4moe with rope sections): 4 positions per token */
     bool layer_norm;                             /* cohere2moe without an RMS epsilon: LLM_NORM */
 } gm_hparams;
 

@@ -34,6 +34,7 @@ to_oracle() {
       -b) out+=(--b "$2"); shift ;;
       --swa-full|--kv-unified) out+=("$1") ;;
       -nkvo) out+=(--nkvo) ;;
+      --no-op-offload) out+=(--no-op-offload) ;;
       --embedding) out+=(--embd) ;;
       --device) out+=(--fake-gpu "$2"); shift ;;
       -ngl) out+=(--ngl "$2"); shift ;;
