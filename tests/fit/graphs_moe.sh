@@ -46,18 +46,39 @@ for a in "${ARCHS[@]}"; do
   make_fixture "$a-e8" --arch "$a" --n-expert 8 --n-expert-used 3 --layers 3 --type q8_0
 done
 
-# GLM-5.2's indexer layout: a trained context of 1M turns on glm-dsa's default
-# table (full indexers on layers 0, 1 and every fourth from 2; the others
-# reuse the previous top-k, glm-dsa.cpp:6-26): the fixture's context_length
-# (a u32 after its key) is patched in place
-if [[ " ${ARCHS[*]} " == *" glm-dsa "* ]]; then
-  make_fixture glm-dsa-1m --arch glm-dsa --layers 6
-  node -e 'const fs = require("fs"), f = process.argv[1], b = fs.readFileSync(f);
-    const k = Buffer.from("glm-dsa.context_length"), i = b.indexOf(k), o = i + k.length;
-    if (i < 0 || b.readUInt32LE(o) !== 4) process.exit(1);
-    b.writeUInt32LE(1048576, o + 4); fs.writeFileSync(f, b);' "$WORK/glm-dsa-1m.gguf" ||
-    { echo "FAIL: could not patch glm-dsa-1m's context_length" >&2; exit 1; }
+# variants the maker has no option for: metadata set or dropped (gguf_kv.js)
+# variant NAME BASE ARGS...: $WORK/NAME.gguf from $WORK/BASE.gguf, when BASE's
+# architecture is being tested
+has() { [[ " ${ARCHS[*]} " == *" $1 "* ]]; }
+variant() {
+  local name=$1 base=$2
+  shift 2
+  [ -f "$WORK/$base.gguf" ] || return 0
+  node "$HERE/gguf_kv.js" "$WORK/$base.gguf" "$WORK/$name.gguf" "$@" || { echo "FAIL: variant $name" >&2; exit 1; }
+}
+# GLM-5.2's indexer layout: a trained context of 1M turns on glm-dsa's
+# default table (full indexers on layers 0, 1 and every fourth from 2; the
+# others reuse the previous top-k, glm-dsa.cpp:6-26)
+if has glm-dsa; then
+  make_fixture glm-dsa-6 --arch glm-dsa --layers 6
+  variant glm-dsa-1m glm-dsa-6 --set glm-dsa.context_length=u32:1048576
 fi
+# DeepSeek V3's expert groups (build_moe_ffn's group top-k), the other
+# gating functions, the attention temperature input
+variant deepseek2-groups deepseek2-e8 --set deepseek2.expert_group_count=u32:2 --set deepseek2.expert_group_used_count=u32:1
+variant deepseek2-softplus deepseek2-e8 --set deepseek2.expert_gating_func=u32:4 --set deepseek2.expert_weights_norm=bool:false
+variant deepseek2-temp deepseek2 --set deepseek2.attention.temperature_scale=f32:0.1
+variant deepseek32-groups deepseek32-e8 --set deepseek32.expert_group_count=u32:4 --set deepseek32.expert_group_used_count=u32:2
+variant glm4moe-softmax-weight glm4moe-e8 --set glm4moe.expert_gating_func=u32:3 --set glm4moe.expert_weights_scale=f32:2.5
+variant minimax-m2-softmax minimax-m2 --set minimax-m2.expert_gating_func=u32:1
+# step35's limited SwiGLU (swiglu_clamp_exp / _shexp), cohere2moe with an RMS
+# epsilon (RMS norms), granitemoe without the optional muP scales
+variant step35-clamp step35 --set step35.swiglu_clamp_exp=f32:7 --set step35.swiglu_clamp_shexp=f32:7
+variant cohere2moe-rms cohere2moe-w --set cohere2moe.attention.layer_norm_rms_epsilon=f32:0.000001
+variant granitemoe-noscale granitemoe --drop granitemoe.residual_scale --drop granitemoe.embedding_scale
+# a tied output: token_embd's copy in the output layer's context
+for a in "${ARCHS[@]}"; do "$FIXTURE" --arch "$a" --tied -o "$WORK/$a-t.gguf" >/dev/null 2>&1 || rm -f "$WORK/$a-t.gguf"; done
+variant_case() { [ -f "$WORK/$2.gguf" ] && named "$@"; return 0; }
 
 # shellcheck source=tests/fit/lib.sh
 . "$HERE/lib.sh"
@@ -139,6 +160,24 @@ for a in "${ARCHS[@]}"; do
       named mtp-step35-metal step35-w -c 8192 -np 2 --device metal -ngl 1 --mtp ;;
   esac
 done
+# the metadata variants and tied outputs
+variant_case deepseek2-groups deepseek2-groups -c 4096 -np 2 --device cuda -ngl 2
+variant_case deepseek2-groups-mtp deepseek2-groups -c 2048 --device metal -ngl all --mtp
+variant_case deepseek2-softplus deepseek2-softplus -c 4096 -fa off --device metal -ngl 3
+variant_case deepseek2-temp deepseek2-temp -c 8192 -np 3 --device cuda -ngl all
+variant_case deepseek32-groups deepseek32-groups -c 4096 --device metal -ngl 2
+variant_case glm4moe-softmax-weight glm4moe-softmax-weight -c 4096 -np 2 --device cuda -ngl all --mtp
+variant_case minimax-m2-softmax minimax-m2-softmax -c 2048 --device metal -ngl 1
+variant_case step35-clamp step35-clamp -c 4096 --device cuda -ngl 2 --mtp
+variant_case cohere2moe-rms cohere2moe-rms -c 8192 --device metal -ngl all --mtp
+variant_case granitemoe-noscale granitemoe-noscale -c 4096 -np 2 --device cuda -ngl 1
+# experts kept on the CPU by -ot (the MUL_MAT_IDs offloaded from 32 rows), pinned host memory off, no mmap
+variant_case glm4moe-ot-exps glm4moe-e8 -c 8192 -ot 'blk\.[12]\.ffn_.*_exps=CPU' --device cuda -ngl all
+variant_case deepseek2-ot-exps deepseek2-e8 -c 4096 -ot '_exps=CPU' --device metal -ngl all --mtp
+variant_case gpt-oss-no-host gpt-oss-e8 -c 4096 --no-host -ncmoe 1 --device cuda -ngl all
+variant_case qwen2moe-no-mmap qwen2moe-e8 -c 4096 --no-mmap --device metal -ngl 2
+for a in "${ARCHS[@]}"; do variant_case "$a-tied" "$a-t" -c 4096 --device metal -ngl 1; done
+for a in "${ARCHS[@]}"; do variant_case "$a-tied-cuda" "$a-t" -c 2048 -np 2 --device cuda -ngl all; done
 [ "$MODE" = quick ] && { report graphs_moe; exit; }
 
 # drawn: a fixed-seed walk through the options, N_PER_ARCH per architecture

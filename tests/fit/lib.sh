@@ -43,6 +43,7 @@ to_oracle() {
       -cmoe|--cpu-moe) out+=(--cpu-moe) ;;
       -ncmoe|--n-cpu-moe) out+=(--n-cpu-moe "$2"); shift ;;
       -ot) out+=(--ot "$2"); shift ;;
+      --no-host|--no-mmap) out+=("$1") ;;
       *) echo "lib.sh: no oracle spelling for '$1'" >&2; exit 2 ;;
     esac
     shift
