@@ -89,6 +89,11 @@ void gm_arch_deepseek2(gm_llm *l) {
 void gm_arch_dsa(gm_llm *l) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
+    if (!gm_assert(l, hp->is_mla, "is_mla") ||
+        !gm_assert(l, hp->n_rot_full <= hp->indexer_head_size, "hparams.n_rot() <= n_embd_indexer_head") ||
+        !gm_assert(l, hp->is_indexer_full[0], "prev_top_k != nullptr && \"shared indexer layer must follow a previous "
+                   "full indexer layer\""))
+        return;
     int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
     int32_t pos = gm_inp_pos(l);
     gm_dsa_inp inp;
@@ -99,7 +104,7 @@ void gm_arch_dsa(gm_llm *l) {
         int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
         int32_t qr = gm_mul_mat(g, gm_w(l, "blk.%d.attn_q_a.weight", il), cur);
         qr = gm_build_norm_rms(l, qr, gm_w(l, "blk.%d.attn_q_a_norm.weight", il), il);
-        if (hp->is_indexer_full[il] || top_k == GM_NONE) top_k = gm_dsa_top_k(l, &inp, qr, cur, pos, il);
+        if (hp->is_indexer_full[il]) top_k = gm_dsa_top_k(l, &inp, qr, cur, pos, il);
         int32_t q = gm_mul_mat(g, gm_w(l, "blk.%d.attn_q_b.weight", il), qr);
         int32_t q_nope, q_pe, kv_cmpr, k_pe;
         gm_mla_split_q(l, q, &q_nope, &q_pe);
@@ -121,7 +126,16 @@ void gm_arch_dsa(gm_llm *l) {
  * experts, the NextN head */
 void gm_arch_mla_mtp(gm_llm *l) {
     gm_graph *g = l->g;
-    const int il = (int)l->hp->n_layer;
+    const gm_hparams *hp = l->hp;
+    const int il = (int)hp->n_layer;
+    if (!gm_assert(l, hp->is_mla, "hparams.is_mla() && \"MTP requires MLA\"")) return;
+    if (hp->arch == GM_ARCH_DEEPSEEK2 &&
+        (!gm_assert(l, hp->f_attn_temp_scale == 0.0f,
+                    "hparams.f_attn_temp_scale == 0.0f && \"GLM4 MTP does not support attention temperature scaling\"") ||
+         !gm_assert(l, (uint32_t)il >= hp->n_layer_dense_lead, "(uint32_t) il >= hparams.n_layer_dense_lead") ||
+         !gm_assert(l, hp->head_k_mla > hp->n_rot_full, "n_embd_head_qk_nope >= 1") ||
+         !gm_assert(l, hp->n_lora_q > 0, "hparams.n_lora_q > 0")))
+        return;
     int32_t inpSA = gm_build_mtp_eh_proj(l, il);
     int32_t pos = gm_inp_pos(l), out_ids = gm_inp_out_ids(l);
     gm_attn_inp inp;

@@ -24,6 +24,13 @@
 /* Shared pieces                                                             */
 /* ------------------------------------------------------------------------ */
 
+/* the head-size asserts most graphs open with: n_embd_head_v == _k (and == n_rot) */
+static bool heads_equal(gm_llm *l, bool and_rot) {
+    const gm_hparams *hp = l->hp;
+    return gm_assert(l, hp->head_v_full == hp->head_k_full, "n_embd_head == hparams.n_embd_head_k()") &&
+           (!and_rot || gm_assert(l, hp->head_v_full == hp->n_rot_full, "n_embd_head == n_rot"));
+}
+
 /* rope of q and k (shapes only: factors, sections and frequencies do not change them) */
 static void rope_qk(gm_llm *l, int32_t *q, int32_t *k, int32_t pos, int32_t factors) {
     *q = gm_rope(l->g, *q, pos, factors);
@@ -125,6 +132,7 @@ typedef struct moe_decoder {
     const char *ffn_norm;
     gm_layer_ffn_fn ffn;
     bool h_nextn;
+    bool rot_is_head;        /* GGML_ASSERT(n_embd_head == n_rot) too */
 } moe_decoder;
 
 /* one layer: norm, Q/K/V, rope, attention, the residual (the output rows
@@ -143,6 +151,7 @@ static int32_t decoder_layer(gm_llm *l, const moe_decoder *d, const gm_attn_inp 
 static void decoder(gm_llm *l, const moe_decoder *d) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
+    if (!heads_equal(l, d->rot_is_head)) return;
     int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
     int32_t pos = gm_inp_pos(l);
     gm_attn_inp inp;
@@ -203,25 +212,29 @@ static int32_t ernie4_5_moe_ffn(gm_llm *l, int32_t cur, int il) {
     return gm_build_moe_shexp(l, cur, &m, hp->n_ff_shexp > 0 ? GM_SHEXP_PLAIN : GM_SHEXP_NONE, il);
 }
 
-static const moe_decoder QWEN2MOE = { qkv_heads, "blk.%d.ffn_norm.weight", qwen2moe_ffn, false };
-static const moe_decoder OLMOE = { qkv_flat_normed, "blk.%d.ffn_norm.weight", olmoe_ffn, false };
-static const moe_decoder MINIMAX_M2 = { qkv_flat_normed, "blk.%d.ffn_norm.weight", minimax_m2_ffn, false };
-static const moe_decoder ERNIE4_5_MOE = { qkv_heads, "blk.%d.ffn_norm.weight", ernie4_5_moe_ffn, false };
+static const moe_decoder QWEN2MOE = { qkv_heads, "blk.%d.ffn_norm.weight", qwen2moe_ffn, false, true };
+static const moe_decoder OLMOE = { qkv_flat_normed, "blk.%d.ffn_norm.weight", olmoe_ffn, false, true };
+static const moe_decoder MINIMAX_M2 = { qkv_flat_normed, "blk.%d.ffn_norm.weight", minimax_m2_ffn, false, false };
+static const moe_decoder ERNIE4_5_MOE = { qkv_heads, "blk.%d.ffn_norm.weight", ernie4_5_moe_ffn, false, true };
 /* glm4-moe.cpp: a post-attention norm before the FFN, the dense lead,
  * sigmoid routing with the selection bias plus the shared expert; the
  * output norm is t_h_nextn */
-static const moe_decoder GLM4MOE = { qkv_heads_normed, "blk.%d.post_attention_norm.weight", gm_build_layer_ffn, true };
+static const moe_decoder GLM4MOE = { qkv_heads_normed, "blk.%d.post_attention_norm.weight", gm_build_layer_ffn, true,
+                                     false };
 
 void gm_arch_qwen2moe(gm_llm *l) { decoder(l, &QWEN2MOE); }
 void gm_arch_olmoe(gm_llm *l) { decoder(l, &OLMOE); }
 void gm_arch_minimax_m2(gm_llm *l) { decoder(l, &MINIMAX_M2); }
-void gm_arch_ernie4_5_moe(gm_llm *l) { decoder(l, &ERNIE4_5_MOE); }
+void gm_arch_ernie4_5_moe(gm_llm *l) {
+    if (gm_assert(l, l->hp->n_moe_layer_step > 0, "hparams.n_moe_layer_step > 0")) decoder(l, &ERNIE4_5_MOE);
+}
 void gm_arch_glm4moe(gm_llm *l) { decoder(l, &GLM4MOE); }
 
 /* glm4-moe.cpp graph_mtp: the NextN input, the trunk's layer (every row),
  * the NextN head */
 void gm_arch_glm4moe_mtp(gm_llm *l) {
     const int il = (int)l->hp->n_layer;
+    if (!heads_equal(l, false)) return;
     int32_t cur = gm_build_mtp_eh_proj(l, il);
     int32_t pos = gm_inp_pos(l), out_ids = gm_inp_out_ids(l);
     gm_attn_inp inp;
@@ -248,6 +261,7 @@ static int32_t hy_v3_layer(gm_llm *l, const gm_attn_inp *inp, int32_t inpL, int3
 void gm_arch_hy_v3(gm_llm *l) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
+    if (!heads_equal(l, true)) return;
     int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
     int32_t pos = gm_inp_pos(l);
     gm_attn_inp inp;
@@ -262,6 +276,7 @@ void gm_arch_hy_v3(gm_llm *l) {
 
 void gm_arch_hy_v3_mtp(gm_llm *l) {
     const int il = (int)l->hp->n_layer;
+    if (!heads_equal(l, true)) return;
     int32_t cur = gm_build_mtp_eh_proj(l, il);
     int32_t pos = gm_inp_pos(l), out_ids = gm_inp_out_ids(l);
     gm_attn_inp inp;
@@ -379,6 +394,7 @@ static int32_t logit_scale(gm_llm *l, int32_t cur) {
 void gm_arch_cohere2moe(gm_llm *l) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
+    if (!heads_equal(l, true)) return;
     const bool rms = !hp->layer_norm;
     int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
     int32_t pos = gm_inp_pos(l);
@@ -395,6 +411,7 @@ void gm_arch_cohere2moe(gm_llm *l) {
 
 void gm_arch_cohere2moe_mtp(gm_llm *l) {
     const int il = (int)l->hp->n_layer;
+    if (!heads_equal(l, true)) return;
     const bool rms = !l->hp->layer_norm;
     int32_t cur = gm_build_mtp_eh_proj_norm(l, il, rms);
     int32_t pos = gm_inp_pos(l), out_ids = gm_inp_out_ids(l);

@@ -113,6 +113,10 @@ static int32_t activate(gm_graph *g, const gm_moe_args *a, int32_t cur, int32_t 
 
 int32_t gm_build_moe(gm_llm *l, int32_t cur, const gm_moe_args *a, int il) {
     gm_graph *g = l->g;
+    /* a gating function build_moe_ffn does not know aborts ("fatal error") */
+    if (!gm_assert(l, a->gating >= GM_GATING_SOFTMAX && a->gating <= GM_GATING_SQRT_SOFTPLUS,
+                   "0 && \"fatal error\": build_moe_ffn's gating_op"))
+        return cur;
     const int64_t n_embd = g->t[cur].ne[0], n = g->t[cur].ne[1];
     int32_t selected;
     int32_t weights = route(l, cur, a, &selected);
@@ -182,7 +186,7 @@ void gm_moe_args_layer(gm_llm *l, int il, gm_moe_args *a) {
     a->n_expert_used = hp->n_expert_used;
     a->norm_w = hp->expert_weights_norm;
     a->w_scale = hp->expert_weights_scale;
-    a->gating = hp->expert_gating_func ? (gm_moe_gating)hp->expert_gating_func : GM_GATING_SOFTMAX;
+    a->gating = (gm_moe_gating)hp->expert_gating_func; /* 0 (none) aborts in gm_build_moe */
     if (il >= 0 && il < GM_MAX_LAYERS) a->clamp = hp->swiglu_clamp_exp[il];
 }
 

@@ -189,6 +189,16 @@ static void unrunnable(gm_llm *l, int32_t t) {
 
 /* llama_context::graph_reserve: the graph for this ubatch, split and
  * allocated; the peak of each backend's buffer into size[] */
+/* A GGML_ASSERT of the architecture's graph failed (gm_assert): llama.cpp
+ * aborts while the reserve builds it, creating the context. */
+static void graph_asserts(gm_llm *l) {
+    ggufmap_fit *fit = (ggufmap_fit *)l->fit;
+    if (fit->refusal[0]) return;
+    snprintf(fit->refusal, sizeof fit->refusal, "the %s%s graph fails GGML_ASSERT(%s) while the reserve builds it",
+             l->hp->arch_name, l->hp->ctx_mtp ? " MTP draft" : "", l->assert_failed);
+    fit->aborts = true;
+}
+
 static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS]) {
     const int64_t n_models = ggufmap_model_n_tensors(ggufmap_placement_model(ggufmap_plan_placement(l->fit->plan)));
     gm_graph g;
@@ -201,7 +211,14 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     l->t_logits = l->t_embd = GM_NONE;
     for (int64_t i = 0; i < n_models; i++) l->w[i] = l->w_dup[i] = GM_NONE;
     make_memory(l);
+    l->assert_failed = NULL;
     build(l);
+    if (l->assert_failed) {
+        graph_asserts(l);
+        gm_graph_free(&g);
+        l->g = NULL;
+        return false;
+    }
     gm_set_outputs(l);
 #ifdef GGUFMAP_GRAPH_DUMP
     int32_t *srcs = gm_graph_dump_save_srcs(&g);

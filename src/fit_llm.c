@@ -100,6 +100,11 @@ int32_t gm_w_layer(gm_llm *l, const char *fmt, int il) {
     return weight_tensor(l, ti, ctx, ctx == l->ctx_of[ti] ? &l->w[ti] : &l->w_dup[ti], NULL);
 }
 
+bool gm_assert(gm_llm *l, bool cond, const char *what) {
+    if (!cond && !l->assert_failed) l->assert_failed = what;
+    return cond;
+}
+
 int gm_layer_backend(const gm_llm *l, int il) {
     return l->be.gpu && gm_fit_layer_on_gpu(l->fit, (uint32_t)il) ? 0 : l->be.n - 1;
 }

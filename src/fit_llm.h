@@ -40,6 +40,7 @@ typedef struct gm_llm {
     gm_kv_cache kv, kv_swa, kv_idx;
     int32_t rs_r[GM_MAX_LAYERS], rs_s[GM_MAX_LAYERS], rs_p[GM_MAX_LAYERS];
     int32_t t_logits, t_embd;
+    const char *assert_failed;  /* the first GGML_ASSERT a builder found false (gm_assert), NULL */
 } gm_llm;
 
 /* ---- model tensors ---- */
@@ -56,6 +57,12 @@ int32_t gm_w_shaped(gm_llm *l, const char *fmt, int il, int64_t ne0, int64_t ne1
  * TENSOR_DUPLICATED copy (per-layer rope_freqs and rope factors: one per
  * buffer-type context, shared by the layers there), else the weight itself. */
 int32_t gm_w_layer(gm_llm *l, const char *fmt, int il);
+
+/* GGML_ASSERT(cond) in a graph builder: llama.cpp aborts when the reserve
+ * builds a graph where it fails; the first failed one (what: its text) is
+ * kept in l->assert_failed and the context is reported as an abort.
+ * Returns cond, so that the builder can skip what would not be built. */
+bool gm_assert(gm_llm *l, bool cond, const char *what);
 
 /* the backend a layer's device runs (0 the GPU, n-1 the CPU) */
 int gm_layer_backend(const gm_llm *l, int il);

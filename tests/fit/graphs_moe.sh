@@ -76,6 +76,12 @@ variant minimax-m2-softmax minimax-m2 --set minimax-m2.expert_gating_func=u32:1
 variant step35-clamp step35 --set step35.swiglu_clamp_exp=f32:7 --set step35.swiglu_clamp_shexp=f32:7
 variant cohere2moe-rms cohere2moe-w --set cohere2moe.attention.layer_norm_rms_epsilon=f32:0.000001
 variant granitemoe-noscale granitemoe --drop granitemoe.residual_scale --drop granitemoe.embedding_scale
+# graphs llama.cpp asserts on while the reserve builds them: no gating
+# function (minimax-m2), no MoE step (ernie), n_rot != the head size
+# (qwen2moe), the attention temperature in deepseek2's MTP block
+variant minimax-m2-nogating minimax-m2 --drop minimax-m2.expert_gating_func
+variant ernie-step0 ernie4_5-moe --set ernie4_5-moe.interleave_moe_layer_step=u32:0
+variant qwen2moe-rot8 qwen2moe --set qwen2moe.rope.dimension_count=u32:8
 # a tied output: token_embd's copy in the output layer's context
 for a in "${ARCHS[@]}"; do "$FIXTURE" --arch "$a" --tied -o "$WORK/$a-t.gguf" >/dev/null 2>&1 || rm -f "$WORK/$a-t.gguf"; done
 variant_case() { [ -f "$WORK/$2.gguf" ] && named "$@"; return 0; }
@@ -171,6 +177,10 @@ variant_case minimax-m2-softmax minimax-m2-softmax -c 2048 --device metal -ngl 1
 variant_case step35-clamp step35-clamp -c 4096 --device cuda -ngl 2 --mtp
 variant_case cohere2moe-rms cohere2moe-rms -c 8192 --device metal -ngl all --mtp
 variant_case granitemoe-noscale granitemoe-noscale -c 4096 -np 2 --device cuda -ngl 1
+variant_case minimax-m2-nogating-abort minimax-m2-nogating -c 2048
+variant_case ernie-step0-abort ernie-step0 -c 2048 --device metal -ngl all
+variant_case qwen2moe-rot8-abort qwen2moe-rot8 -c 2048 --device cuda -ngl 1
+variant_case deepseek2-temp-mtp-abort deepseek2-temp -c 2048 --mtp
 # experts kept on the CPU by -ot (the MUL_MAT_IDs offloaded from 32 rows), pinned host memory off, no mmap
 variant_case glm4moe-ot-exps glm4moe-e8 -c 8192 -ot 'blk\.[12]\.ffn_.*_exps=CPU' --device cuda -ngl all
 variant_case deepseek2-ot-exps deepseek2-e8 -c 4096 -ot '_exps=CPU' --device metal -ngl all --mtp
