@@ -73,6 +73,8 @@ variant glm4moe-softmax-weight glm4moe-e8 --set glm4moe.expert_gating_func=u32:3
 variant minimax-m2-softmax minimax-m2 --set minimax-m2.expert_gating_func=u32:1
 # glm4moe with rope sections: M-RoPE, four positions per token
 variant glm4moe-mrope glm4moe --set glm4moe.rope.dimension_sections=i32s:2,2,0,0
+# per-layer expert counts: the top-k takes layer 0's, each layer sums its own views
+variant glm4moe-used-per-layer glm4moe-e8 --set glm4moe.expert_used_count=i32s:3,2,3,2
 # step35's limited SwiGLU (swiglu_clamp_exp / _shexp), cohere2moe with an RMS
 # epsilon (RMS norms), granitemoe without the optional muP scales
 variant step35-clamp step35 --set step35.swiglu_clamp_exp=f32:7 --set step35.swiglu_clamp_shexp=f32:7
@@ -177,6 +179,7 @@ variant_case deepseek32-groups deepseek32-groups -c 4096 --device metal -ngl 2
 variant_case glm4moe-softmax-weight glm4moe-softmax-weight -c 4096 -np 2 --device cuda -ngl all --mtp
 variant_case minimax-m2-softmax minimax-m2-softmax -c 2048 --device metal -ngl 1
 variant_case glm4moe-mrope glm4moe-mrope -c 4096 -np 2 --device cuda -ngl 2 --mtp
+variant_case glm4moe-used-per-layer glm4moe-used-per-layer -c 4096 --device metal -ngl 2 --mtp
 variant_case step35-clamp step35-clamp -c 4096 --device cuda -ngl 2 --mtp
 variant_case cohere2moe-rms cohere2moe-rms -c 8192 --device metal -ngl all --mtp
 variant_case granitemoe-noscale granitemoe-noscale -c 4096 -np 2 --device cuda -ngl 1
