@@ -202,10 +202,10 @@ nps=(1 1 2 3 4)
 caches=("f16 f16" "f16 f16" "f16 f16" "f32 f32" "bf16 bf16" "q8_0 q8_0" "q4_0 q4_1" "q5_1 iq4_nl" "f16 q8_0" "q5_0 q5_0")
 fas=(auto on off)
 ubs=("" "" "-ub 32" "-ub 128" "-ub 512 -b 256" "-ub 64 -b 100" "-b 1024")
-flags=("" "" "--swa-full" "--kv-unified" "-nkvo" "--no-op-offload" "-ncmoe 1")
+flags=("" "" "--swa-full" "--kv-unified" "-nkvo" "--no-op-offload" "-ncmoe 1" "--embedding")
 devices=("" "" "--device metal -ngl 0" "--device metal -ngl 1" "--device metal -ngl 2" "--device metal -ngl all"
          "--device cuda -ngl 1" "--device cuda -ngl 2" "--device cuda -ngl all")
-seed=1207
+seed=${GRAPHS_MOE_SEED:-1207}   # another seed explores further: GRAPHS_MOE_SEED=N
 pick() { seed=$(( (seed * 1103515245 + 12345) % 2147483648 )); R=$(( seed / 65536 % $1 )); }
 for a in "${ARCHS[@]}"; do
   for ((i = 0; i < N_PER_ARCH; i++)); do
