@@ -196,6 +196,33 @@ for a in "${ARCHS[@]}"; do variant_case "$a-tied" "$a-t" -c 4096 --device metal 
 for a in "${ARCHS[@]}"; do variant_case "$a-tied-cuda" "$a-t" -c 2048 -np 2 --device cuda -ngl all; done
 [ "$MODE" = quick ] && { report graphs_moe; exit; }
 
+# --max-ctx where compute is exact: llama.cpp (all layers on the fake Metal,
+# a full batch decoded) holds at most the limit on MTL0 at the answer R,
+# more at R + 256
+mtl0_bytes() {
+  "$ORACLE" --no-repack --fake-gpu metal --ngl all --b 2048 --ub 512 --decode 2048 --logits-all "$@" \
+    >"$WORK/maxctx.out" 2>&1
+  node "$HERE/real_total.js" "$WORK/maxctx.out" MTL0 |
+    node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).MTL0)'
+}
+max_ctx_case() {
+  local fx=$1 limit=$(($2 * 1048576)) r at_r at_r1
+  [ -f "$WORK/$fx.gguf" ] || return 0
+  n_cases=$((n_cases + 1))
+  r=$("$GGUFMAP" fit "$WORK/$fx.gguf" --device metal -c 65536 --limit "${limit}B" --max-ctx --page 1B -nr --json |
+      node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).max_ctx)')
+  at_r=$(mtl0_bytes --ctx "$r" "$WORK/$fx.gguf")
+  at_r1=$(mtl0_bytes --ctx "$((r + 256))" "$WORK/$fx.gguf")
+  if [ -n "$at_r" ] && [ -n "$at_r1" ] && [ "$at_r" -le "$limit" ] && [ "$at_r1" -gt "$limit" ]; then
+    echo "max-ctx $fx at $2 MiB: $r (llama.cpp holds $at_r B there, $at_r1 B at -c $((r + 256)))"
+  else
+    fails+=("max-ctx $fx at $2 MiB: fit says $r; llama.cpp holds '$at_r' B at -c $r, '$at_r1' B at -c $((r + 256))")
+    n_fail=$((n_fail + 1))
+  fi
+}
+for a in gpt-oss glm4moe deepseek2; do has "$a" && max_ctx_case "$a-w" 24; done
+
+
 # drawn: a fixed-seed walk through the options, N_PER_ARCH per architecture
 ctxs=(256 777 4096 5000 32768 262144 0)
 nps=(1 1 2 3 4)
