@@ -129,13 +129,6 @@ void gm_arch_mla_mtp(gm_llm *l) {
     const gm_hparams *hp = l->hp;
     const int il = (int)hp->n_layer;
     if (!gm_assert(l, hp->is_mla, "hparams.is_mla() && \"MTP requires MLA\"")) return;
-    if (hp->arch == GM_ARCH_DEEPSEEK2 &&
-        (!gm_assert(l, hp->f_attn_temp_scale == 0.0f,
-                    "hparams.f_attn_temp_scale == 0.0f && \"GLM4 MTP does not support attention temperature scaling\"") ||
-         !gm_assert(l, (uint32_t)il >= hp->n_layer_dense_lead, "(uint32_t) il >= hparams.n_layer_dense_lead") ||
-         !gm_assert(l, hp->head_k_mla > hp->n_rot_full, "n_embd_head_qk_nope >= 1") ||
-         !gm_assert(l, hp->n_lora_q > 0, "hparams.n_lora_q > 0")))
-        return;
     int32_t inpSA = gm_build_mtp_eh_proj(l, il);
     int32_t pos = gm_inp_pos(l), out_ids = gm_inp_out_ids(l);
     gm_attn_inp inp;
@@ -151,4 +144,16 @@ void gm_arch_mla_mtp(gm_llm *l) {
     cur = gm_build_attn_mla(l, &inp, &o, Q, K, V, gm_w(l, "blk.%d.attn_v_b.weight", il), il);
     cur = gm_build_ffn_residual(l, cur, inpSA, GM_NONE, "blk.%d.ffn_norm.weight", NULL, il);
     gm_expand(g, gm_mtp_head(l, cur, il, out_ids, true, false));
+}
+
+/* deepseek2.cpp's graph_mtp asserts more: no attention temperature, a MoE
+ * layer, q through the low-rank pair, a no-rope part of the head */
+void gm_arch_deepseek2_mtp(gm_llm *l) {
+    const gm_hparams *hp = l->hp;
+    if (gm_assert(l, hp->f_attn_temp_scale == 0.0f,
+                  "hparams.f_attn_temp_scale == 0.0f && \"GLM4 MTP does not support attention temperature scaling\"") &&
+        gm_assert(l, hp->n_layer >= hp->n_layer_dense_lead, "(uint32_t) il >= hparams.n_layer_dense_lead") &&
+        gm_assert(l, hp->head_k_mla > hp->n_rot_full, "n_embd_head_qk_nope >= 1") &&
+        gm_assert(l, hp->n_lora_q > 0, "hparams.n_lora_q > 0"))
+        gm_arch_mla_mtp(l);
 }

@@ -94,5 +94,6 @@ void gm_arch_cohere2moe_mtp(gm_llm *l);
 void gm_arch_deepseek2(gm_llm *l);
 void gm_arch_dsa(gm_llm *l);
 void gm_arch_mla_mtp(gm_llm *l);
+void gm_arch_deepseek2_mtp(gm_llm *l);
 
 #endif

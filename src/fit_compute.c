@@ -269,7 +269,7 @@ static arch_graph mtp_graph_of(const gm_hparams *hp) {
     case GM_ARCH_HY_V3: return gm_arch_hy_v3_mtp;
     case GM_ARCH_STEP35: return gm_arch_step35_mtp;
     case GM_ARCH_COHERE2MOE: return gm_arch_cohere2moe_mtp;
-    case GM_ARCH_DEEPSEEK2: return gm_arch_mla_mtp;
+    case GM_ARCH_DEEPSEEK2: return gm_arch_deepseek2_mtp;
     case GM_ARCH_DEEPSEEK32: return gm_arch_mla_mtp;
     case GM_ARCH_GLM_DSA: return gm_arch_mla_mtp;
     default: return NULL;
