@@ -68,6 +68,8 @@ fi
 variant deepseek2-groups deepseek2-e8 --set deepseek2.expert_group_count=u32:2 --set deepseek2.expert_group_used_count=u32:1
 variant deepseek2-softplus deepseek2-e8 --set deepseek2.expert_gating_func=u32:4 --set deepseek2.expert_weights_norm=bool:false
 variant deepseek2-temp deepseek2 --set deepseek2.attention.temperature_scale=f32:0.1
+# an indexer top-k beyond the cache: the top-k takes every cell (n_kv)
+variant deepseek32-topk-all deepseek32 --set deepseek32.attention.indexer.top_k=u32:4096
 variant deepseek32-groups deepseek32-e8 --set deepseek32.expert_group_count=u32:4 --set deepseek32.expert_group_used_count=u32:2
 variant glm4moe-softmax-weight glm4moe-e8 --set glm4moe.expert_gating_func=u32:3 --set glm4moe.expert_weights_scale=f32:2.5
 variant minimax-m2-softmax minimax-m2 --set minimax-m2.expert_gating_func=u32:1
@@ -176,6 +178,7 @@ variant_case deepseek2-groups-mtp deepseek2-groups -c 2048 --device metal -ngl a
 variant_case deepseek2-softplus deepseek2-softplus -c 4096 -fa off --device metal -ngl 3
 variant_case deepseek2-temp deepseek2-temp -c 8192 -np 3 --device cuda -ngl all
 variant_case deepseek32-groups deepseek32-groups -c 4096 --device metal -ngl 2
+variant_case deepseek32-topk-all deepseek32-topk-all -c 1000 -np 2 --device cuda -ngl all --mtp
 variant_case glm4moe-softmax-weight glm4moe-softmax-weight -c 4096 -np 2 --device cuda -ngl all --mtp
 variant_case minimax-m2-softmax minimax-m2-softmax -c 2048 --device metal -ngl 1
 variant_case glm4moe-mrope glm4moe-mrope -c 4096 -np 2 --device cuda -ngl 2 --mtp
