@@ -83,6 +83,21 @@ void gm_arch_deepseek2(gm_llm *l) {
     mla_head(l, inpL);
 }
 
+/* MLA absorbed from the flat q (the DSA graphs and every MTP block): q's
+ * views, the compressed KV, the absorbed Q, K, V, attention over a cache of
+ * keys only (dsa: with its mask opened on top_k's cells) */
+static int32_t mla_flat_q(gm_llm *l, const gm_attn_inp *inp, const gm_dsa_inp *dsa, int32_t top_k, int32_t q,
+                          int32_t cur, int32_t pos, int il) {
+    int32_t q_nope, q_pe, kv_cmpr, k_pe, Q, K, V;
+    gm_mla_split_q(l, q, &q_nope, &q_pe);
+    gm_mla_kv(l, cur, pos, il, &kv_cmpr, &k_pe);
+    gm_mla_absorb(l, q_nope, q_pe, kv_cmpr, k_pe, pos, il, &Q, &K, &V);
+    const gm_attn_opts o = { .wo = gm_w(l, "blk.%d.attn_output.weight", il), .wo_b = GM_NONE, .kq_b = GM_NONE,
+                             .sinks = GM_NONE };
+    const int32_t v_mla = gm_w(l, "blk.%d.attn_v_b.weight", il);
+    return dsa ? gm_dsa_attn(l, dsa, &o, Q, K, V, v_mla, top_k, il) : gm_build_attn_mla(l, inp, &o, Q, K, V, v_mla, il);
+}
+
 /* deepseek32.cpp / glm-dsa.cpp: the indexer on qr and the layer input, then
  * MLA over the cells it picked; glm-dsa's shared-indexer layers reuse the
  * previous full layer's top-k */
@@ -106,14 +121,7 @@ void gm_arch_dsa(gm_llm *l) {
         qr = gm_build_norm_rms(l, qr, gm_w(l, "blk.%d.attn_q_a_norm.weight", il), il);
         if (hp->is_indexer_full[il]) top_k = gm_dsa_top_k(l, &inp, qr, cur, pos, il);
         int32_t q = gm_mul_mat(g, gm_w(l, "blk.%d.attn_q_b.weight", il), qr);
-        int32_t q_nope, q_pe, kv_cmpr, k_pe;
-        gm_mla_split_q(l, q, &q_nope, &q_pe);
-        gm_mla_kv(l, cur, pos, il, &kv_cmpr, &k_pe);
-        const gm_attn_opts o = { .wo = gm_w(l, "blk.%d.attn_output.weight", il), .wo_b = GM_NONE, .kq_b = GM_NONE,
-                                 .sinks = GM_NONE };
-        int32_t Q, K, V;
-        gm_mla_absorb(l, q_nope, q_pe, kv_cmpr, k_pe, pos, il, &Q, &K, &V);
-        cur = gm_dsa_attn(l, &inp, &o, Q, K, V, gm_w(l, "blk.%d.attn_v_b.weight", il), top_k, il);
+        cur = mla_flat_q(l, NULL, &inp, top_k, q, cur, pos, il);
         inpL = gm_build_ffn_residual(l, cur, inpL, il == (int)hp->n_layer - 1 ? out_ids : GM_NONE,
                                      "blk.%d.ffn_norm.weight", NULL, il);
     }
@@ -134,14 +142,7 @@ void gm_arch_mla_mtp(gm_llm *l) {
     gm_attn_inp inp;
     gm_attn_inp_k(l, &l->kv, &inp);
     int32_t cur = gm_build_norm_rms(l, inpSA, gm_w(l, "blk.%d.attn_norm.weight", il), il);
-    int32_t q_nope, q_pe, kv_cmpr, k_pe;
-    gm_mla_split_q(l, mla_q(l, cur, il), &q_nope, &q_pe);
-    gm_mla_kv(l, cur, pos, il, &kv_cmpr, &k_pe);
-    const gm_attn_opts o = { .wo = gm_w(l, "blk.%d.attn_output.weight", il), .wo_b = GM_NONE, .kq_b = GM_NONE,
-                             .sinks = GM_NONE };
-    int32_t Q, K, V;
-    gm_mla_absorb(l, q_nope, q_pe, kv_cmpr, k_pe, pos, il, &Q, &K, &V);
-    cur = gm_build_attn_mla(l, &inp, &o, Q, K, V, gm_w(l, "blk.%d.attn_v_b.weight", il), il);
+    cur = mla_flat_q(l, &inp, NULL, GM_NONE, mla_q(l, cur, il), cur, pos, il);
     cur = gm_build_ffn_residual(l, cur, inpSA, GM_NONE, "blk.%d.ffn_norm.weight", NULL, il);
     gm_expand(g, gm_mtp_head(l, cur, il, out_ids, true, false));
 }
