@@ -276,22 +276,8 @@ static int32_t qsa_top_k(q4 *c, int32_t cur, int32_t pos, int il) {
 /* build_attn_qsa (:682-776): the KQ mask opened on the top-k cells */
 static int32_t attn_qsa(q4 *c, int32_t q, int32_t k, int32_t v, int32_t top_k, int il) {
     gm_llm *l = c->l;
-    gm_graph *g = l->g;
-    const gm_attn_inp *inp = &c->attn;
-    int32_t mask = inp->kq_mask;
-    int32_t all = gm_fill(g, mask);
-    const gm_tensor *a = &g->t[all];
-    all = gm_view_4d(g, all, 1, a->ne[0], a->ne[1], a->ne[3], a->nb[0], a->nb[1], a->nb[2], 0);
-    const gm_tensor *t = &g->t[top_k];
-    int32_t top3 = gm_view_4d(g, top_k, t->ne[0], t->ne[1], t->ne[3], 1, t->nb[1], t->nb[2], (uint64_t)t->ne[3] * t->nb[3], 0);
-    int32_t zeros = gm_new_4d(g, T_F32, 1, g->t[top3].ne[0], g->t[top3].ne[1], g->t[top3].ne[2]);
-    zeros = gm_fill(g, zeros);
-    int32_t m = gm_set_rows(g, all, zeros, top3);
-    const gm_tensor *mt = &g->t[m];
-    m = gm_view_4d(g, m, mt->ne[1], mt->ne[2], 1, mt->ne[3], mt->nb[2], mt->nb[3], mt->nb[3], 0);
-    m = gm_binary(g, GM_OP_ADD, m, mask);
-    gm_attn_inp masked = *inp;
-    masked.kq_mask = m;
+    gm_attn_inp masked = c->attn;
+    masked.kq_mask = gm_kq_mask_top_k(l, c->attn.kq_mask, top_k);
     return gm_build_attn(l, &masked, GM_NONE, q, k, v, il, false);
 }
 

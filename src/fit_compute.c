@@ -21,6 +21,7 @@
 #include "fit_arch_recurrent.h"
 #include "fit_graph_dump.h"
 #include "fit_internal.h"
+#include "fit_block_moe.h"
 #include "fit_llm.h"
 #include "internal.h"
 
@@ -55,6 +56,21 @@ static arch_graph graph_of(const gm_hparams *hp) {
     case GM_ARCH_GRANITEHYBRID: return gm_arch_granitehybrid;
     case GM_ARCH_LFM2: return hp->memory == GM_MEMORY_HYBRID && hp->causal ? gm_arch_lfm2 : NULL; /* no SWA pair */
     case GM_ARCH_RWKV7: return gm_arch_rwkv7;
+    /* graphs-moe */
+    case GM_ARCH_GPT_OSS: return gm_arch_gpt_oss;
+    case GM_ARCH_QWEN2MOE: return gm_arch_qwen2moe;
+    case GM_ARCH_OLMOE: return gm_arch_olmoe;
+    case GM_ARCH_MINIMAX_M2: return gm_arch_minimax_m2;
+    case GM_ARCH_PHIMOE: return gm_arch_phi3;
+    case GM_ARCH_ERNIE4_5_MOE: return gm_arch_ernie4_5_moe;
+    case GM_ARCH_GRANITEMOE: return gm_arch_granite;
+    case GM_ARCH_GLM4MOE: return gm_arch_glm4moe;
+    case GM_ARCH_HY_V3: return gm_arch_hy_v3;
+    case GM_ARCH_STEP35: return gm_arch_step35;
+    case GM_ARCH_COHERE2MOE: return gm_arch_cohere2moe;
+    case GM_ARCH_DEEPSEEK2: return gm_arch_deepseek2;
+    case GM_ARCH_DEEPSEEK32: return gm_arch_dsa;
+    case GM_ARCH_GLM_DSA: return gm_arch_dsa;
     default: return NULL;
     }
 }
@@ -174,6 +190,16 @@ static void unrunnable(gm_llm *l, int32_t t) {
 
 /* llama_context::graph_reserve: the graph for this ubatch, split and
  * allocated; the peak of each backend's buffer into size[] */
+/* A GGML_ASSERT of the architecture's graph failed (gm_assert): llama.cpp
+ * aborts while the reserve builds it, creating the context. */
+static void graph_asserts(gm_llm *l) {
+    ggufmap_fit *fit = (ggufmap_fit *)l->fit;
+    if (fit->refusal[0]) return;
+    snprintf(fit->refusal, sizeof fit->refusal, "the %s%s graph fails GGML_ASSERT(%s) while the reserve builds it",
+             l->hp->arch_name, l->hp->ctx_mtp ? " MTP draft" : "", l->assert_failed);
+    fit->aborts = true;
+}
+
 static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS]) {
     const int64_t n_models = ggufmap_model_n_tensors(ggufmap_placement_model(ggufmap_plan_placement(l->fit->plan)));
     gm_graph g;
@@ -186,7 +212,14 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     l->t_logits = l->t_embd = GM_NONE;
     for (int64_t i = 0; i < n_models; i++) l->w[i] = l->w_dup[i] = GM_NONE;
     make_memory(l);
+    l->assert_failed = NULL;
     build(l);
+    if (l->assert_failed) {
+        graph_asserts(l);
+        gm_graph_free(&g);
+        l->g = NULL;
+        return false;
+    }
     gm_set_outputs(l);
 #ifdef GGUFMAP_GRAPH_DUMP
     int32_t *srcs = gm_graph_dump_save_srcs(&g);
@@ -203,8 +236,20 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     return ok;
 }
 
-static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const uint64_t size[GM_MAX_BACKENDS]) {
-    for (int b = 0; b < be->n; b++) {
+/* The buffers in the order llama.cpp holds them: ggml_gallocr_reserve_n
+ * (ggml-alloc.c:904-945) allocates every backend's buffer at the first
+ * (prompt) reserve in backend order and frees and re-allocates one when a
+ * later reserve needs more, so a buffer the one-token graph grew comes after
+ * those it did not. */
+static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const uint64_t pp[GM_MAX_BACKENDS],
+                                const uint64_t size[GM_MAX_BACKENDS]) {
+    int order[GM_MAX_BACKENDS], n = 0;
+    for (int b = 0; b < be->n; b++)
+        if (size[b] == pp[b]) order[n++] = b;
+    for (int b = 0; b < be->n; b++)
+        if (size[b] != pp[b]) order[n++] = b;
+    for (int i = 0; i < n; i++) {
+        const int b = order[i];
         if (size[b] == 0) continue;
         const char *buft = be->gpu && b == 0 ? gm_fit_gpu_buft(fit) : be->buft[b] == GM_BUFT_HOST ? "CUDA_Host" : "CPU";
         ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, buft, size[b]);
@@ -220,6 +265,14 @@ static arch_graph mtp_graph_of(const gm_hparams *hp) {
     case GM_ARCH_QWEN35: return gm_arch_qwen35_mtp;
     case GM_ARCH_QWEN35MOE: return gm_arch_qwen35_mtp;
     case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next_mtp;
+    /* graphs-moe */
+    case GM_ARCH_GLM4MOE: return gm_arch_glm4moe_mtp;
+    case GM_ARCH_HY_V3: return gm_arch_hy_v3_mtp;
+    case GM_ARCH_STEP35: return gm_arch_step35_mtp;
+    case GM_ARCH_COHERE2MOE: return gm_arch_cohere2moe_mtp;
+    case GM_ARCH_DEEPSEEK2: return gm_arch_deepseek2_mtp;
+    case GM_ARCH_DEEPSEEK32: return gm_arch_mla_mtp;
+    case GM_ARCH_GLM_DSA: return gm_arch_mla_mtp;
     default: return NULL;
     }
 }
@@ -254,7 +307,7 @@ int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
     ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg);
     if (!ok && fit->refusal[0]) ok = true; /* a refusal, not an error: the context has no buffers */
     for (int b = 0; b < GM_MAX_BACKENDS; b++) final[b] = pp[b] > tg[b] ? pp[b] : tg[b];
-    if (ok && !fit->refusal[0]) add_compute_buffers(fit, &l.be, final);
+    if (ok && !fit->refusal[0]) add_compute_buffers(fit, &l.be, pp, final);
     free(l.w);
     free(l.w_dup);
     free(ctx_of);

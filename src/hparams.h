@@ -138,6 +138,19 @@ typedef struct gm_hparams {
     /* llm_arch_supports_rs_rollback (llama-arch.cpp:1112-1128): the recurrent
      * memory keeps n_rs_seq rollback rows per sequence when asked */
     bool rs_rollback;
+
+    /* graphs-moe: what build_moe_ffn, MLA and the MoE families' graphs read
+     * (llama_hparams' fields of the same names; their defaults) */
+    uint32_t n_expert_used_l[GM_MAX_LAYERS];     /* expert_used_count per layer (n_expert_used(il)) */
+    uint32_t expert_gating_func;                 /* llama_expert_gating_func_type after the arch's default */
+    bool expert_weights_norm;
+    float expert_weights_scale;                  /* 0 and 1: no scale op */
+    uint32_t n_expert_groups, n_group_used;      /* expert groups (DeepSeek V3) */
+    uint32_t n_moe_layer_step;                   /* ernie4_5-moe: interleave_moe_layer_step */
+    float swiglu_clamp_exp[GM_MAX_LAYERS], swiglu_clamp_shexp[GM_MAX_LAYERS];
+    uint32_t n_lora_q, n_lora_kv;                /* MLA: q_lora_rank (0: a plain wq), kv_lora_rank */
+    uint32_t head_k_mla, head_v_mla;             /* key_length_mla / value_length_mla (default key/value_length) */
+    bool layer_norm;                             /* cohere2moe without an RMS epsilon: LLM_NORM */
 } gm_hparams;
 
 /* Reads what llama.cpp reads, with its defaults.  Returns GGUFMAP_OK;
