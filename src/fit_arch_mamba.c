@@ -8,6 +8,7 @@
  * fit_block_rs.c's Mamba-2 layer.
  */
 #include "fit_arch_recurrent.h"
+#include "fit_block_moe.h"
 #include "fit_blocks.h"
 #include "fit_block_rs.h"
 
@@ -67,14 +68,40 @@ void gm_arch_mamba2(gm_llm *l) {
 /* nemotron_h                                                                */
 /* ------------------------------------------------------------------------ */
 
-/* build_ffn_layer's dense branch (nemotron-h.cpp:284-292): up, ReLU², down */
+/* build_ffn_layer's routed branch (nemotron-h.cpp:294-331): the router's
+ * logits as the experts' probabilities (sigmoid gating, selection bias),
+ * experts without a gate (ReLU²) between the optional latent projections,
+ * plus the shared expert (ReLU²) on the layer's input */
+static int32_t nemotron_moe(gm_llm *l, int32_t cur, int il) {
+    gm_graph *g = l->g;
+    int32_t latent = cur;
+    const int32_t latent_down = gm_w(l, "blk.%d.ffn_latent_down.weight", il);
+    const int32_t latent_up = gm_w(l, "blk.%d.ffn_latent_up.weight", il);
+    if (latent_down != GM_NONE) latent = gm_mul_mat(g, latent_down, cur);
+    gm_moe_args a;
+    gm_moe_args_layer(l, il, &a);
+    a.probs_in = gm_build_lora_mm(l, a.gate_inp, cur);
+    a.gate_exps = a.gate_up_exps = GM_NONE;
+    a.op = GM_FFN_RELU_SQR;
+    a.gating = GM_GATING_SIGMOID;
+    int32_t moe = gm_build_moe(l, latent, &a, il);
+    if (latent_up != GM_NONE) moe = gm_mul_mat(g, latent_up, moe);
+    const gm_ffn_w sh = { .up = gm_w(l, "blk.%d.ffn_up_shexp.weight", il), .up_b = GM_NONE, .gate = GM_NONE,
+                          .gate_b = GM_NONE, .down = gm_w(l, "blk.%d.ffn_down_shexp.weight", il), .down_b = GM_NONE };
+    return gm_binary(g, GM_OP_ADD, moe, gm_build_ffn_ex(l, cur, &sh, GM_FFN_RELU_SQR, GM_FFN_PAR));
+}
+
+
+/* build_ffn_layer (nemotron-h.cpp:284-331): the dense branch (up, ReLU²,
+ * down) or the routed one */
 static int32_t nemotron_ffn(gm_llm *l, int32_t cur, int il) {
+    if (gm_w(l, "blk.%d.ffn_gate_inp.weight", il) != GM_NONE) return nemotron_moe(l, cur, il);
     const gm_ffn_w w = gm_ffn_weights(l, "ffn", il);
     return gm_build_ffn_ex(l, cur, &w, GM_FFN_RELU_SQR, GM_FFN_PAR);
 }
 
-/* llama_model_nemotron_h::graph (nemotron-h.cpp:200-270); the routed
- * layers of nemotron_h_moe have no graph here yet */
+/* llama_model_nemotron_h::graph (nemotron-h.cpp:200-270), nemotron_h_moe's
+ * too */
 void gm_arch_nemotron_h(gm_llm *l) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
@@ -173,6 +200,37 @@ void gm_arch_granitehybrid(gm_llm *l) {
     l->t_embd = cur;
     cur = gm_build_lora_mm(l, gm_w_output(l), cur);
     if (hp->f_logit_scale != 0.0f) cur = gm_unary(g, GM_OP_SCALE, cur);
+    l->t_logits = cur;
+    gm_expand(g, cur);
+}
+/* ------------------------------------------------------------------------ */
+/* nemotron_h_moe's MTP draft graph                                          */
+/* ------------------------------------------------------------------------ */
+
+/* llama_model_nemotron_h_moe::graph_mtp (nemotron-h-moe.cpp:11-164) as a
+ * reserve builds it (no embeddings_nextn yet: the output rows are taken
+ * before the MoE): the NextN input, a NoPE attention layer, the routed FFN,
+ * the head's own layer norm */
+void gm_arch_nemotron_h_moe_mtp(gm_llm *l) {
+    gm_graph *g = l->g;
+    const int il = (int)l->hp->n_layer;
+    gm_attn_inp attn;
+    int32_t out_ids = gm_inp_out_ids(l);
+    gm_attn_inp_kv(l, &l->kv, &attn);
+    int32_t cur = gm_build_mtp_eh_proj(l, il);
+    int32_t inpSA = cur;
+    cur = gm_build_norm_rms(l, cur, gm_w(l, "blk.%d.attn_norm.weight", il), il);
+    int32_t q, k, v;
+    qkv(l, cur, il, &q, &k, &v);
+    cur = attn_out(l, &attn, q, k, v, il);
+    cur = gm_get_rows(g, gm_binary(g, GM_OP_ADD, cur, inpSA), out_ids);
+    int32_t residual = cur;
+    cur = gm_build_norm_rms(l, cur, gm_w(l, "blk.%d.post_attention_norm.weight", il), il);
+    cur = gm_binary(g, GM_OP_ADD, nemotron_moe(l, cur, il), residual);
+    cur = gm_build_norm(l, cur, gm_w(l, "blk.%d.nextn.shared_head_norm.weight", il), GM_NONE, false, -1);
+    gm_set_output(g, cur); /* t_h_nextn */
+    const int32_t head_w = gm_w(l, "blk.%d.nextn.shared_head_head.weight", il);
+    cur = gm_build_lora_mm(l, head_w != GM_NONE ? head_w : gm_w_output(l), cur);
     l->t_logits = cur;
     gm_expand(g, cur);
 }

@@ -106,7 +106,7 @@ static int32_t activate(gm_graph *g, const gm_moe_args *a, int32_t cur, int32_t 
     if (a->op == GM_FFN_SILU && a->gate_exps != GM_NONE && a->clamp > 1e-6f) return gm_swiglu_limited(g, cur, up);
     switch (a->op) {
     case GM_FFN_SWIGLU_OAI: return gm_glu_split(g, cur, up);
-    case GM_FFN_RELU_SQR: return gm_unary(g, GM_OP_UNARY, gm_unary(g, GM_OP_UNARY, cur));
+    case GM_FFN_RELU_SQR: return gm_unary(g, GM_OP_SQR, gm_unary(g, GM_OP_UNARY, cur)); /* relu, then sqr */
     default: return has_gate ? gm_glu_split(g, cur, up) : gm_unary(g, GM_OP_UNARY, cur);
     }
 }

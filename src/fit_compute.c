@@ -52,6 +52,7 @@ static arch_graph graph_of(const gm_hparams *hp) {
     case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next;
     case GM_ARCH_MAMBA2: return gm_arch_mamba2;
     case GM_ARCH_NEMOTRON_H: return gm_arch_nemotron_h;
+    case GM_ARCH_NEMOTRON_H_MOE: return gm_arch_nemotron_h;
     case GM_ARCH_FALCON_H1: return gm_arch_falcon_h1;
     case GM_ARCH_GRANITEHYBRID: return gm_arch_granitehybrid;
     case GM_ARCH_LFM2: return hp->memory == GM_MEMORY_HYBRID && hp->causal ? gm_arch_lfm2 : NULL; /* no SWA pair */
@@ -265,6 +266,7 @@ static arch_graph mtp_graph_of(const gm_hparams *hp) {
     case GM_ARCH_QWEN35: return gm_arch_qwen35_mtp;
     case GM_ARCH_QWEN35MOE: return gm_arch_qwen35_mtp;
     case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next_mtp;
+    case GM_ARCH_NEMOTRON_H_MOE: return gm_arch_nemotron_h_moe_mtp;
     /* graphs-moe */
     case GM_ARCH_GLM4MOE: return gm_arch_glm4moe_mtp;
     case GM_ARCH_HY_V3: return gm_arch_hy_v3_mtp;

@@ -523,7 +523,7 @@ static void read_qwen35(reader *r, gm_hparams *hp) {
 static void read_mamba_hybrid(reader *r, gm_hparams *hp) {
     const bool nemotron = hp->arch == GM_ARCH_NEMOTRON_H || hp->arch == GM_ARCH_NEMOTRON_H_MOE;
     if (hp->arch == GM_ARCH_GRANITEHYBRID) read_granite(r, hp); /* granite-hybrid.cpp:3-20: granite's scales and rope switch */
-    else read_expert_ff(r, hp);
+    else read_moe_routing(r, hp, 2); /* nemotron-h.cpp:23-29 (its graph gates by sigmoid whatever the key) */
     read_ssm(r, hp);
     for (uint32_t i = 0; i < hp->n_layer; i++)
         hp->is_recr[i] = hp->n_head_kv[i] == 0 && (!nemotron || hp->n_ff[i] == 0);

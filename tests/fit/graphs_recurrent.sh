@@ -43,6 +43,8 @@ declare -A FIX=(
   [nemotron_h-w]="--arch nemotron_h $WIDE"
   [falcon-h1]="--arch falcon-h1"
   [falcon-h1-w]="--arch falcon-h1 $WIDE"
+  [nemotron_h_moe]="--arch nemotron_h_moe --layers 3"
+  [nemotron_h_moe-w]="--arch nemotron_h_moe $WIDE --n-expert 8 --n-expert-used 3"
   [granitehybrid]="--arch granitehybrid"
   [granitehybrid-w]="--arch granitehybrid $WIDE"
   [lfm2]="--arch lfm2"
@@ -93,6 +95,10 @@ named mamba2-state mamba2-w -c 4096 -np 4 --device metal -ngl all
 named mamba2-cuda-1 mamba2 -c 2048 -np 2 --device cuda -ngl 1
 named nemotron_h-fa-moves nemotron_h-w -c 4096 --device metal -ngl 2
 named nemotron_h-nkvo nemotron_h-w -c 4096 -nkvo --device cuda -ngl 3
+named nemotron_h_moe-cpu nemotron_h_moe -c 4096 -np 2
+named nemotron_h_moe-metal nemotron_h_moe-w -c 16384 --device metal -ngl all
+named nemotron_h_moe-mtp nemotron_h_moe-w -c 8192 -np 2 --device cuda -ngl 2 --mtp
+named nemotron_h_moe-mtp-metal nemotron_h_moe -c 4096 --device metal -ngl all --mtp
 named falcon-h1-nkvo-fa-off falcon-h1 -c 4096 -nkvo --device metal -ngl 2
 named falcon-h1-nkvo-output-only falcon-h1 -c 4096 -nkvo --device metal -ngl 1
 named falcon-h1-q8 falcon-h1-w -c 16384 -ctk q8_0 -ctv q8_0 --device cuda -ngl all
