@@ -131,14 +131,15 @@ static bool can_inplace(uint8_t op) {
     }
 }
 
-/* ggml_backend_buft_get_alloc_size: nbytes, plus CUDA's row padding of
- * quantized tensors to 512 elements */
+/* ggml_backend_buft_get_alloc_size of backend b's buffer type: nbytes,
+ * plus what the device adds (device.h: CUDA's row padding of quantized
+ * tensors, its hook for op-specific extras) */
 static uint64_t alloc_size(const galloc *a, int b, int32_t t) {
-    uint64_t size = gm_nbytes(a->g, t);
     const gm_tensor *x = &a->g->t[t];
-    const ggufmap_type_info *ti = ggufmap_type(x->type);
-    if (a->be->cuda_padding[b] && ti && ti->block_size > 1 && x->ne[0] % 512 != 0)
-        size += (uint64_t)ti->type_size * (uint64_t)((512 - x->ne[0] % 512) / ti->block_size);
+    const ggufmap_buft_kind kind = gm_loc_kind(a->be->buft[b]);
+    const gm_backend_def *d = gm_backend(a->be->device);
+    uint64_t size = gm_nbytes(a->g, t) + gm_buft_row_pad(a->be->device, kind, x->type, x->ne[0]);
+    if (kind == GGUFMAP_BUFT_GPU && d->alloc_extra) size += d->alloc_extra(a->g, t);
     return size;
 }
 

@@ -79,6 +79,7 @@ static int32_t new_tensor(gm_graph *g, int32_t type, int n_dims, const int64_t *
     t->view_src = view_src;
     t->view_offs = offs;
     t->user_backend = GM_NONE;
+    t->il = -1;
     t->buft = view_src != GM_NONE ? g->t[view_src].buft : GM_BUFT_NONE;
     t->weight = view_src != GM_NONE && g->t[view_src].weight;
     return id;

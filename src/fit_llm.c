@@ -28,13 +28,8 @@ enum { T_F32 = 0, T_F16 = 1, T_I32 = 26, T_I64 = 27 };
 
 static gm_buft buft_of_context(const gm_llm *l, int32_t ctx) {
     const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
-    switch (ggufmap_placement_context(pl, (uint32_t)ctx)->kind) {
-    case GGUFMAP_BUFT_CPU: return GM_BUFT_CPU;
-    case GGUFMAP_BUFT_CPU_REPACK: return GM_BUFT_REPACK;
-    case GGUFMAP_BUFT_CPU_AMX: return GM_BUFT_AMX;
-    case GGUFMAP_BUFT_CUDA_HOST: return GM_BUFT_HOST;
-    default: return GM_BUFT_GPU;
-    }
+    const ggufmap_context *c = ggufmap_placement_context(pl, (uint32_t)ctx);
+    return gm_loc_of((gm_buft_id){c->kind, c->ordinal});
 }
 
 static const ggufmap_model *model_of(const gm_llm *l) {
@@ -79,25 +74,31 @@ int32_t gm_w_output(gm_llm *l) {
     return weight_tensor(l, ti, ctx, &l->w_dup[ti], NULL);
 }
 
-/* the instance of a weight that layer il's context holds: a TENSOR_DUPLICATED
- * copy (rope_freqs, rope_factors_long/short: create_tensor gives each
- * buffer-type context one copy, llama-model-loader.cpp:1371-1376; a layer
- * whose context already has one reuses it), else the weight.  The context
- * is the instance created for layer il, else the copy on layer il's side
- * (GPU or host); a second context's copy lives in w_dup. */
+/* The instance of a weight that layer il's context holds: a TENSOR_DUPLICATED
+ * copy (rope_freqs, rope_factors_long/short) lives once per buffer-type
+ * context (create_tensor reuses a copy the context already has,
+ * llama-model-loader.cpp:1371-1376): the one created for layer il, else the
+ * copy on layer il's device (its GPU, or the host), else the weight.  One
+ * tensor per context in the graph: w[] for the weight's own context, w_copy[]
+ * for the others (one slot per context, several GPUs each their own). */
 int32_t gm_w_layer(gm_llm *l, const char *fmt, int il) {
     const int64_t ti = find_weight(l, fmt, il);
     if (ti < 0) return GM_NONE;
     const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
-    const bool gpu = gm_fit_layer_on_gpu(l->fit, (uint32_t)il);
-    int32_t ctx = l->ctx_of[ti];
+    const int32_t gpu = gm_fit_layer_gpu(l->fit, (uint32_t)il);
+    int32_t ctx = -1;
     for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
         const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
         if (in->tensor != ti) continue;
-        if (in->layer == il || ggufmap_placement_context(pl, in->context)->gpu == gpu) ctx = (int32_t)in->context;
-        if (in->layer == il) break;
+        const ggufmap_context *c = ggufmap_placement_context(pl, in->context);
+        if (in->duplicate && in->layer == il) {
+            ctx = (int32_t)in->context;
+            break;
+        }
+        if (ctx < 0 && (gpu >= 0 ? c->gpu && c->ordinal == (uint32_t)gpu : !c->gpu)) ctx = (int32_t)in->context;
     }
-    return weight_tensor(l, ti, ctx, ctx == l->ctx_of[ti] ? &l->w[ti] : &l->w_dup[ti], NULL);
+    if (ctx < 0 || ctx == l->ctx_of[ti]) return gm_w(l, fmt, il);
+    return weight_tensor(l, ti, ctx, &l->w_copy[(int64_t)ctx * ggufmap_model_n_tensors(model_of(l)) + ti], NULL);
 }
 
 bool gm_assert(gm_llm *l, bool cond, const char *what) {
@@ -106,7 +107,11 @@ bool gm_assert(gm_llm *l, bool cond, const char *what) {
 }
 
 int gm_layer_backend(const gm_llm *l, int il) {
-    return l->be.gpu && gm_fit_layer_on_gpu(l->fit, (uint32_t)il) ? 0 : l->be.n - 1;
+    const int32_t gpu = gm_fit_layer_gpu(l->fit, (uint32_t)il);
+    const gm_buft own = gpu >= 0 ? gm_loc_of((gm_buft_id){GGUFMAP_BUFT_GPU, (uint32_t)gpu}) : GM_BUFT_NONE;
+    for (int b = 0; b + 1 < l->be.n; b++)
+        if (l->be.buft[b] == own) return b;
+    return l->be.n - 1;
 }
 
 void gm_cb_norm(gm_llm *l, int32_t t, int il) {
@@ -330,12 +335,20 @@ static int32_t get_v(gm_llm *l, const gm_kv_cache *kv, int il) {
                       row_size(type, size * n_embd_gqa), 0);
 }
 
+/* The layer of the FLASH_ATTN_EXT node under build_attn_mha's result (a
+ * reshape of it), as llama.cpp records it for resolve_fused_ops
+ * (llama-graph.cpp:2645). */
+void gm_tag_fused(gm_graph *g, int32_t cur, int il) {
+    const int32_t root = g->t[cur].view_src;
+    if (root != GM_NONE && g->t[root].op == GM_OP_FLASH_ATTN_EXT) g->t[root].il = (int16_t)il;
+}
+
 /* build_attn_mha (llama-graph.cpp:2602-2738): flash attention unless off
  * or a KQ bias is given; without it the scores, soft-capped, biased,
  * soft-maxed (with the sinks), times V; MLA's V decompression (v_mla)
  * after either */
 static int32_t attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
-                        int32_t v_mla, bool soft_cap) {
+                        int32_t v_mla, bool soft_cap, int il) {
     gm_graph *g = l->g;
     const bool v_trans = g->t[v].nb[1] > g->t[v].nb[2];
     const int64_t n_stream = g->t[k].ne[3];
@@ -351,6 +364,7 @@ static int32_t attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b
         if (g->t[k].type == T_F32) k = gm_cast(g, k, T_F16);
         if (g->t[v].type == T_F32) v = gm_cast(g, v, T_F16);
         cur = gm_flash_attn_ext(g, q, k, v, kq_mask, sinks);
+        if (il >= 0) g->t[cur].il = (int16_t)il; /* add_fused_node (llama-graph.cpp:2645) */
         if (v_mla != GM_NONE) {
             cur = gm_permute(g, cur, 0, 2, 1, 3);
             cur = gm_mul_mat(g, v_mla, cur);
@@ -382,7 +396,7 @@ static int32_t attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b
 
 int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
                           bool soft_cap) {
-    return attn_mha(l, q, k, v, kq_b, kq_mask, sinks, GM_NONE, soft_cap);
+    return attn_mha(l, q, k, v, kq_b, kq_mask, sinks, GM_NONE, soft_cap, -1);
 }
 
 /* build_attn over a cache (llama-graph.cpp:2851-2930 with
@@ -418,7 +432,7 @@ int32_t gm_build_attn_mla(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts 
     } else {
         kv_v = get_v(l, inp->kv, il);
     }
-    int32_t cur = attn_mha(l, q, kv_k, kv_v, o->kq_b, inp->kq_mask, o->sinks, v_mla, o->soft_cap);
+    int32_t cur = attn_mha(l, q, kv_k, kv_v, o->kq_b, inp->kq_mask, o->sinks, v_mla, o->soft_cap, il);
     if (inp->v_rot != GM_NONE) cur = mul_mat_hadamard(g, cur, inp->v_rot);
     if (o->wo != GM_NONE) cur = gm_build_lora_mm(l, o->wo, cur);
     if (o->wo_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, o->wo_b);

@@ -29,7 +29,7 @@ typedef struct gm_kv_cache {
 
 typedef struct gm_llm {
     gm_graph *g;
-    const ggufmap_fit *fit;
+    const gm_fit_ctx *fit;
     const gm_hparams *hp;
     const gm_cparams *cp;
     gm_backends be;
@@ -37,6 +37,8 @@ typedef struct gm_llm {
     bool full_offload;          /* every layer and the output on the GPU */
     const int32_t *ctx_of, *dup_ctx_of; /* per model tensor: the context of its instance and of its output copy */
     int32_t *w, *w_dup;         /* per model tensor: its tensor in this graph, GM_NONE */
+    int32_t *w_copy;            /* per (context, model tensor): a TENSOR_DUPLICATED weight's copy in that
+                                   context (gm_w_layer), GM_NONE */
     gm_kv_cache kv, kv_swa, kv_idx;
     int32_t rs_r[GM_MAX_LAYERS], rs_s[GM_MAX_LAYERS], rs_p[GM_MAX_LAYERS];
     int32_t t_logits, t_embd;
@@ -159,6 +161,10 @@ int32_t gm_kq_mask_top_k(gm_llm *l, int32_t kq_mask, int32_t top_k);
 int32_t gm_cache_cpy_k(gm_llm *l, const gm_kv_cache *kv, int32_t k_cur, int32_t k_idxs, int il);
 int32_t gm_cache_get_k(gm_llm *l, const gm_kv_cache *kv, int il);
 
+
+/* records the layer of build_attn_mha's flash-attention node (cur: its
+ * result), for -fa auto's probe; blocks that attend call it */
+void gm_tag_fused(gm_graph *g, int32_t cur, int il);
 
 /* marks the graph's outputs as llm_graph_result::set_outputs does */
 void gm_set_outputs(gm_llm *l);

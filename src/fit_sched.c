@@ -20,7 +20,13 @@
  *           type the split's backend cannot read gets a copy in the split
  * The copies are new tensors (ggml_dup_tensor_layout: same type, shape and
  * strides); the split graph lists, per split, a dependency view and the copy
- * for each input, then the split's nodes (n_copies is 1: no pipelining).
+ * for each input, then the split's nodes.  With pipeline parallelism
+ * (be->n_copies > 1) the scheduler keeps n_copies of each: every graph input
+ * (GGML_TENSOR_FLAG_INPUT) a node reads gets n_copies - 1 copies beside
+ * itself on its own backend, each split input n_copies copies on the
+ * split's backend, all marked input and output (never freed) and listed
+ * first among the leafs (ggml-backend.cpp:1375-1416, 1547-1574); the graph
+ * reads copy 0 (cur_copy at a reserve: ggml_backend_sched_synchronize).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,20 +38,32 @@ typedef struct sched {
     gm_graph *g;
     const gm_backends *be;
     int8_t *backend;      /* per tensor, -1 unassigned */
-    int32_t *copy;        /* per tensor x backend: its copy there, GM_NONE */
+    int32_t *copy;        /* per tensor x backend x copy: its copy there, GM_NONE */
     int32_t unrunnable;   /* the first node no backend runs, GM_NONE */
+    int n_copies;
+    int32_t *graph_inputs; /* the graph inputs copied (n_copies > 1), in order */
+    int32_t n_graph_inputs, cap_graph_inputs;
 } sched;
+
+/* the slot of copy c of tensor t on backend b */
+static int32_t *copy_of(const sched *s, int32_t t, int b, int c) {
+    return &s->copy[((size_t)t * (size_t)s->be->n + (size_t)b) * (size_t)s->n_copies + (size_t)c];
+}
 
 static bool is_view_op(uint8_t op) {
     return op == GM_OP_VIEW || op == GM_OP_RESHAPE || op == GM_OP_PERMUTE || op == GM_OP_TRANSPOSE;
 }
 
-static bool supports_buft(const sched *s, int b, gm_buft buft) {
-    if (s->be->gpu && b == 0) return buft == GM_BUFT_GPU;
-    return buft == GM_BUFT_CPU || buft == GM_BUFT_REPACK || buft == GM_BUFT_AMX || buft == GM_BUFT_HOST;
-}
-
 static int last(const sched *s) { return s->be->n - 1; }
+
+/* supports_buft: a GPU computes on its own type alone (ggml-cuda's and
+ * ggml-metal's, buft->device == dev); the CPU on host memory and its
+ * extra types (ggml-cpu.cpp:486-489) */
+static bool supports_buft(const sched *s, int b, gm_buft buft) {
+    if (b != last(s)) return buft == s->be->buft[b];
+    const ggufmap_buft_kind k = gm_loc_kind(buft);
+    return gm_buft_is_host(k) || k == GGUFMAP_BUFT_CPU_REPACK || k == GGUFMAP_BUFT_CPU_AMX;
+}
 
 static int n_dims(const gm_tensor *x) {
     for (int i = 3; i >= 1; i--)
@@ -68,7 +86,10 @@ static bool extra_supports(const sched *s, int32_t t, gm_buft extra, int32_t w) 
 /* ggml_backend_supports_op of backend b for node t: the CPU defers to the
  * extra buffer type of the first of src[0..3] in one (ggml-cpu.cpp:432-440) */
 static bool supports_op(const sched *s, int b, int32_t t) {
-    if (b != last(s)) return true;
+    if (b != last(s)) {
+        const gm_backend_def *d = gm_backend(s->be->device);
+        return !d->supports_node || d->supports_node(s->g, t);
+    }
     const gm_tensor *x = &s->g->t[t];
     if (x->op == GM_OP_NONE || is_view_op(x->op)) return true;
     for (int i = 0; i < 4; i++) {
@@ -91,19 +112,22 @@ static int backend_from_buffer(const sched *s, int32_t t, int32_t op) {
     return -1;
 }
 
-/* ggml-metal.cpp / ggml-cuda.cu get_op_batch_size and offload_op (>= 32 rows) */
+/* ggml-metal.cpp / ggml-cuda.cu get_op_batch_size and offload_op: the
+ * device's rule and batch threshold (device.c) */
 static bool offload_op(const sched *s, int32_t t) {
     const gm_tensor *x = &s->g->t[t];
+    const gm_backend_def *d = gm_backend(s->be->device);
+    const bool metal = d->offload == GM_OFFLOAD_MATMUL;
     int64_t rows;
     switch (x->op) {
     case GM_OP_MUL_MAT: rows = x->ne[1]; break;
     case GM_OP_MUL_MAT_ID: rows = x->ne[2]; break;
-    case GM_OP_GET_ROWS: rows = s->be->gpu_metal ? gm_nrows(s->g, t) : 0; break;
-    case GM_OP_ROPE: rows = s->be->gpu_metal ? gm_nrows(s->g, t) : x->ne[2]; break;
+    case GM_OP_GET_ROWS: rows = metal ? gm_nrows(s->g, t) : 0; break;
+    case GM_OP_ROPE: rows = metal ? gm_nrows(s->g, t) : x->ne[2]; break;
     default: rows = gm_nrows(s->g, t);
     }
-    if (s->be->gpu_metal && x->op != GM_OP_MUL_MAT && x->op != GM_OP_MUL_MAT_ID) return false;
-    return rows >= 32;
+    if (metal && x->op != GM_OP_MUL_MAT && x->op != GM_OP_MUL_MAT_ID) return false;
+    return rows >= d->offload_min_batch;
 }
 
 /* ggml_backend_sched_backend_id_from_cur */
@@ -118,7 +142,7 @@ static int backend_from_cur(const sched *s, int32_t t) {
         if (src == GM_NONE || !s->g->t[src].weight || s->g->t[src].view_src != GM_NONE) continue;
         int sb = backend_from_buffer(s, src, t);
         gm_buft sbuft = (gm_buft)s->g->t[src].buft;
-        if (s->be->op_offload && sb == last(s) && (sbuft == GM_BUFT_CPU || sbuft == GM_BUFT_HOST))
+        if (s->be->op_offload && sb == last(s) && gm_buft_is_host(gm_loc_kind(sbuft)))
             for (int b2 = 0; b2 < sb; b2++)
                 if (supports_op(s, b2, t) && offload_op(s, t)) return b2;
         return sb;
@@ -274,18 +298,46 @@ static bool weight_needs_new_split(const sched *s, int32_t t, int cur) {
     return false;
 }
 
+/* with pipeline parallelism: a graph input's copies on its own backend,
+ * itself the current one (copy 0) */
+static bool copy_graph_input(sched *s, int32_t src) {
+    gm_graph *g = s->g;
+    const int b = s->backend[src];
+    if (*copy_of(s, src, b, 0) != GM_NONE) return true;
+    for (int c = 0; c < s->n_copies; c++) {
+        const int32_t cp = c == 0 ? src : dup_layout(g, src); /* may move g->t */
+        if (g->oom) return false;
+        g->t[cp].flags |= GM_FLAG_INPUT | GM_FLAG_OUTPUT; /* ggml-alloc never overwrites it */
+        *copy_of(s, src, b, c) = cp;
+    }
+    if (s->n_graph_inputs == s->cap_graph_inputs) {
+        int32_t cap = s->cap_graph_inputs ? s->cap_graph_inputs * 2 : 16;
+        int32_t *n = realloc(s->graph_inputs, (size_t)cap * sizeof *n);
+        if (!n) return false;
+        s->graph_inputs = n;
+        s->cap_graph_inputs = cap;
+    }
+    s->graph_inputs[s->n_graph_inputs++] = src;
+    return true;
+}
+
 static bool copy_inputs(sched *s, split *sp, int32_t t, int cur) {
     gm_graph *g = s->g;
     for (int j = 0; j < GM_MAX_SRC; j++) {
         int32_t src = g->t[t].src[j];
-        if (src == GM_NONE || s->backend[src] == cur || buffer_supported(s, src, cur)) continue;
-        int32_t *c = &s->copy[(size_t)src * GM_MAX_BACKENDS + (size_t)cur];
-        if (*c == GM_NONE) {
-            int32_t cp = dup_layout(g, src); /* may move g->t */
-            if (g->oom || !push_input(sp, src)) return false;
-            s->copy[(size_t)src * GM_MAX_BACKENDS + (size_t)cur] = cp;
+        if (src == GM_NONE) continue;
+        if (s->n_copies > 1 && (g->t[src].flags & GM_FLAG_INPUT) && !copy_graph_input(s, src)) return false;
+        if (s->backend[src] == cur || buffer_supported(s, src, cur)) continue;
+        if (*copy_of(s, src, cur, 0) == GM_NONE) {
+            for (int c = 0; c < s->n_copies; c++) {
+                int32_t cp = dup_layout(g, src); /* may move g->t */
+                if (g->oom) return false;
+                if (s->n_copies > 1) g->t[cp].flags |= GM_FLAG_INPUT | GM_FLAG_OUTPUT;
+                *copy_of(s, src, cur, c) = cp;
+            }
+            if (!push_input(sp, src)) return false;
         }
-        g->t[t].src[j] = s->copy[(size_t)src * GM_MAX_BACKENDS + (size_t)cur];
+        g->t[t].src[j] = *copy_of(s, src, cur, 0);
     }
     return true;
 }
@@ -328,10 +380,12 @@ static bool build_split_graph(sched *s, const splits *sp, gm_split_graph *o) {
     int32_t total_inputs = 0;
     for (int32_t k = 0; k < sp->n; k++) total_inputs += sp->v[k].n_inputs;
     const int32_t cap = g->n_nodes + 2 * total_inputs + 1;
+    const size_t cap_leafs = (size_t)g->n_leafs + 1 +
+                             (s->n_copies > 1 ? (size_t)(s->n_graph_inputs + total_inputs) * (size_t)s->n_copies : 0);
     o->nodes = malloc((size_t)cap * sizeof *o->nodes);
     o->node_backend = malloc((size_t)cap);
-    o->leafs = malloc(((size_t)g->n_leafs + 1) * sizeof *o->leafs);
-    o->leaf_backend = malloc((size_t)g->n_leafs + 1);
+    o->leafs = malloc(cap_leafs * sizeof *o->leafs);
+    o->leaf_backend = malloc(cap_leafs);
     if (!o->nodes || !o->node_backend || !o->leafs || !o->leaf_backend) return false;
     for (int32_t k = 0; k < sp->n; k++) {
         const split *x = &sp->v[k];
@@ -341,10 +395,27 @@ static bool build_split_graph(sched *s, const splits *sp, gm_split_graph *o) {
             if (g->oom) return false;
             g->t[dep].src[0] = in;
             if (!add_node(o, dep, s->backend[in], cap)) return false;
-            if (!add_node(o, s->copy[(size_t)in * GM_MAX_BACKENDS + (size_t)x->backend], x->backend, cap)) return false;
+            if (!add_node(o, *copy_of(s, in, x->backend, 0), x->backend, cap)) return false;
         }
         for (int32_t i = x->i_start; i < x->i_end; i++)
             if (!add_node(o, g->nodes[i], s->backend[g->nodes[i]], cap)) return false;
+    }
+    if (s->n_copies > 1) { /* the input copies as leafs, allocated first */
+        for (int32_t i = 0; i < s->n_graph_inputs; i++) {
+            const int32_t in = s->graph_inputs[i];
+            for (int c = 0; c < s->n_copies; c++) {
+                o->leafs[o->n_leafs] = *copy_of(s, in, s->backend[in], c);
+                o->leaf_backend[o->n_leafs++] = s->backend[in];
+            }
+        }
+        for (int32_t k = 0; k < sp->n; k++) {
+            const split *x = &sp->v[k];
+            for (int32_t j = 0; j < x->n_inputs; j++)
+                for (int c = 0; c < s->n_copies; c++) {
+                    o->leafs[o->n_leafs] = *copy_of(s, x->inputs[j], x->backend, c);
+                    o->leaf_backend[o->n_leafs++] = (int8_t)x->backend;
+                }
+        }
     }
     for (int32_t i = 0; i < g->n_leafs; i++) {
         o->leafs[o->n_leafs] = g->leafs[i];
@@ -360,12 +431,14 @@ bool gm_sched_split(gm_graph *g, const gm_backends *be, gm_split_graph *out) {
     /* per-tensor state for the tensors the graph has now (copies and
      * dependency views added below are never looked up by index) */
     const size_t n_max = (size_t)g->n + 1;
-    sched s = { g, be, malloc(n_max), malloc(n_max * GM_MAX_BACKENDS * sizeof(int32_t)), GM_NONE };
+    const int n_copies = be->n_copies > 1 ? be->n_copies : 1;
+    sched s = { g, be, malloc(n_max), malloc(n_max * (size_t)be->n * (size_t)n_copies * sizeof(int32_t)), GM_NONE,
+                n_copies, NULL, 0, 0 };
     splits sp = { NULL, 0, 0 };
     bool ok = s.backend && s.copy;
     if (ok) {
         memset(s.backend, -1, n_max);
-        for (size_t i = 0; i < n_max * GM_MAX_BACKENDS; i++) s.copy[i] = GM_NONE;
+        for (size_t i = 0; i < n_max * (size_t)be->n * (size_t)n_copies; i++) s.copy[i] = GM_NONE;
         for (int32_t i = 0; i < g->n; i++) s.backend[i] = g->t[i].user_backend;
         pass1(&s);
         expand(&s, true, true);
@@ -381,6 +454,7 @@ bool gm_sched_split(gm_graph *g, const gm_backends *be, gm_split_graph *out) {
     free(sp.v);
     free(s.backend);
     free(s.copy);
+    free(s.graph_inputs);
     return ok && !g->oom;
 }
 
