@@ -70,7 +70,8 @@ int32_t gm_inp_pos_bucket_dec(gm_llm *l, const gm_kv_cache *kv);
 /* build_pos_bias (:2587-2600): attn_rel_b's rows per bucket, [n_kv, T, n_head] */
 int32_t gm_build_pos_bias(gm_llm *l, int32_t pos_bucket, int32_t attn_rel_b);
 /* build_attn with llm_graph_input_attn_cross (:3259-3332) */
-int32_t gm_build_attn_cross(gm_llm *l, int32_t kq_mask, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v);
+int32_t gm_build_attn_cross(gm_llm *l, int32_t kq_mask, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
+                            int il);
 
 /* ---- pooling (fit_block_pool.c) ---- */
 

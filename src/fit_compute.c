@@ -159,9 +159,20 @@ static void make_memory(gm_llm *l) {
 /* One reserve                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* resolve_fused_ops' check (llama-context.cpp:517-543): a FLASH_ATTN_EXT
+ * node the split puts on another device than its layer's */
+static bool fa_moved(const gm_llm *l, const gm_split_graph *sg) {
+    for (int i = 0; i < l->n_fa; i++)
+        for (int32_t j = 0; j < sg->n_nodes; j++)
+            if (sg->nodes[j] == l->fa_node[i] && sg->node_backend[j] != gm_layer_backend(l, l->fa_layer[i])) return true;
+    return false;
+}
+
 /* llama_context::graph_reserve: the graph for this ubatch, split and
- * allocated; the peak of each backend's buffer into size[] */
-static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS]) {
+ * allocated, the peak of each backend's buffer into size[]; with probe_fa
+ * (resolve_fused_ops' flash-attention probe) split only, and whether an
+ * attention op left its layer's device into *probe_fa */
+static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS], bool *probe_fa) {
     const int64_t n_models = ggufmap_model_n_tensors(ggufmap_placement_model(ggufmap_plan_placement(l->fit->plan)));
     gm_graph g;
     gm_split_graph sg;
@@ -171,17 +182,20 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     ub.n_seq_tokens = ub.n_tokens / ub.n_seqs;
     l->ub = ub;
     l->t_logits = l->t_embd = GM_NONE;
+    l->n_fa = 0;
     for (int64_t i = 0; i < n_models; i++) l->w[i] = l->w_dup[i] = GM_NONE;
     make_memory(l);
     build(l);
     gm_set_outputs(l);
 #ifdef GGUFMAP_GRAPH_DUMP
     int32_t *srcs = gm_graph_dump_save_srcs(&g);
-    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+#endif
+    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg);
+    if (ok && probe_fa) *probe_fa = fa_moved(l, &sg);
+    else ok = ok && gm_alloc_reserve(&g, &sg, &l->be, size);
+#ifdef GGUFMAP_GRAPH_DUMP
     if (ok) gm_graph_dump(&g, srcs, &sg, l->be.gpu);
     free(srcs);
-#else
-    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
 #endif
     gm_split_graph_free(&sg);
     gm_graph_free(&g);
@@ -200,10 +214,12 @@ static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const u
     }
 }
 
+/* no MTP graph is modelled op for op */
+bool gm_fit_has_graph(const gm_hparams *hp) { return !hp->ctx_mtp && graph_of(hp) != NULL; }
+
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
-    /* no MTP graph and no pooling head is modelled op for op */
-    const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0;
-    arch_graph build = fit->hp->ctx_mtp || pooled ? NULL : graph_of(fit->hp);
+    const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0; /* no pooling head modelled */
+    arch_graph build = gm_fit_has_graph(fit->hp) && !pooled ? graph_of(fit->hp) : NULL;
     if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
@@ -226,8 +242,12 @@ int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
     const int64_t n_tokens = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
     const int64_t np = s->n_seq_max;
     const int64_t n_outputs = n_tokens < s->n_outputs_max ? n_tokens : s->n_outputs_max;
-    ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp);
-    ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg);
+    /* -fa auto: resolve_fused_ops' probe, one token per sequence, before the reserves */
+    bool fa_off = false;
+    if (fit->cp.fa_auto && fit->cp.sizes.flash_attn) ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, NULL, &fa_off);
+    if (fa_off) fit->cp.sizes.flash_attn = false;
+    ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp, NULL);
+    ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg, NULL);
     for (int b = 0; b < GM_MAX_BACKENDS; b++) final[b] = pp[b] > tg[b] ? pp[b] : tg[b];
     if (ok) add_compute_buffers(fit, &l.be, final);
     free(l.w);

@@ -197,6 +197,9 @@ void gm_fit_context(ggufmap_fit *fit) {
     if (refused_before_constructor(fit, &fa)) return;
     derive_sizes(fit, fa);
     if (fit->refusal[0]) return;
-    if (fa == GGUFMAP_FA_AUTO && auto_fa_turns_off(fit)) cp->sizes.flash_attn = false;
+    /* with a graph, fit_compute.c resolves -fa auto as llama.cpp does, by
+     * its probe; the rules below stand in where there is none */
+    cp->fa_auto = fa == GGUFMAP_FA_AUTO && gm_fit_has_graph(fit->hp);
+    if (fa == GGUFMAP_FA_AUTO && !cp->fa_auto && auto_fa_turns_off(fit)) cp->sizes.flash_attn = false;
     graph_aborts(fit);
 }

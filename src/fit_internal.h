@@ -29,6 +29,7 @@ typedef struct gm_cparams {
     int32_t type_k, type_v;
     bool offload_kqv, op_offload, kv_unified, swa_full, embeddings, causal;
     uint32_t n_rs_seq;          /* recurrent rollback rows per sequence (0 without MTP) */
+    bool fa_auto;               /* -fa auto still to resolve (cparams.auto_fa): resolve_fused_ops decides */
 } gm_cparams;
 
 struct ggufmap_fit {
@@ -65,8 +66,12 @@ bool gm_cache_has_layer(const gm_hparams *hp, gm_cache cache, uint32_t il);
  * KV layers, llama-model.cpp:2657-2666), or -1. */
 int32_t gm_cache_reuse(const gm_hparams *hp, uint32_t il);
 
-/* fit_compute.c: the compute buffers of the scheduler's backends. */
+/* fit_compute.c: the compute buffers of the scheduler's backends; with
+ * -fa auto it first resolves flash attention by llama.cpp's probe on the
+ * graph (cp.sizes.flash_attn may turn off). */
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err);
+/* whether fit_compute.c builds the architecture's graph (else a bound) */
+bool gm_fit_has_graph(const gm_hparams *hp);
 
 /* fit_bound.c: an upper bound of the compute buffers for an architecture
  * without a graph in fit_compute.c (every buffer exact = false). */

@@ -289,7 +289,7 @@ static int32_t get_v(gm_llm *l, const gm_kv_cache *kv, int il) {
  * or a KQ bias is given; without it the scores, soft-capped, biased,
  * soft-maxed (with the sinks), times V */
 int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
-                          bool soft_cap) {
+                          bool soft_cap, int il) {
     gm_graph *g = l->g;
     const bool v_trans = g->t[v].nb[1] > g->t[v].nb[2];
     const int64_t n_stream = g->t[k].ne[3];
@@ -305,6 +305,10 @@ int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq
         if (g->t[k].type == T_F32) k = gm_cast(g, k, T_F16);
         if (g->t[v].type == T_F32) v = gm_cast(g, v, T_F16);
         cur = gm_flash_attn_ext(g, q, k, v, kq_mask, sinks);
+        if (l->n_fa < 2 * GM_MAX_LAYERS) { /* res->add_fused_node (llama-graph.cpp:2645) */
+            l->fa_node[l->n_fa] = cur;
+            l->fa_layer[l->n_fa++] = il;
+        }
         const gm_tensor *c = &g->t[cur];
         cur = gm_reshape_2d(g, cur, c->ne[0] * c->ne[1], c->ne[2] * c->ne[3]);
     } else {
@@ -350,7 +354,7 @@ int32_t gm_build_attn_opts(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts
     if (k != GM_NONE) gm_expand(g, cpy_k(l, inp->kv, k, inp->k_idxs, il));
     if (v != GM_NONE) gm_expand(g, cpy_v(l, inp->kv, v, inp->v_idxs, il));
     int32_t cur = gm_build_attn_mha(l, q, get_k(l, inp->kv, il), get_v(l, inp->kv, il), o->kq_b, inp->kq_mask, o->sinks,
-                                    o->soft_cap);
+                                    o->soft_cap, il);
     if (inp->v_rot != GM_NONE) cur = mul_mat_hadamard(g, cur, inp->v_rot);
     if (o->wo != GM_NONE) cur = gm_build_lora_mm(l, o->wo, cur);
     if (o->wo_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, o->wo_b);

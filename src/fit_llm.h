@@ -40,6 +40,10 @@ typedef struct gm_llm {
     gm_kv_cache kv, kv_swa, kv_idx;
     int32_t rs_r[GM_MAX_LAYERS], rs_s[GM_MAX_LAYERS], rs_p[GM_MAX_LAYERS];
     int32_t t_logits, t_embd;
+    /* the FLASH_ATTN_EXT nodes and their layers (llm_graph_result's fused
+     * nodes: resolve_fused_ops compares their device with the layer's) */
+    int32_t fa_node[2 * GM_MAX_LAYERS], fa_layer[2 * GM_MAX_LAYERS];
+    int n_fa;
 } gm_llm;
 
 /* ---- model tensors ---- */
@@ -94,9 +98,9 @@ typedef struct gm_attn_opts {
     int32_t wo, wo_b, kq_b, sinks;
     bool soft_cap, iswa;
 } gm_attn_opts;
-/* build_attn_mha over k, v (views of a cache, or the current K and V) */
+/* build_attn_mha over k, v (views of a cache, or the current K and V) for layer il */
 int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
-                          bool soft_cap);
+                          bool soft_cap, int il);
 /* build_attn with a KV cache (plain, or one of an iswa pair): store K/V
  * (k and v GM_NONE: a layer that reads another's cache), attend, project */
 int32_t gm_build_attn_opts(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
