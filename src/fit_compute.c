@@ -21,6 +21,7 @@
 #include "fit_arch_recurrent.h"
 #include "fit_graph_dump.h"
 #include "fit_internal.h"
+#include "fit_blocks.h"
 #include "fit_llm.h"
 #include "internal.h"
 
@@ -46,6 +47,10 @@ static arch_graph graph_of(const gm_hparams *hp) {
     case GM_ARCH_EXAONE4: return gm_arch_exaone4;
     case GM_ARCH_GEMMA2: return gm_arch_gemma2;
     case GM_ARCH_GEMMA3: return gm_arch_gemma3;
+    case GM_ARCH_BERT: return gm_arch_bert;
+    case GM_ARCH_NOMIC_BERT: return gm_arch_bert;
+    case GM_ARCH_T5: return gm_arch_t5;
+    case GM_ARCH_T5ENCODER: return gm_arch_t5encoder;
     case GM_ARCH_QWEN35: return gm_arch_qwen35;
     case GM_ARCH_QWEN35MOE: return gm_arch_qwen35;
     case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next;
@@ -186,6 +191,7 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     for (int64_t i = 0; i < n_models; i++) l->w[i] = l->w_dup[i] = GM_NONE;
     make_memory(l);
     build(l);
+    gm_build_pooling(l); /* llama_model::build_graph adds it after every graph (llama-model.cpp:2766) */
     gm_set_outputs(l);
 #ifdef GGUFMAP_GRAPH_DUMP
     int32_t *srcs = gm_graph_dump_save_srcs(&g);
@@ -218,8 +224,7 @@ static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const u
 bool gm_fit_has_graph(const gm_hparams *hp) { return !hp->ctx_mtp && graph_of(hp) != NULL; }
 
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
-    const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0; /* no pooling head modelled */
-    arch_graph build = gm_fit_has_graph(fit->hp) && !pooled ? graph_of(fit->hp) : NULL;
+    arch_graph build = gm_fit_has_graph(fit->hp) ? graph_of(fit->hp) : NULL;
     if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);

@@ -143,5 +143,8 @@ void gm_arch_starcoder2(gm_llm *l);
 void gm_arch_exaone4(gm_llm *l);
 void gm_arch_gemma2(gm_llm *l);
 void gm_arch_gemma3(gm_llm *l);
+void gm_arch_bert(gm_llm *l);
+void gm_arch_t5(gm_llm *l);
+void gm_arch_t5encoder(gm_llm *l);
 
 #endif

@@ -27,7 +27,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command -v node >/dev/null || { echo "FAIL: node not found (scripts/deps.sh installs nodejs)" >&2; exit 1; }
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 
-ALL=(gemma3 mistral3 phi3 granite command-r cohere2 olmo2 starcoder2 exaone4 gemma2)
+ALL=(gemma3 mistral3 phi3 granite command-r cohere2 olmo2 starcoder2 exaone4 gemma2 bert nomic-bert t5 t5encoder)
 ARCHS=("${ALL[@]}")
 [ $# -gt 0 ] && ARCHS=("$@")
 
@@ -71,9 +71,30 @@ fi
 if has command-r; then variant command-r-noscale command-r-w --drop command-r.logit_scale; fi
 if has mistral3; then variant mistral3-temp mistral3-w --set mistral3.attention.temperature_scale=f32:0.1; fi
 if has phi3; then variant phi3-long phi3-w --set phi3.rope.scaling.original_context_length=u32:128; fi
+if has bert; then   # the other pooling heads: CLS, last token, none, and rank with the classifier
+  variant bert-cls bert-w --set bert.pooling_type=u32:2
+  variant bert-last bert --set bert.pooling_type=u32:3
+  variant bert-none bert-w --set bert.pooling_type=u32:0
+  make_fixture bert-rank --arch bert --cls 2 --n-embd 256 --n-head 4 --n-head-kv 4 --n-ff 256 --layers 3
+  VARIANTS+=(bert-rank)
+fi
+if has nomic-bert; then variant nomic-bert-cls nomic-bert-w --set nomic-bert.pooling_type=u32:2; fi
+if has t5encoder; then variant t5encoder-mean t5encoder-w --set t5encoder.pooling_type=u32:1; fi
+if has t5; then
+  make_fixture t5-dec --arch t5 --n-embd 256 --n-head 4 --n-head-kv 4 --n-ff 256 --layers 3
+  variant t5-dec4 t5-dec --set t5.decoder_block_count=u32:3
+fi
+# qwen3's reranker: rank pooling with cls.output and a soft max (its trunk is
+# exact already: fit_arch_llama.c)
+make_fixture qwen3-cls --arch qwen3 --cls 2
+VARIANTS+=(qwen3-cls)
 
 # shellcheck source=tests/fit/lib.sh
 . "$HERE/lib.sh"
+
+# the oracle creates a pooled model's context with embeddings on (its pooling
+# head in the graph): so does every case of one
+pooled() { case $1 in bert*|nomic-bert*|t5encoder*|qwen3-cls*) echo --embedding ;; esac; }
 
 # exact NAME FIXTURE ARGS...: lib.sh's check, and every compute buffer fit
 # reports for the context must be exact (no BOUND line)
@@ -81,6 +102,9 @@ n_bound=0
 exact() {
   local name=$1 fx=$2
   shift 2
+  local e
+  e=$(pooled "$fx")
+  if [ -n "$e" ] && [[ " $* " != *" --embedding "* ]]; then set -- "$@" "$e"; fi
   if "$GGUFMAP" fit "$WORK/$fx.gguf" "$@" -nr --page 1B --json 2>/dev/null | node "$HERE/fit_lines.js" /dev/stdin |
      grep -q '^BOUND kind=compute'; then
     fails+=("$name ($fx $*): fit gives an upper bound, not the exact graph"); n_fail=$((n_fail + 1)); n_bound=$((n_bound + 1))
@@ -113,6 +137,8 @@ for a in "${ARCHS[@]}"; do
   exact "$a-embd" "$a-w" -c 2048 --embedding --device metal -ngl 1
   exact "$a-ub-small" "$a-q" -c 777 -ub 16 -np 2 --device cuda -ngl 1
   exact "$a-no-op-offload" "$a-q" -c 4096 --no-op-offload --device cuda -ngl 2
+  # issue 19: bert at -ngl 1 (output layer only, no tensor of bert's) runs nothing on the GPU without op offload
+  exact "$a-ngl1-no-op-offload" "$a-w" -c 4096 --no-op-offload --device metal -ngl 1
 done
 
 # the variants: a placement of each kind
