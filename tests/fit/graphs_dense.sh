@@ -80,10 +80,6 @@ if has bert; then   # the other pooling heads: CLS, last token, none, and rank w
 fi
 if has nomic-bert; then variant nomic-bert-cls nomic-bert-w --set nomic-bert.pooling_type=u32:2; fi
 if has t5encoder; then variant t5encoder-mean t5encoder-w --set t5encoder.pooling_type=u32:1; fi
-if has t5; then
-  make_fixture t5-dec --arch t5 --n-embd 256 --n-head 4 --n-head-kv 4 --n-ff 256 --layers 3
-  variant t5-dec4 t5-dec --set t5.decoder_block_count=u32:3
-fi
 # qwen3's reranker: rank pooling with cls.output and a soft max (its trunk is
 # exact already: fit_arch_llama.c)
 make_fixture qwen3-cls --arch qwen3 --cls 2
