@@ -27,8 +27,7 @@ void gm_arch_lfm2(gm_llm *l) {
     gm_rs_inp rs;
     gm_attn_inp attn;
     int32_t cur = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
-    gm_rs_inp_build(l, &rs); /* build_inp_mem_hybrid */
-    gm_attn_inp_kv(l, &l->kv, &attn);
+    gm_inp_mem_hybrid(l, &rs, &attn);
     int32_t pos = gm_inp_pos(l);
     int32_t out_ids = gm_inp_out_ids(l);
     for (int il = 0; il < (int)hp->n_layer; il++) {

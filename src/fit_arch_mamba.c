@@ -79,8 +79,7 @@ void gm_arch_nemotron_h(gm_llm *l) {
     gm_rs_inp rs;
     gm_attn_inp attn;
     int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
-    gm_rs_inp_build(l, &rs);
-    gm_attn_inp_kv(l, &l->kv, &attn);
+    gm_inp_mem_hybrid(l, &rs, &attn);
     int32_t out_ids = gm_inp_out_ids(l);
     for (int il = 0; il < (int)hp->n_layer; il++) {
         int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
@@ -110,8 +109,7 @@ void gm_arch_falcon_h1(gm_llm *l) {
     gm_attn_inp attn;
     int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
     int32_t pos = gm_inp_pos(l);
-    gm_rs_inp_build(l, &rs);
-    gm_attn_inp_kv(l, &l->kv, &attn);
+    gm_inp_mem_hybrid(l, &rs, &attn);
     int32_t out_ids = gm_inp_out_ids(l);
     for (int il = 0; il < (int)hp->n_layer; il++) {
         int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);

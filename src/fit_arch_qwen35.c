@@ -23,6 +23,7 @@ static uint64_t f32s(int64_t n) { return (uint64_t)n * 4u; }
 typedef struct q35 {
     gm_llm *l;
     bool next;            /* qwen3next's variant */
+    bool q_4d;            /* the query and gate split as 4-D views of a reshape (qwen3next's trunk) */
     gm_rs_inp rs;
     gm_attn_inp attn;
 } q35;
@@ -67,7 +68,7 @@ static int32_t attention(q35 *c, int32_t cur, int32_t pos, int il) {
     int32_t q_full, k, v;
     qkv_flat(l, il, cur, head * 2 * n_head, head * n_head_kv, &q_full, &k, &v);
     int32_t q, gate;
-    if (c->next) {
+    if (c->q_4d) {
         q_full = gm_reshape_4d(g, q_full, head * 2, n_head, n, 1);
         const gm_tensor *f = &g->t[q_full];
         q = gm_view_4d(g, q_full, head, n_head, n, 1, f->nb[1], f->nb[2], f->nb[3], 0);
@@ -173,10 +174,9 @@ static int32_t ffn(q35 *c, int32_t cur, int il) {
 static void qwen35_graph(gm_llm *l, bool next) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
-    q35 c = { .l = l, .next = next };
+    q35 c = { .l = l, .next = next, .q_4d = next };
     int32_t inpL = gm_inp_embd(l, gm_w(l, "token_embd.weight", 0));
-    gm_rs_inp_build(l, &c.rs); /* build_inp_mem_hybrid: the state inputs, then the attention's */
-    gm_attn_inp_kv(l, &l->kv, &c.attn);
+    gm_inp_mem_hybrid(l, &c.rs, &c.attn);
     int32_t pos = gm_inp_pos(l);
     int32_t out_ids = gm_inp_out_ids(l);
     for (int il = 0; il < (int)hp->n_layer; il++) {
@@ -200,3 +200,47 @@ static void qwen35_graph(gm_llm *l, bool next) {
 void gm_arch_qwen35(gm_llm *l) { qwen35_graph(l, false); }
 
 void gm_arch_qwen3next(gm_llm *l) { qwen35_graph(l, true); }
+
+/* ------------------------------------------------------------------------ */
+/* The MTP draft graph                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* llama_model_qwen35::graph_mtp (qwen35.cpp:505-644), qwen35moe's
+ * (qwen35moe.cpp:548-741) and qwen3next's: the MTP block over the token rows
+ * and the target's hidden states, one gated attention layer over the MTP
+ * cache, the block's FFN, the shared head.  qwen3next keeps the output rows
+ * before the attention residual, qwen35* after the head norm. */
+static void qwen35_mtp_graph(gm_llm *l, bool next) {
+    gm_graph *g = l->g;
+    const gm_hparams *hp = l->hp;
+    const int il = (int)hp->n_layer;
+    q35 c = { .l = l, .next = next };
+    int32_t pos = gm_inp_pos(l);
+    int32_t out_ids = gm_inp_out_ids(l);
+    gm_attn_inp_kv(l, &l->kv, &c.attn);
+    int32_t cur = gm_build_mtp_eh_proj(l, il);
+    int32_t inpSA = cur;
+    cur = gm_build_norm_rms(l, cur, gm_w(l, "blk.%d.attn_norm.weight", il), il);
+    cur = attention(&c, cur, pos, il);
+    if (next) {
+        cur = gm_get_rows(g, cur, out_ids);
+        inpSA = gm_get_rows(g, inpSA, out_ids);
+    }
+    int32_t residual = gm_binary(g, GM_OP_ADD, cur, inpSA);
+    cur = gm_build_norm_rms(l, residual, gm_w(l, "blk.%d.post_attention_norm.weight", il), il);
+    cur = ffn(&c, cur, il);
+    cur = gm_binary(g, GM_OP_ADD, cur, residual);
+    int32_t head_norm = gm_w(l, "blk.%d.nextn.shared_head_norm.weight", il);
+    if (head_norm == GM_NONE) head_norm = gm_w(l, "output_norm.weight", 0);
+    cur = gm_build_norm_rms(l, cur, head_norm, -1);
+    gm_set_output(g, cur); /* t_h_nextn */
+    if (!next) cur = gm_get_rows(g, cur, out_ids);
+    int32_t head_w = gm_w(l, "blk.%d.nextn.shared_head_head.weight", il);
+    cur = gm_build_lora_mm(l, head_w != GM_NONE ? head_w : gm_w_output(l), cur);
+    l->t_logits = cur;
+    gm_expand(g, cur);
+}
+
+void gm_arch_qwen35_mtp(gm_llm *l) { qwen35_mtp_graph(l, false); }
+
+void gm_arch_qwen3next_mtp(gm_llm *l) { qwen35_mtp_graph(l, true); }

@@ -321,8 +321,7 @@ static int32_t attn_full(q4 *c, int32_t cur, int32_t pos, int il) {
 
 static void hybrid_inputs(q4 *c) {
     gm_llm *l = c->l;
-    gm_rs_inp_build(l, &c->rs);
-    gm_attn_inp_kv(l, &l->kv, &c->attn);
+    gm_inp_mem_hybrid(l, &c->rs, &c->attn);
 }
 
 /* the last layer keeps the output rows only (:401-410) */

@@ -12,6 +12,9 @@
  * layer's tensors), qwen3next */
 void gm_arch_qwen35(gm_llm *l);
 void gm_arch_qwen3next(gm_llm *l);
+/* their MTP draft graphs (LLM_GRAPH_TYPE_DECODER_MTP) */
+void gm_arch_qwen35_mtp(gm_llm *l);
+void gm_arch_qwen3next_mtp(gm_llm *l);
 
 /* fit_arch_mamba.c: the Mamba-2 family */
 void gm_arch_mamba2(gm_llm *l);

@@ -33,6 +33,11 @@ void gm_rs_inp_build(gm_llm *l, gm_rs_inp *inp) {
     inp->s_copy_extra = gm_view_1d(g, inp->s_copy, n - n_seqs, (uint64_t)n_seqs * 4);
 }
 
+void gm_inp_mem_hybrid(gm_llm *l, gm_rs_inp *rs, gm_attn_inp *attn) {
+    gm_rs_inp_build(l, rs);
+    gm_attn_inp_kv(l, &l->kv, attn);
+}
+
 int32_t gm_build_rs_with(gm_llm *l, const gm_rs_inp *inp, int32_t s, int64_t state_size, gm_rs_rows_fn rows,
                          void *ctx) {
     gm_graph *g = l->g;

@@ -20,6 +20,10 @@ typedef struct gm_rs_inp {
 /* build_rs_inp_impl (llama-graph.cpp:3514-3535) */
 void gm_rs_inp_build(gm_llm *l, gm_rs_inp *inp);
 
+/* build_inp_mem_hybrid (llama-graph.cpp:3599-3608): the state inputs, then
+ * the attention cache's */
+void gm_inp_mem_hybrid(gm_llm *l, gm_rs_inp *rs, gm_attn_inp *attn);
+
 /* build_rs (llama-graph.cpp:3478-3512) over the whole memory (head 0,
  * rs_z 0, as a reserve sees it): the n_seqs rows of states s
  * [state_size, n_seqs] */

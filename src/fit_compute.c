@@ -173,6 +173,18 @@ static bool fa_moved(const gm_llm *l, const gm_split_graph *sg) {
     return false;
 }
 
+/* No backend runs node t: the CPU's extra buffer type holding its weight
+ * refuses it and no GPU takes it; ggml_backend_sched_split_graph asserts
+ * (ggml-backend.cpp:1293), llama.cpp aborts creating the context. */
+static void unrunnable(gm_llm *l, int32_t t) {
+    ggufmap_fit *fit = (ggufmap_fit *)l->fit;
+    if (fit->refusal[0]) return;
+    snprintf(fit->refusal, sizeof fit->refusal, "no backend runs a node of the graph (op %d): the CPU's extra buffer "
+             "type (AMX or CPU_REPACK) that holds its weight refuses it and no GPU takes it; ggml asserts in "
+             "ggml_backend_sched_split_graph (--no-repack avoids it)", (int)l->g->t[t].op);
+    fit->aborts = true;
+}
+
 /* llama_context::graph_reserve: the graph for this ubatch, split and
  * allocated, the peak of each backend's buffer into size[]; with probe_fa
  * (resolve_fused_ops' flash-attention probe) split only, and whether an
@@ -203,6 +215,7 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     if (ok) gm_graph_dump(&g, srcs, &sg, l->be.gpu);
     free(srcs);
 #endif
+    if (!ok && sg.unrunnable != GM_NONE) unrunnable(l, sg.unrunnable);
     gm_split_graph_free(&sg);
     gm_graph_free(&g);
     l->g = NULL;
@@ -220,11 +233,23 @@ static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const u
     }
 }
 
-/* no MTP graph is modelled op for op */
-bool gm_fit_has_graph(const gm_hparams *hp) { return !hp->ctx_mtp && graph_of(hp) != NULL; }
+/* the MTP draft context's graph (LLM_GRAPH_TYPE_DECODER_MTP) */
+static arch_graph mtp_graph_of(const gm_hparams *hp) {
+    switch (hp->arch) {
+    case GM_ARCH_QWEN35: return gm_arch_qwen35_mtp;
+    case GM_ARCH_QWEN35MOE: return gm_arch_qwen35_mtp;
+    case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next_mtp;
+    default: return NULL;
+    }
+}
+
+/* the context's graph: the trunk's, or the MTP draft's; NULL: a bound */
+static arch_graph context_graph(const gm_hparams *hp) { return hp->ctx_mtp ? mtp_graph_of(hp) : graph_of(hp); }
+
+bool gm_fit_has_graph(const gm_hparams *hp) { return context_graph(hp) != NULL; }
 
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
-    arch_graph build = gm_fit_has_graph(fit->hp) ? graph_of(fit->hp) : NULL;
+    arch_graph build = context_graph(fit->hp);
     if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
@@ -253,8 +278,9 @@ int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
     if (fa_off) fit->cp.sizes.flash_attn = false;
     ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp, NULL);
     ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg, NULL);
+    if (!ok && fit->refusal[0]) ok = true; /* a refusal, not an error: the context has no buffers */
     for (int b = 0; b < GM_MAX_BACKENDS; b++) final[b] = pp[b] > tg[b] ? pp[b] : tg[b];
-    if (ok) add_compute_buffers(fit, &l.be, final);
+    if (ok && !fit->refusal[0]) add_compute_buffers(fit, &l.be, final);
     free(l.w);
     free(l.w_dup);
     free(ctx_of);

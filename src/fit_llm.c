@@ -26,11 +26,13 @@ enum { T_F32 = 0, T_F16 = 1, T_I32 = 26, T_I64 = 27 };
 
 static gm_buft buft_of_context(const gm_llm *l, int32_t ctx) {
     const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
-    const char *b = ggufmap_placement_context(pl, (uint32_t)ctx)->buft;
-    if (strcmp(b, "CPU") == 0) return GM_BUFT_CPU;
-    if (strcmp(b, "CPU_REPACK") == 0) return GM_BUFT_REPACK;
-    if (strcmp(b, "CUDA_Host") == 0) return GM_BUFT_HOST;
-    return GM_BUFT_GPU;
+    switch (ggufmap_placement_context(pl, (uint32_t)ctx)->kind) {
+    case GGUFMAP_BUFT_CPU: return GM_BUFT_CPU;
+    case GGUFMAP_BUFT_CPU_REPACK: return GM_BUFT_REPACK;
+    case GGUFMAP_BUFT_CPU_AMX: return GM_BUFT_AMX;
+    case GGUFMAP_BUFT_CUDA_HOST: return GM_BUFT_HOST;
+    default: return GM_BUFT_GPU;
+    }
 }
 
 static const ggufmap_model *model_of(const gm_llm *l) {
@@ -433,4 +435,17 @@ int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, bool rms, in
     if (w != GM_NONE) cur = gm_binary(l->g, GM_OP_MUL, cur, w);
     if (b != GM_NONE) cur = gm_binary(l->g, GM_OP_ADD, cur, b);
     return cur;
+}
+
+int32_t gm_build_mtp_eh_proj(gm_llm *l, int il) {
+    gm_graph *g = l->g;
+    const int64_t n = l->ub.n_tokens;
+    int32_t tokens = input(l, gm_new_1d(g, T_I32, n));
+    /* the input's embd tensor is left out: the reserve's ubatch has tokens */
+    int32_t embd_w = gm_w(l, "blk.%d.nextn.embed_tokens.weight", il);
+    int32_t tok = gm_get_rows(g, embd_w != GM_NONE ? embd_w : gm_w(l, "token_embd.weight", 0), tokens);
+    int32_t h = input(l, gm_new_2d(g, T_F32, l->hp->n_embd, n));
+    int32_t h_norm = gm_build_norm_rms(l, h, gm_w(l, "blk.%d.nextn.hnorm.weight", il), il);
+    int32_t e_norm = gm_build_norm_rms(l, tok, gm_w(l, "blk.%d.nextn.enorm.weight", il), il);
+    return gm_build_lora_mm(l, gm_w(l, "blk.%d.nextn.eh_proj.weight", il), gm_concat(g, e_norm, h_norm, 0));
 }

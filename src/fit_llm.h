@@ -123,6 +123,13 @@ int32_t gm_build_moe_ffn(gm_llm *l, int32_t cur, int32_t gate_inp, int32_t up_ex
  * as gm_build_norm_rms does) */
 int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, bool rms, int il);
 
+/* The NextN/MTP block's input (llm_graph_input_embd_h and the block's
+ * first ops, qwen35.cpp:530-575 and its kin): the token rows (the block's
+ * embed_tokens, else token_embd) and the target's hidden states [n_embd,
+ * n_tokens], each RMS-normed (enorm, hnorm), concatenated and projected by
+ * eh_proj: [n_embd, n_tokens] */
+int32_t gm_build_mtp_eh_proj(gm_llm *l, int il);
+
 /* marks the graph's outputs as llm_graph_result::set_outputs does */
 void gm_set_outputs(gm_llm *l);
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The exact compute graphs of the recurrent and hybrid architectures
-# (src/fit_arch_qwen35.c and its kin over src/fit_block_rs.c) against the
-# real llama.cpp v0.5.0 (the oracle): every compute buffer equal to the
-# byte, with KV, recurrent-state and output buffers and llama.cpp's
-# refusals and aborts alike.  The comparison is lib.sh's (archs.sh's).
+# The exact compute graphs of the recurrent and hybrid architectures and of
+# their MTP draft contexts (src/fit_arch_qwen35.c and its kin over
+# src/fit_block_rs.c) against the real llama.cpp v0.5.0 (the oracle): every
+# compute buffer equal to the byte, with KV, recurrent-state and output
+# buffers and llama.cpp's refusals and aborts alike.  The comparison is
+# lib.sh's (archs.sh's).
 #
 # usage: tests/fit/graphs_recurrent.sh GGUFMAP FIXTURE ORACLE WORKDIR [N_PER_FIXTURE [ARCH_REGEX]]
 #
@@ -15,7 +16,8 @@
 # (default 4) drawn per fixture with a fixed seed over -c 256 .. 256K (and
 # values not multiples of 256) x -np 1..4 x the nine cache types x flash
 # attention x -ub / -b x --swa-full / --kv-unified / -nkvo / op offload off
-# x CPU, fake Metal at -ngl 0, 1, 2, all and fake CUDA at -ngl 1, all.
+# / --mtp (the MTP draft context beside the main one) x CPU, fake Metal
+# at -ngl 0, 1, 2, all and fake CUDA at -ngl 1, all.
 # ARCH_REGEX keeps the fixtures whose name matches (a quick run on one
 # architecture).  Exit status 1 on any difference.
 set -uo pipefail
@@ -45,6 +47,10 @@ declare -A FIX=(
   [lfm2-w]="--arch lfm2 $WIDE"
   [rwkv7]="--arch rwkv7"
   [rwkv7-w]="--arch rwkv7 $WIDE"
+  [qwen35-nextn2]="--arch qwen35 --nextn 2"
+  [qwen3next-nextn2]="--arch qwen3next --nextn 2"
+  [glm4moe-nextn2]="--arch glm4moe --nextn 2"
+  [hy_v3-nextn2]="--arch hy_v3 --nextn 2"
 )
 FIXTURES=()
 for f in $(printf '%s\n' "${!FIX[@]}" | sort); do
@@ -93,6 +99,17 @@ named rwkv7-partial rwkv7-w -c 8192 -np 2 --device metal -ngl 2
 named qwen35-mtp qwen35 -c 8192 -np 2 --device metal -ngl all --mtp
 named qwen35moe-mtp qwen35moe-w -c 4096 --device cuda -ngl 2 --mtp
 named qwen3next-mtp qwen3next-w -c 16384 -fa off --mtp
+named qwen35-mtp-cuda qwen35-w -c 32768 -np 3 --device cuda -ngl 1 --mtp
+named qwen35moe-mtp-metal qwen35moe-w -c 8192 -np 2 -ub 128 --device metal -ngl all --mtp
+named qwen35moe-mtp-nkvo qwen35moe -c 4096 -nkvo --device metal -ngl 2 --mtp
+named qwen3next-mtp-q8 qwen3next-w -c 8192 -ctk q8_0 -ctv q8_0 --device cuda -ngl all --mtp
+named qwen3next-mtp-unified qwen3next -c 4096 -np 4 --kv-unified --mtp
+# two MTP blocks: the draft graphs that assert a single one abort (qwen35.cpp:489,
+# glm4-moe.cpp:135), hy_v3's takes them
+named qwen35-nextn2-abort qwen35-nextn2 -c 4096 --mtp
+named qwen3next-nextn2-abort qwen3next-nextn2 -c 4096 -np 2 --device metal -ngl all --mtp
+named glm4moe-nextn2-abort glm4moe-nextn2 -c 4096 --mtp
+named hy_v3-nextn2 hy_v3-nextn2 -c 4096 --mtp
 
 # drawn: a fixed-seed walk through the options, N_PER per fixture
 ctxs=(256 777 4096 5000 32768 262144)
@@ -100,13 +117,14 @@ nps=(1 1 2 3 4)
 caches=("f16 f16" "f16 f16" "f32 f32" "bf16 bf16" "q8_0 q8_0" "q4_0 q4_1" "q5_0 q5_1" "iq4_nl iq4_nl" "f16 q8_0")
 fas=(auto on off)
 ubs=("" "" "-ub 32" "-ub 128" "-ub 512 -b 256" "-ub 96 -b 200")
-flags=("" "" "--swa-full" "--kv-unified" "-nkvo" "--no-op-offload")
+flags=("" "" "--swa-full" "--kv-unified" "-nkvo" "--no-op-offload" "--mtp")
 devices=("" "--device metal -ngl 0" "--device metal -ngl 1" "--device metal -ngl 2" "--device metal -ngl all"
          "--device cuda -ngl 1" "--device cuda -ngl all")
 seed=1717
 # pick N: R = the next draw in [0, N) (no subshell: the seed must advance)
 pick() { seed=$(( (seed * 1103515245 + 12345) % 2147483648 )); R=$(( seed / 65536 % $1 )); }
 for fx in "${FIXTURES[@]}"; do
+  case $fx in *-nextn2) continue ;; esac
   for ((i = 0; i < N_PER; i++)); do
     pick ${#caches[@]}; read -r ctk ctv <<<"${caches[$R]}"
     pick ${#ctxs[@]}; ctx=${ctxs[$R]}
