@@ -47,6 +47,7 @@ static arch_graph graph_of(const gm_hparams *hp) {
     case GM_ARCH_EXAONE4: return gm_arch_exaone4;
     case GM_ARCH_GEMMA2: return gm_arch_gemma2;
     case GM_ARCH_GEMMA3: return gm_arch_gemma3;
+    case GM_ARCH_GEMMA3N: return gm_arch_gemma3n;
     case GM_ARCH_BERT: return gm_arch_bert;
     case GM_ARCH_NOMIC_BERT: return gm_arch_bert;
     case GM_ARCH_T5: return gm_arch_t5;

@@ -138,6 +138,8 @@ void gm_arch_llama(gm_llm *l);
 void gm_arch_qwen3moe(gm_llm *l);
 void gm_arch_smollm3(gm_llm *l);
 void gm_arch_gemma4(gm_llm *l);
+/* gemma4's and gemma3n's per-layer token embeddings, projected: [ple, T, n_layer] */
+int32_t gm_per_layer_inputs(gm_llm *l, int32_t inpL, int64_t ple);
 void gm_arch_qwen4exp(gm_llm *l);
 /* graphs-dense: fit_arch_dense.c, fit_arch_gemma.c, fit_arch_encoder.c */
 void gm_arch_mistral3(gm_llm *l);
@@ -150,6 +152,7 @@ void gm_arch_starcoder2(gm_llm *l);
 void gm_arch_exaone4(gm_llm *l);
 void gm_arch_gemma2(gm_llm *l);
 void gm_arch_gemma3(gm_llm *l);
+void gm_arch_gemma3n(gm_llm *l);
 void gm_arch_bert(gm_llm *l);
 void gm_arch_t5(gm_llm *l);
 void gm_arch_t5encoder(gm_llm *l);

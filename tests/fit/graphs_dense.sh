@@ -27,7 +27,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command -v node >/dev/null || { echo "FAIL: node not found (scripts/deps.sh installs nodejs)" >&2; exit 1; }
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 
-ALL=(gemma3 mistral3 phi3 granite command-r cohere2 olmo2 starcoder2 exaone4 gemma2 bert nomic-bert t5 t5encoder)
+ALL=(gemma3 mistral3 phi3 granite command-r cohere2 olmo2 starcoder2 exaone4 gemma2 gemma3n bert nomic-bert t5 t5encoder)
 ARCHS=("${ALL[@]}")
 [ $# -gt 0 ] && ARCHS=("$@")
 
@@ -64,6 +64,8 @@ if has gemma3; then
 fi
 if has olmo2; then variant olmo2-swa olmo2-w --set olmo2.attention.sliding_window=u32:64; fi
 if has exaone4; then make_fixture exaone4-64 --arch exaone4 --layers 64; VARIANTS+=(exaone4-64); fi
+# gemma3n's layers from 20 read layer 18's or 19's cache (Q only)
+if has gemma3n; then make_fixture gemma3n-22 --arch gemma3n --layers 22; VARIANTS+=(gemma3n-22); fi
 if has granite; then
   variant granite-norope granite-w --set granite.rope.scaling.finetuned=bool:false
   variant granite-noscale granite --drop granite.residual_scale --drop granite.embedding_scale
