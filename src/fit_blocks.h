@@ -46,8 +46,8 @@ int32_t gm_build_attn_auto(gm_llm *l, const gm_attn_kv_inputs *in, gm_attn_opts 
 
 /* llama_model::get_rope_factors (llama-model.cpp:2259-2272): layer il's
  * rope_freqs, else its long or short factors by n_ctx_seq against
- * n_ctx_orig_yarn (each layer's own TENSOR_DUPLICATED copy); GM_NONE
- * without.  A new tensor per call: call once per layer. */
+ * n_ctx_orig_yarn (the copy in the layer's context: gm_w_layer); GM_NONE
+ * without. */
 int32_t gm_rope_factors(gm_llm *l, int il);
 
 /* llm_graph_input_attn_no_cache (build_attn_inp_no_cache, :2740-2764): the

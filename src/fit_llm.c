@@ -77,18 +77,22 @@ int32_t gm_w_output(gm_llm *l) {
     return weight_tensor(l, ti, ctx, &l->w_dup[ti], NULL);
 }
 
-/* the instance of a weight that layer il's context holds: a TENSOR_DUPLICATED
- * copy (rope_freqs, rope_factors_long/short: create_tensor gives every layer
- * but the first its own copy in the layer's context), else the weight */
+/* the instance of a weight that layer il's context holds: create_tensor
+ * with TENSOR_DUPLICATED gives every layer but the first its own copy in
+ * the layer's context, unless that context has one already
+ * (llama-model-loader.cpp: ggml_get_tensor first), so there is one tensor
+ * per context (rope_freqs, rope_factors_long/short): the original (w[],
+ * cached) or the copy in the other device's context (w_dup[], cached) */
 int32_t gm_w_layer(gm_llm *l, const char *fmt, int il) {
     const int64_t ti = find_weight(l, fmt, il);
     if (ti < 0) return GM_NONE;
     const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
+    const bool gpu = gm_layer_backend(l, il) == 0 && l->be.gpu;
+    if (ggufmap_placement_context(pl, (uint32_t)l->ctx_of[ti])->gpu == gpu) return gm_w(l, fmt, il);
     for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
         const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
-        if (in->tensor != ti || !in->duplicate || in->layer != il) continue;
-        int32_t fresh = GM_NONE;
-        return weight_tensor(l, ti, (int32_t)in->context, &fresh, NULL);
+        if (in->tensor == ti && in->duplicate && ggufmap_placement_context(pl, in->context)->gpu == gpu)
+            return weight_tensor(l, ti, (int32_t)in->context, &l->w_dup[ti], NULL);
     }
     return gm_w(l, fmt, il);
 }

@@ -56,9 +56,9 @@ int32_t gm_w_output(gm_llm *l);
 /* A weight with the shape llama.cpp creates it with (TENSOR_ALLOW_RESHAPE). */
 int32_t gm_w_shaped(gm_llm *l, const char *fmt, int il, int64_t ne0, int64_t ne1);
 
-/* The instance of the weight that layer il's context holds: its own
- * TENSOR_DUPLICATED copy (per-layer rope_freqs and rope factors), else the
- * weight itself.  A copy is a new tensor per call: call once per layer. */
+/* The instance of the weight that layer il's context holds: the
+ * TENSOR_DUPLICATED copy in its device's context (per-layer rope_freqs and
+ * rope factors: one per context, shared by its layers), else the weight. */
 int32_t gm_w_layer(gm_llm *l, const char *fmt, int il);
 
 /* the backend a layer's device runs (0 the GPU, n-1 the CPU) */

@@ -11,17 +11,24 @@
 #
 # Fixtures per architecture: as the maker makes it (n_embd 64, heads of
 # 16), wider (n_embd 256, heads of 64, 3 layers: quantized caches need
-# heads of whole blocks) and q8_0 weights (rows CUDA pads, host weights the
-# GPU's offload rule takes).  Cases: a named list per architecture (CPU,
-# fake Metal at -ngl 0, 1, 2, all, fake CUDA at -ngl 1, all, -fa on/off,
-# quantized caches, -ub/-b, -np, --swa-full, --kv-unified, -nkvo, op
-# offload off, --embedding, -c not a multiple of 256), then N_PER_ARCH
-# (default 4) drawn per architecture with a fixed seed.  ARCH... limits the
-# run to those architectures.  Exit status 1 on any difference or bound.
+# heads of whole blocks), q8_0 weights (rows CUDA pads, host weights the
+# GPU's offload rule takes) and 6 layers (several GPU layers after CPU
+# ones); variants the maker has no option for are made with gguf_kv.js
+# (a window on olmo2, none on gemma3, granite without RoPE or scales, the
+# other pooling types, ...), tied outputs, bert's classifier, gemma3n's
+# shared-KV layers, qwen3's reranker.  Cases: a named list per architecture
+# (CPU, fake Metal at -ngl 1, 2, 4, all, fake CUDA at -ngl 1, 2, all, -fa
+# on/off/auto, quantized caches, -ub/-b, -np, --swa-full, -nkvo, op offload
+# off, -c not a multiple of 256), two per variant, then N_PER_ARCH (default
+# 1) drawn per architecture with a fixed seed.  ARCH... limits the run to
+# those architectures.  GRAPHS_FULL=1 adds ten more named cases per
+# architecture (-ngl 0, --kv-unified, --embedding on decoders, ...) and two
+# per variant; GRAPHS_QUICK=1 keeps three per architecture (ctest's quick
+# tier).  Exit status 1 on any difference or bound.
 set -uo pipefail
 
 [ $# -ge 4 ] || { echo "usage: graphs_dense.sh GGUFMAP FIXTURE ORACLE WORKDIR [N_PER_ARCH [ARCH...]]" >&2; exit 2; }
-GGUFMAP=$1 FIXTURE=$2 ORACLE=$3 WORK=$4 N_PER_ARCH=${5:-4}
+GGUFMAP=$1 FIXTURE=$2 ORACLE=$3 WORK=$4 N_PER_ARCH=${5:-1}
 shift 4; [ $# -gt 0 ] && shift
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command -v node >/dev/null || { echo "FAIL: node not found (scripts/deps.sh installs nodejs)" >&2; exit 1; }
@@ -41,6 +48,7 @@ for a in "${ARCHS[@]}"; do
   make_fixture "$a" --arch "$a"
   make_fixture "$a-w" --arch "$a" --n-embd 256 --n-head 4 --n-head-kv 2 --n-ff 256 --layers 3
   make_fixture "$a-q" --arch "$a" --n-embd 256 --n-head 4 --n-head-kv 2 --n-ff 512 --layers 3 --type q8_0 --vocab 1000
+  make_fixture "$a-l" --arch "$a" --layers 6 --type f16
 done
 
 # variants the maker has no option for: metadata set or dropped (gguf_kv.js)
@@ -114,36 +122,46 @@ exact() {
 # ------------------------------------------------------------- the cases --
 # named: every placement and flag once per architecture (GRAPHS_QUICK=1:
 # the first three, no variants, nothing drawn: the quick tier's check)
-QUICK=${GRAPHS_QUICK:-0}
+# (GRAPHS_FULL=1: every named case, 4 per variant; GRAPHS_DRAWN=1: only the
+# drawn cases; GRAPHS_SEED: another walk; for campaigns beyond the test)
+QUICK=${GRAPHS_QUICK:-0} DRAWN=${GRAPHS_DRAWN:-0} FULL=${GRAPHS_FULL:-0}
 if [ "$QUICK" = 1 ]; then VARIANTS=(); N_PER_ARCH=0; fi
+if [ "$DRAWN" = 1 ]; then VARIANTS=(); fi
 for a in "${ARCHS[@]}"; do
+  [ "$DRAWN" = 1 ] && continue
   exact "$a-cpu" "$a" -c 4096
   exact "$a-cuda-all" "$a-q" -c 8192 -fa off --device cuda -ngl all
   exact "$a-metal-2" "$a" -c 2048 --device metal -ngl 2
   [ "$QUICK" = 1 ] && continue
-  exact "$a-cpu-w-np" "$a-w" -c 8192 -np 3 -fa off
-  exact "$a-metal-0" "$a-w" -c 4096 --device metal -ngl 0
   exact "$a-metal-1" "$a-w" -c 4096 --device metal -ngl 1 -fa off
-  exact "$a-metal-all" "$a-w" -c 16384 -np 2 --device metal -ngl all
-  exact "$a-cuda-1" "$a-q" -c 4096 --device cuda -ngl 1
   exact "$a-cuda-2-q8" "$a-q" -c 4096 -ctk q8_0 -ctv q8_0 -fa on --device cuda -ngl 2
-  exact "$a-metal-q4-ub" "$a-w" -c 3000 -ctk q4_0 -ctv q4_0 -ub 128 -b 256 --device metal -ngl 2
   exact "$a-swa-full" "$a-w" -c 4096 --swa-full -np 2 --device metal -ngl all
-  exact "$a-kvu" "$a-w" -c 8192 -np 4 --kv-unified -fa off
-  exact "$a-nkvo" "$a-w" -c 4096 -nkvo --device cuda -ngl all
   exact "$a-nkvo-fa" "$a-q" -c 4096 -nkvo -fa on --device metal -ngl 2
-  exact "$a-embd" "$a-w" -c 2048 --embedding --device metal -ngl 1
   exact "$a-ub-small" "$a-q" -c 777 -ub 16 -np 2 --device cuda -ngl 1
-  exact "$a-no-op-offload" "$a-q" -c 4096 --no-op-offload --device cuda -ngl 2
+  # several GPU layers after CPU ones: the GPU layers share one copy of a
+  # duplicated tensor (rope_freqs), the CPU ones the original
+  exact "$a-deep-metal" "$a-l" -c 4096 -np 2 --device metal -ngl 4
   # issue 19: bert at -ngl 1 (output layer only, no tensor of bert's) runs nothing on the GPU without op offload
   exact "$a-ngl1-no-op-offload" "$a-w" -c 4096 --no-op-offload --device metal -ngl 1
+  [ "$FULL" = 1 ] || continue
+  exact "$a-cpu-w-np" "$a-w" -c 8192 -np 3 -fa off
+  exact "$a-metal-0" "$a-w" -c 4096 --device metal -ngl 0
+  exact "$a-metal-all" "$a-w" -c 16384 -np 2 --device metal -ngl all
+  exact "$a-cuda-1" "$a-q" -c 4096 --device cuda -ngl 1
+  exact "$a-metal-q4-ub" "$a-w" -c 3000 -ctk q4_0 -ctv q4_0 -ub 128 -b 256 --device metal -ngl 2
+  exact "$a-kvu" "$a-w" -c 8192 -np 4 --kv-unified -fa off
+  exact "$a-nkvo" "$a-w" -c 4096 -nkvo --device cuda -ngl all
+  exact "$a-embd" "$a-w" -c 2048 --embedding --device metal -ngl 1
+  exact "$a-no-op-offload" "$a-q" -c 4096 --no-op-offload --device cuda -ngl 2
+  exact "$a-deep-cuda" "$a-l" -c 2048 -fa off --device cuda -ngl 5
 done
 
 # the variants: a placement of each kind
 for v in "${VARIANTS[@]}"; do
-  exact "$v-cpu" "$v" -c 4096 -np 2
   exact "$v-metal-2" "$v" -c 8192 -fa off --device metal -ngl 2
-  exact "$v-cuda-all" "$v" -c 4096 --swa-full --device cuda -ngl all
+  exact "$v-cuda-all" "$v" -c 4096 --swa-full -np 2 --device cuda -ngl all
+  [ "$FULL" = 1 ] || continue
+  exact "$v-cpu" "$v" -c 4096 -np 2
   exact "$v-metal-1-nkvo" "$v" -c 2048 -nkvo --device metal -ngl 1
 done
 
@@ -156,7 +174,7 @@ ubs=("" "" "-ub 32" "-ub 128" "-ub 512 -b 256" "-ub 64 -b 64")
 flags=("" "" "--swa-full" "--kv-unified" "-nkvo")
 devices=("" "--device metal -ngl 0" "--device metal -ngl 1" "--device metal -ngl 2" "--device metal -ngl all"
          "--device cuda -ngl 1" "--device cuda -ngl 2" "--device cuda -ngl all")
-seed=1717
+seed=${GRAPHS_SEED:-1717}
 pick() { seed=$(( (seed * 1103515245 + 12345) % 2147483648 )); R=$(( seed / 65536 % $1 )); }
 for a in "${ARCHS[@]}"; do
   for ((i = 0; i < N_PER_ARCH; i++)); do
