@@ -24,7 +24,9 @@
 # those architectures.  GRAPHS_FULL=1 adds ten more named cases per
 # architecture (-ngl 0, --kv-unified, --embedding on decoders, ...) and two
 # per variant; GRAPHS_QUICK=1 keeps three per architecture (ctest's quick
-# tier).  Exit status 1 on any difference or bound.
+# tier).  --max-ctx on four architectures: the answer fits, the next 256
+# step does not, and llama.cpp allocates fit's buffers at both.  Exit
+# status 1 on any difference or bound.
 set -uo pipefail
 
 [ $# -ge 4 ] || { echo "usage: graphs_dense.sh GGUFMAP FIXTURE ORACLE WORKDIR [N_PER_ARCH [ARCH...]]" >&2; exit 2; }
@@ -164,6 +166,35 @@ for v in "${VARIANTS[@]}"; do
   exact "$v-cpu" "$v" -c 4096 -np 2
   exact "$v-metal-1-nkvo" "$v" -c 2048 -nkvo --device metal -ngl 1
 done
+
+# --max-ctx where compute is exact: fit's answer A fits the limit and A + 256
+# does not, and at both llama.cpp allocates fit's buffers to the byte
+# max_ctx NAME FIXTURE LIMIT ARGS...
+max_ctx() {
+  local name=$1 fx=$2 limit=$3 a rc1 rc2
+  shift 3
+  a=$("$GGUFMAP" fit "$WORK/$fx.gguf" -c 262144 "$@" --limit "$limit" --max-ctx -nr --page 1B --json 2>/dev/null |
+      node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).max_ctx))')
+  if ! [[ $a =~ ^[0-9]+$ ]] || [ "$a" -le 0 ]; then
+    fails+=("$name: --max-ctx gave '$a'"); n_fail=$((n_fail + 1)); return
+  fi
+  "$GGUFMAP" fit "$WORK/$fx.gguf" -c "$a" "$@" --limit "$limit" -nr --page 1B >/dev/null 2>&1; rc1=$?
+  "$GGUFMAP" fit "$WORK/$fx.gguf" -c $((a + 256)) "$@" --limit "$limit" -nr --page 1B >/dev/null 2>&1; rc2=$?
+  if [ $rc1 -ne 0 ] || [ $rc2 -ne 3 ]; then
+    fails+=("$name: --max-ctx $a: fit exits $rc1 there and $rc2 at $((a + 256)), want 0 and 3"); n_fail=$((n_fail + 1))
+  fi
+  exact "$name-at" "$fx" -c "$a" "$@"
+  exact "$name-next" "$fx" -c $((a + 256)) "$@"
+}
+if [ "$QUICK" != 1 ] && [ "$DRAWN" != 1 ]; then
+  has gemma3 && max_ctx gemma3-max-ctx gemma3-w 60M --device metal -ngl all
+  has mistral3 && max_ctx mistral3-max-ctx mistral3-q 40M -np 2 --device cuda -ngl 2
+  if has cohere2; then   # 4 layers: the last one full attention, whose scores grow with -c
+    make_fixture cohere2-4 --arch cohere2 --n-embd 256 --n-head 4 --n-head-kv 2 --n-ff 256 --layers 4
+    max_ctx cohere2-max-ctx cohere2-4 100M -fa off --device metal -ngl all
+  fi
+  has t5 && max_ctx t5-max-ctx t5-w 120M --device cuda -ngl all
+fi
 
 # drawn: a fixed-seed walk through the options, N_PER_ARCH per architecture
 ctxs=(256 777 4096 32768 100000)
