@@ -92,6 +92,10 @@ if has bert; then   # the other pooling heads: CLS, last token, none, and rank w
 fi
 if has nomic-bert; then variant nomic-bert-cls nomic-bert-w --set nomic-bert.pooling_type=u32:2; fi
 if has t5encoder; then variant t5encoder-mean t5encoder-w --set t5encoder.pooling_type=u32:1; fi
+# gemma4 (exact since issue 12, not graphs-dense's): its full-attention
+# layers' rope_freqs copies are the same duplicated tensors (gm_w_layer)
+make_fixture gemma4-12 --arch gemma4 --layers 12
+make_fixture gemma4-e8 --arch gemma4 --n-expert 8 --layers 6
 # qwen3's reranker: rank pooling with cls.output and a soft max (its trunk is
 # exact already: fit_arch_llama.c)
 make_fixture qwen3-cls --arch qwen3 --cls 2
@@ -166,6 +170,13 @@ for v in "${VARIANTS[@]}"; do
   exact "$v-cpu" "$v" -c 4096 -np 2
   exact "$v-metal-1-nkvo" "$v" -c 2048 -nkvo --device metal -ngl 1
 done
+
+# gemma4 deep partial offloads: the GPU full-attention layers share a copy
+if [ "$QUICK" != 1 ] && [ "$DRAWN" != 1 ]; then
+  exact gemma4-12-metal-4 gemma4-12 -c 8192 --device metal -ngl 4
+  exact gemma4-12-cuda-6 gemma4-12 -c 8192 -fa off --device cuda -ngl 6
+  exact gemma4-e8-cuda-3 gemma4-e8 -c 131072 --swa-full -fa off --device cuda -ngl 3
+fi
 
 # --max-ctx where compute is exact: fit's answer A fits the limit and A + 256
 # does not, and at both llama.cpp allocates fit's buffers to the byte
