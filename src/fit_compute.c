@@ -39,7 +39,7 @@ static arch_graph graph_of(const gm_hparams *hp) {
     /* graphs-dense */
     case GM_ARCH_MISTRAL3: return gm_arch_mistral3;
     case GM_ARCH_PHI3: return gm_arch_phi3;
-    case GM_ARCH_GRANITE: return gm_arch_granite;
+    case GM_ARCH_GRANITE: return hp->deepstack ? NULL : gm_arch_granite; /* vision inputs: not modelled */
     case GM_ARCH_COMMAND_R: return gm_arch_command_r;
     case GM_ARCH_COHERE2: return gm_arch_cohere2;
     case GM_ARCH_OLMO2: return gm_arch_olmo2;
@@ -223,11 +223,28 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     return ok;
 }
 
-static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const uint64_t size[GM_MAX_BACKENDS]) {
+/* The buffers in the order llama.cpp holds them: each reserve re-allocates,
+ * in backend order, the buffers that grew (ggml_gallocr_reserve_n,
+ * ggml-alloc.c:903-935: a buffer without a chunk yet allocates nothing), so
+ * one the one-token graph grows moves behind the others; the second prompt
+ * reserve grows none. */
+static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const uint64_t pp[GM_MAX_BACKENDS],
+                                const uint64_t tg[GM_MAX_BACKENDS]) {
+    int order[2 * GM_MAX_BACKENDS], n = 0;
+    for (int b = 0; b < be->n; b++)
+        if (pp[b] > 0) order[n++] = b;
     for (int b = 0; b < be->n; b++) {
-        if (size[b] == 0) continue;
+        if (tg[b] <= pp[b]) continue;
+        for (int i = 0; i < n; i++)
+            if (order[i] == b) order[i] = -1;
+        order[n++] = b;
+    }
+    for (int i = 0; i < n; i++) {
+        const int b = order[i];
+        if (b < 0) continue;
+        const uint64_t bytes = pp[b] > tg[b] ? pp[b] : tg[b];
         const char *buft = be->gpu && b == 0 ? gm_fit_gpu_buft(fit) : be->buft[b] == GM_BUFT_HOST ? "CUDA_Host" : "CPU";
-        ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, buft, size[b]);
+        ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, buft, bytes);
         if (!x) return;
         snprintf(x->what, sizeof x->what, "ggml-alloc's peak for the worst-case graph (%u-token ubatch)",
                  fit->cp.sizes.n_ubatch < fit->cp.sizes.n_ctx ? fit->cp.sizes.n_ubatch : fit->cp.sizes.n_ctx);
@@ -269,7 +286,7 @@ int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
     bool ok = l.w && l.w_dup && weight_contexts(fit, &ctx_of, &dup_of);
     l.ctx_of = ctx_of;
     l.dup_ctx_of = dup_of;
-    uint64_t pp[GM_MAX_BACKENDS] = { 0 }, tg[GM_MAX_BACKENDS] = { 0 }, final[GM_MAX_BACKENDS];
+    uint64_t pp[GM_MAX_BACKENDS] = { 0 }, tg[GM_MAX_BACKENDS] = { 0 };
     const int64_t n_tokens = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
     const int64_t np = s->n_seq_max;
     const int64_t n_outputs = n_tokens < s->n_outputs_max ? n_tokens : s->n_outputs_max;
@@ -280,8 +297,7 @@ int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
     ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp, NULL);
     ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg, NULL);
     if (!ok && fit->refusal[0]) ok = true; /* a refusal, not an error: the context has no buffers */
-    for (int b = 0; b < GM_MAX_BACKENDS; b++) final[b] = pp[b] > tg[b] ? pp[b] : tg[b];
-    if (ok && !fit->refusal[0]) add_compute_buffers(fit, &l.be, final);
+    if (ok && !fit->refusal[0]) add_compute_buffers(fit, &l.be, pp, tg);
     free(l.w);
     free(l.w_dup);
     free(ctx_of);

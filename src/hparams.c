@@ -320,6 +320,9 @@ static void read_granite(reader *r, gm_hparams *hp) {
     get_f32(r, "embedding_scale", &hp->f_embedding_scale);
     get_bool(r, "rope.scaling.finetuned", &rope_finetuned);
     hp->no_rope = !rope_finetuned;
+    uint32_t map[GM_MAX_LAYERS];
+    const int64_t n = get_arr_u32(r, "deepstack_mapping", map, GM_MAX_LAYERS, false);
+    for (int64_t i = 0; i < n; i++) hp->deepstack |= (int32_t)map[i] >= 0;
 }
 
 /* gemma3.cpp:3-16: SWA only with a window; logits soft-capped when set */

@@ -130,6 +130,7 @@ typedef struct gm_hparams {
     float f_attn_temp_scale;             /* attention.temperature_scale (mistral3): Q times an input */
     bool attn_soft_cap;                  /* gemma2: attention scores soft-capped */
     bool no_rope;                        /* granite: rope.scaling.finetuned false turns RoPE off */
+    bool deepstack;                      /* granite vision: deepstack_mapping injects projector rows (no graph) */
     uint32_t n_ctx_orig_yarn;            /* rope.scaling.original_context_length (default n_ctx_train) */
     uint32_t dec_n_layer;                /* t5: decoder_block_count (default n_layer) */
     /* graphs (graphs-recurrent): positions per token in inp_pos, 4 with

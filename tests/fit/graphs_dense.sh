@@ -178,6 +178,12 @@ if [ "$QUICK" != 1 ] && [ "$DRAWN" != 1 ]; then
   exact gemma4-e8-cuda-3 gemma4-e8 -c 131072 --swa-full -fa off --device cuda -ngl 3
 fi
 
+# a compute buffer the one-token reserve grows is re-allocated after the
+# others and listed after them (t5: nothing on the GPU in the prompt graph)
+if [ "$QUICK" != 1 ] && [ "$DRAWN" != 1 ] && has t5; then
+  exact t5-realloc-order t5-l -c 5000 -np 3 -b 9 -fa on -ctk f32 -ctv f32 -nkvo --kv-unified --device cuda -ngl all
+fi
+
 # --max-ctx where compute is exact: fit's answer A fits the limit and A + 256
 # does not, and at both llama.cpp allocates fit's buffers to the byte
 # max_ctx NAME FIXTURE LIMIT ARGS...
