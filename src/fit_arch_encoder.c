@@ -129,6 +129,20 @@ static int32_t t5_ffn(gm_llm *l, int32_t cur, bool enc, int il) {
     return gm_build_ffn_ex(l, cur, &fw, gated ? GM_FFN_GELU : GM_FFN_RELU, gated ? GM_FFN_PAR : GM_FFN_SEQ);
 }
 
+/* the end of a T5 layer (enc. or dec.): the last layer's output rows, the
+ * residual, the FFN norm, the FFN, the residual again */
+static int32_t t5_ffn_block(gm_llm *l, int32_t cur, int32_t residual, int32_t out_ids, bool last, bool enc, int il) {
+    gm_graph *g = l->g;
+    if (last) {
+        cur = gm_get_rows(g, cur, out_ids);
+        residual = gm_get_rows(g, residual, out_ids);
+    }
+    const int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, residual);
+    cur = gm_build_norm(l, ffn_inp, w(l, enc ? "enc.blk.%d.ffn_norm.weight" : "dec.blk.%d.ffn_norm.weight", il),
+                        GM_NONE, true, il);
+    return gm_binary(g, GM_OP_ADD, t5_ffn(l, cur, enc, il), ffn_inp);
+}
+
 /* llama_model_t5::graph<true> (t5.cpp:264-355) */
 void gm_arch_t5encoder(gm_llm *l) {
     static const char *const QKV[3] = { "enc.blk.%d.attn_q.weight", "enc.blk.%d.attn_k.weight", "enc.blk.%d.attn_v.weight" };
@@ -140,19 +154,14 @@ void gm_arch_t5encoder(gm_llm *l) {
     gm_attn_inp_no_cache(l, &inp);
     const int32_t out_ids = gm_inp_out_ids(l);
     for (int il = 0; il < (int)hp->n_layer; il++) {
-        int32_t inpSA = inpL, q, k, v;
+        const int32_t inpSA = inpL;
+        int32_t q, k, v;
         int32_t cur = gm_build_norm(l, inpL, w(l, "enc.blk.%d.attn_norm.weight", il), GM_NONE, true, il);
         t5_qkv(l, QKV, il, cur, cur, &q, &k, &v);
         const gm_attn_opts o = { .wo = w(l, "enc.blk.%d.attn_o.weight", il), .wo_b = GM_NONE, .sinks = GM_NONE,
                                  .kq_b = gm_build_pos_bias(l, pos_bucket, rel_b(l, "enc.blk.%d.attn_rel_b.weight", il)) };
         cur = gm_build_attn_no_cache(l, &inp, &o, q, k, v, il);
-        if (il == (int)hp->n_layer - 1) {
-            cur = gm_get_rows(g, cur, out_ids);
-            inpSA = gm_get_rows(g, inpSA, out_ids);
-        }
-        const int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
-        cur = gm_build_norm(l, ffn_inp, w(l, "enc.blk.%d.ffn_norm.weight", il), GM_NONE, true, il);
-        inpL = gm_binary(g, GM_OP_ADD, t5_ffn(l, cur, true, il), ffn_inp);
+        inpL = t5_ffn_block(l, cur, inpSA, out_ids, il == (int)hp->n_layer - 1, true, il);
     }
     const int32_t cur = gm_build_norm(l, inpL, w(l, "enc.output_norm.weight", 0), GM_NONE, true, -1);
     l->t_embd = cur;
@@ -181,19 +190,13 @@ void gm_arch_t5(gm_llm *l) {
                                  .kq_b = gm_build_pos_bias(l, pos_bucket, rel_b(l, "dec.blk.%d.attn_rel_b.weight", il)) };
         cur = gm_build_attn_opts(l, &self, &o, q, k, v, il);
         cur = gm_binary(g, GM_OP_ADD, cur, inpL);
-        int32_t inpCA = cur;
+        const int32_t inpCA = cur;
         cur = gm_build_norm(l, cur, w(l, "dec.blk.%d.cross_attn_norm.weight", il), GM_NONE, true, il);
         t5_qkv(l, CROSS, il, cur, embd_enc, &q, &k, &v);
         const gm_attn_opts oc = { .wo = w(l, "dec.blk.%d.cross_attn_o.weight", il), .wo_b = GM_NONE, .kq_b = GM_NONE,
                                   .sinks = GM_NONE };
         cur = gm_build_attn_cross(l, cross_mask, &oc, q, k, v, il);
-        if (il == (int)hp->dec_n_layer - 1) {
-            cur = gm_get_rows(g, cur, out_ids);
-            inpCA = gm_get_rows(g, inpCA, out_ids);
-        }
-        const int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpCA);
-        cur = gm_build_norm(l, ffn_inp, w(l, "dec.blk.%d.ffn_norm.weight", il), GM_NONE, true, il);
-        inpL = gm_binary(g, GM_OP_ADD, t5_ffn(l, cur, false, il), ffn_inp);
+        inpL = t5_ffn_block(l, cur, inpCA, out_ids, il == (int)hp->dec_n_layer - 1, false, il);
     }
     int32_t cur = gm_build_norm(l, inpL, w(l, "dec.output_norm.weight", 0), GM_NONE, true, -1);
     l->t_embd = cur;
