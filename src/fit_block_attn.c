@@ -65,7 +65,7 @@ int32_t gm_build_attn_no_cache(gm_llm *l, const gm_attn_inp_nc *inp, const gm_at
     gm_expand(l->g, k);
     gm_expand(l->g, v);
     const int32_t mask = l->hp->is_swa[il] ? inp->kq_mask_swa : inp->kq_mask;
-    return project(l, o, gm_build_attn_mha(l, q, k, v, o->kq_b, mask, o->sinks, o->soft_cap));
+    return project(l, o, gm_build_attn_mha(l, q, k, v, o->kq_b, mask, o->sinks, o->soft_cap, il));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -98,9 +98,10 @@ int32_t gm_build_pos_bias(gm_llm *l, int32_t pos_bucket, int32_t attn_rel_b) {
     return gm_cont(g, gm_permute(g, bias, 2, 0, 1, 3));
 }
 
-int32_t gm_build_attn_cross(gm_llm *l, int32_t kq_mask, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v) {
+int32_t gm_build_attn_cross(gm_llm *l, int32_t kq_mask, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
+                            int il) {
     gm_expand(l->g, q);
     gm_expand(l->g, k);
     gm_expand(l->g, v);
-    return project(l, o, gm_build_attn_mha(l, q, k, v, o->kq_b, kq_mask, o->sinks, o->soft_cap));
+    return project(l, o, gm_build_attn_mha(l, q, k, v, o->kq_b, kq_mask, o->sinks, o->soft_cap, il));
 }

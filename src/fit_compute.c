@@ -22,6 +22,7 @@
 #include "fit_graph_dump.h"
 #include "fit_internal.h"
 #include "fit_block_moe.h"
+#include "fit_blocks.h"
 #include "fit_llm.h"
 #include "internal.h"
 
@@ -39,7 +40,7 @@ static arch_graph graph_of(const gm_hparams *hp) {
     /* graphs-dense */
     case GM_ARCH_MISTRAL3: return gm_arch_mistral3;
     case GM_ARCH_PHI3: return gm_arch_phi3;
-    case GM_ARCH_GRANITE: return gm_arch_granite;
+    case GM_ARCH_GRANITE: return hp->deepstack ? NULL : gm_arch_granite; /* vision inputs: not modelled */
     case GM_ARCH_COMMAND_R: return gm_arch_command_r;
     case GM_ARCH_COHERE2: return gm_arch_cohere2;
     case GM_ARCH_OLMO2: return gm_arch_olmo2;
@@ -47,6 +48,11 @@ static arch_graph graph_of(const gm_hparams *hp) {
     case GM_ARCH_EXAONE4: return gm_arch_exaone4;
     case GM_ARCH_GEMMA2: return gm_arch_gemma2;
     case GM_ARCH_GEMMA3: return gm_arch_gemma3;
+    case GM_ARCH_GEMMA3N: return gm_arch_gemma3n;
+    case GM_ARCH_BERT: return gm_arch_bert;
+    case GM_ARCH_NOMIC_BERT: return gm_arch_nomic_bert;
+    case GM_ARCH_T5: return gm_arch_t5;
+    case GM_ARCH_T5ENCODER: return gm_arch_t5encoder;
     case GM_ARCH_QWEN35: return gm_arch_qwen35;
     case GM_ARCH_QWEN35MOE: return gm_arch_qwen35;
     case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next;
@@ -228,9 +234,11 @@ static void graph_asserts(gm_llm *l) {
 }
 
 /* llama_context::graph_reserve: the graph for this ubatch, split and
- * allocated; the peak of each backend's buffer into size[]; with moved,
- * whether a flash-attention node left its layer's device */
-static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS], bool *moved) {
+ * allocated, the peak of each backend's buffer into size[]; with probe_fa
+ * (resolve_fused_ops' flash-attention probe: graph_reserve(split_only)) split
+ * only, and whether a flash-attention node left its layer's device into
+ * *probe_fa */
+static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS], bool *probe_fa) {
     const int64_t n_models = ggufmap_model_n_tensors(ggufmap_placement_model(ggufmap_plan_placement(l->fit->plan)));
     gm_graph g;
     gm_split_graph sg;
@@ -252,17 +260,19 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
         l->g = NULL;
         return false;
     }
+    gm_build_pooling(l); /* llama_model::build_graph adds it after every graph (llama-model.cpp:2766) */
     gm_set_outputs(l);
 #ifdef GGUFMAP_GRAPH_DUMP
     int32_t *srcs = gm_graph_dump_save_srcs(&g);
-    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+#endif
+    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg);
+    if (ok && probe_fa) *probe_fa = fa_moved(l, &g, &sg);
+    else ok = ok && gm_alloc_reserve(&g, &sg, &l->be, size);
+#ifdef GGUFMAP_GRAPH_DUMP
     if (ok) gm_graph_dump(&g, srcs, &sg, &l->be);
     free(srcs);
-#else
-    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
 #endif
     if (!ok && sg.unrunnable != GM_NONE) unrunnable(l, sg.unrunnable);
-    if (ok && moved) *moved = fa_moved(l, &g, &sg);
     gm_split_graph_free(&sg);
     gm_graph_free(&g);
     l->g = NULL;
@@ -311,10 +321,13 @@ static arch_graph mtp_graph_of(const gm_hparams *hp) {
     }
 }
 
+/* the context's graph: the trunk's, or the MTP draft's; NULL: a bound */
+static arch_graph context_graph(const gm_hparams *hp) { return hp->ctx_mtp ? mtp_graph_of(hp) : graph_of(hp); }
+
+bool gm_fit_has_graph(const gm_hparams *hp) { return context_graph(hp) != NULL; }
+
 int gm_fit_compute(gm_fit_ctx *fit, ggufmap_error *err) {
-    /* no pooling head is modelled op for op */
-    const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0;
-    arch_graph build = pooled ? NULL : fit->hp->ctx_mtp ? mtp_graph_of(fit->hp) : graph_of(fit->hp);
+    arch_graph build = context_graph(fit->hp);
     if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
@@ -338,15 +351,16 @@ int gm_fit_compute(gm_fit_ctx *fit, ggufmap_error *err) {
     const int64_t n_tokens = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
     const int64_t np = s->n_seq_max;
     const int64_t n_outputs = n_tokens < s->n_outputs_max ? n_tokens : s->n_outputs_max;
-    /* -fa auto: llama.cpp reserves a probe graph of one token per sequence (the token-generation
-       reserve's shape) and turns flash attention off when a flash-attention node left its layer's
-       device (resolve_fused_ops: an -ot that sends a CPU layer's weights to a GPU, say) */
-    bool moved = false;
-    const bool probe = fit->opts.flash_attn == GGUFMAP_FA_AUTO && s->flash_attn && gm_fit_has_gpu(fit);
-    if (probe && (ok = reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg, &moved)) && moved)
-        fit->cp.sizes.flash_attn = false;
+    /* -fa auto: resolve_fused_ops' probe (a split of the one-token-per-sequence graph) before the
+       reserves turns flash attention off when a flash-attention node left its layer's device (an
+       -ot that sends a CPU layer's weights to a GPU, a hybrid's recurrent neighbour, several GPUs);
+       without a GPU nothing can leave */
+    bool fa_off = false;
+    if (fit->cp.fa_auto && s->flash_attn && gm_fit_has_gpu(fit))
+        ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, NULL, &fa_off);
+    if (fa_off) fit->cp.sizes.flash_attn = false;
     ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp, NULL);
-    if (!probe || moved) ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg, NULL);
+    ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg, NULL);
     if (!ok && fit->refusal[0]) ok = true; /* a refusal, not an error: the context has no buffers */
     for (int b = 0; b < GM_MAX_BACKENDS; b++) final[b] = pp[b] > tg[b] ? pp[b] : tg[b];
     if (ok && !fit->refusal[0]) add_compute_buffers(fit, &l.be, pp, final);

@@ -135,7 +135,8 @@ static void derive_sizes(gm_fit_ctx *fit, ggufmap_flash_attn fa) {
 static bool hybrid_fa_moves(const gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
     for (uint32_t il = 0; il + 1 < hp->n_layer; il++) {
-        if (hp->is_recr[il] || !hp->is_recr[il + 1] || !gm_cache_has_layer(hp, GM_CACHE_KV, il)) continue;
+        const bool cached = gm_cache_has_layer(hp, GM_CACHE_KV, il) || gm_cache_has_layer(hp, GM_CACHE_KV_SWA, il);
+        if (hp->is_recr[il] || !hp->is_recr[il + 1] || !cached) continue;
         const bool op_on_gpu = !fit->opts.no_kv_offload && gm_fit_layer_on_gpu(fit, il + 1);
         if (op_on_gpu != gm_fit_layer_on_gpu(fit, il)) return true;
     }
@@ -218,6 +219,9 @@ void gm_fit_context(gm_fit_ctx *fit) {
     if (refused_before_constructor(fit, &fa)) return;
     derive_sizes(fit, fa);
     if (fit->refusal[0]) return;
-    if (fa == GGUFMAP_FA_AUTO && auto_fa_turns_off(fit)) cp->sizes.flash_attn = false;
+    /* with a graph, fit_compute.c resolves -fa auto as llama.cpp does, by
+     * its probe; the rules below stand in where there is none */
+    cp->fa_auto = fa == GGUFMAP_FA_AUTO && gm_fit_has_graph(fit->hp);
+    if (fa == GGUFMAP_FA_AUTO && !cp->fa_auto && auto_fa_turns_off(fit)) cp->sizes.flash_attn = false;
     graph_aborts(fit);
 }

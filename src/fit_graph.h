@@ -43,6 +43,7 @@ typedef enum gm_op {
     GM_OP_CUSTOM,         /* a fused op (dsv4 hyper-connections, lightning indexer, ...) */
     GM_OP_SUB, GM_OP_SQR, GM_OP_SSM_SCAN, GM_OP_RWKV_WKV7, /* graphs-recurrent: Mamba-2, RWKV-7 */
     GM_OP_ADD_ID,         /* ggml_add_id: a + b's rows picked by ids (experts' biases) */
+    GM_OP_MEAN,           /* graphs-dense: gemma3n's activation sparsity (a [1, ...] reduction, not in place) */
     GM_OP_COUNT
 } gm_op;
 

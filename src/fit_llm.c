@@ -335,14 +335,6 @@ static int32_t get_v(gm_llm *l, const gm_kv_cache *kv, int il) {
                       row_size(type, size * n_embd_gqa), 0);
 }
 
-/* The layer of the FLASH_ATTN_EXT node under build_attn_mha's result (a
- * reshape of it), as llama.cpp records it for resolve_fused_ops
- * (llama-graph.cpp:2645). */
-void gm_tag_fused(gm_graph *g, int32_t cur, int il) {
-    const int32_t root = g->t[cur].view_src;
-    if (root != GM_NONE && g->t[root].op == GM_OP_FLASH_ATTN_EXT) g->t[root].il = (int16_t)il;
-}
-
 /* build_attn_mha (llama-graph.cpp:2602-2738): flash attention unless off
  * or a KQ bias is given; without it the scores, soft-capped, biased,
  * soft-maxed (with the sinks), times V; MLA's V decompression (v_mla)
@@ -395,8 +387,8 @@ static int32_t attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b
 }
 
 int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
-                          bool soft_cap) {
-    return attn_mha(l, q, k, v, kq_b, kq_mask, sinks, GM_NONE, soft_cap, -1);
+                          bool soft_cap, int il) {
+    return attn_mha(l, q, k, v, kq_b, kq_mask, sinks, GM_NONE, soft_cap, il);
 }
 
 /* build_attn over a cache (llama-graph.cpp:2851-2930 with

@@ -109,9 +109,10 @@ typedef struct gm_attn_opts {
     int32_t wo, wo_b, kq_b, sinks;
     bool soft_cap, iswa;
 } gm_attn_opts;
-/* build_attn_mha over k, v (views of a cache, or the current K and V) */
+/* build_attn_mha over k, v (views of a cache, or the current K and V) for layer il (its
+ * FLASH_ATTN_EXT node records il, llm_graph_result's fused node, for -fa auto's probe) */
 int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
-                          bool soft_cap);
+                          bool soft_cap, int il);
 /* build_attn with a KV cache (plain, or one of an iswa pair): store K/V
  * (k and v GM_NONE: a layer that reads another's cache), attend, project */
 int32_t gm_build_attn_opts(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
@@ -162,10 +163,6 @@ int32_t gm_cache_cpy_k(gm_llm *l, const gm_kv_cache *kv, int32_t k_cur, int32_t 
 int32_t gm_cache_get_k(gm_llm *l, const gm_kv_cache *kv, int il);
 
 
-/* records the layer of build_attn_mha's flash-attention node (cur: its
- * result), for -fa auto's probe; blocks that attend call it */
-void gm_tag_fused(gm_graph *g, int32_t cur, int il);
-
 /* marks the graph's outputs as llm_graph_result::set_outputs does */
 void gm_set_outputs(gm_llm *l);
 
@@ -174,6 +171,8 @@ void gm_arch_llama(gm_llm *l);
 void gm_arch_qwen3moe(gm_llm *l);
 void gm_arch_smollm3(gm_llm *l);
 void gm_arch_gemma4(gm_llm *l);
+/* gemma4's and gemma3n's per-layer token embeddings, projected: [ple, T, n_layer] */
+int32_t gm_per_layer_inputs(gm_llm *l, int32_t inpL, int64_t ple);
 void gm_arch_qwen4exp(gm_llm *l);
 /* graphs-dense: fit_arch_dense.c, fit_arch_gemma.c, fit_arch_encoder.c */
 void gm_arch_mistral3(gm_llm *l);
@@ -190,5 +189,10 @@ void gm_arch_starcoder2(gm_llm *l);
 void gm_arch_exaone4(gm_llm *l);
 void gm_arch_gemma2(gm_llm *l);
 void gm_arch_gemma3(gm_llm *l);
+void gm_arch_gemma3n(gm_llm *l);
+void gm_arch_bert(gm_llm *l);
+void gm_arch_nomic_bert(gm_llm *l);
+void gm_arch_t5(gm_llm *l);
+void gm_arch_t5encoder(gm_llm *l);
 
 #endif

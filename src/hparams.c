@@ -372,6 +372,9 @@ static void read_granite(reader *r, gm_hparams *hp) {
     read_granitemoe(r, hp);
     get_bool(r, "rope.scaling.finetuned", &rope_finetuned);
     hp->no_rope = !rope_finetuned;
+    uint32_t map[GM_MAX_LAYERS];
+    const int64_t n = get_arr_u32(r, "deepstack_mapping", map, GM_MAX_LAYERS, false);
+    for (int64_t i = 0; i < n; i++) hp->deepstack |= (int32_t)map[i] >= 0;
 }
 
 /* olmo2.cpp: SWA only with a window, on 3 layers of 4 */
@@ -647,7 +650,7 @@ static const struct arch_row {
     { "gemma4", GM_ARCH_GEMMA4, GM_MEMORY_KV_ISWA, read_gemma4, SHARED_KV },
     { "qwen4exp", GM_ARCH_QWEN4EXP, GM_MEMORY_HYBRID_IDX, read_qwen4exp, { .rs_rollback = true } },
     { "qwen2", GM_ARCH_QWEN2, GM_MEMORY_KV, read_plain, { 0 } },
-    { "qwen3", GM_ARCH_QWEN3, GM_MEMORY_KV, read_plain, { 0 } },
+    { "qwen3", GM_ARCH_QWEN3, GM_MEMORY_KV, read_plain, { .rank_soft_max = true } },
     { "phi3", GM_ARCH_PHI3, GM_MEMORY_KV, read_plain, { 0 } }, /* a window key turns SWA off (phi3.cpp:13-24) */
     { "mistral3", GM_ARCH_MISTRAL3, GM_MEMORY_KV, read_mistral3, { 0 } },
     { "granite", GM_ARCH_GRANITE, GM_MEMORY_KV, read_granite, { 0 } },

@@ -95,6 +95,7 @@ typedef struct gm_arch_traits {
     gm_fa_auto fa_auto;
     bool rs_rollback;            /* llm_arch_supports_rs_rollback (llama-arch.cpp:1112-1128): the recurrent
                                     memory keeps n_rs_seq rollback rows per sequence when asked (--mtp) */
+    bool rank_soft_max;          /* qwen3: build_pooling's rank head ends in a soft max (llama-graph.cpp:3760) */
 } gm_arch_traits;
 
 typedef enum gm_swa_type { GM_SWA_NONE = 0, GM_SWA_STANDARD = 1, GM_SWA_CHUNKED = 2, GM_SWA_SYMMETRIC = 3 } gm_swa_type;
@@ -162,6 +163,7 @@ typedef struct gm_hparams {
     float f_attn_temp_scale;             /* attention.temperature_scale (mistral3): Q times an input */
     bool attn_soft_cap;                  /* gemma2: attention scores soft-capped */
     bool no_rope;                        /* granite: rope.scaling.finetuned false turns RoPE off */
+    bool deepstack;                      /* granite vision: deepstack_mapping injects projector rows (no graph) */
     uint32_t n_ctx_orig_yarn;            /* rope.scaling.original_context_length (default n_ctx_train) */
     uint32_t dec_n_layer;                /* t5: decoder_block_count (default n_layer) */
     /* graphs (graphs-recurrent): positions per token in inp_pos, 4 with
