@@ -64,6 +64,7 @@ void ggufmap_fit_opts_init(ggufmap_fit_opts *o) {
     o->n_ubatch = 512;
     o->type_k = o->type_v = 1; /* f16 */
     o->flash_attn = GGUFMAP_FA_AUTO;
+    o->spec_draft_n_max = 3; /* common_params_speculative_draft::n_max */
 }
 
 static void init_context(ggufmap_fit *fit, gm_fit_ctx *c, const ggufmap_fit_opts *opts, const gm_hparams *hp,

@@ -161,8 +161,8 @@ void gm_arch_phi3(gm_llm *l) {
 
 /* build_layer_ffn (granite.cpp:150-220), the dense or routed FFN (with the
  * shared expert of granitemoe's layers) between the residual scales */
-static int32_t granite_ffn(dec *d, int32_t cur, int32_t inpSA, int il) {
-    gm_llm *l = d->l;
+int32_t gm_build_granite_ffn(gm_llm *l, int32_t cur, int32_t inpSA, int il) {
+    dec dd = { .l = l }, *d = &dd;
     gm_graph *g = l->g;
     if (l->hp->f_residual_scale != 0.0f) cur = gm_unary(g, GM_OP_SCALE, cur);
     int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
@@ -190,7 +190,7 @@ void gm_arch_granite(gm_llm *l) {
         if (!hp->no_rope) rope_qk(&d, &q, &k, gm_rope_factors(l, il));
         cur = attn(&d, il, q, k, v, true);
         if (last_layer(&d, il)) cur = rows(&d, cur), inpSA = rows(&d, inpSA);
-        d.inpL = granite_ffn(&d, cur, inpSA, il);
+        d.inpL = gm_build_granite_ffn(l, cur, inpSA, il);
     }
     finish(&d, gm_unary(l->g, GM_OP_SCALE, head(&d, d.inpL, true)));
 }

@@ -40,11 +40,16 @@ static int32_t conv_state_at(q4 *c, int32_t states_all, int which, int il, int32
     if (c->rows_of[il][which] == GM_NONE) c->rows_of[il][which] = gm_build_rs(c->l, &c->rs, states_all, row_total);
     int32_t state = gm_reshape_3d(g, c->rows_of[il][which], cols, channels, n_seqs);
     int32_t input = gm_concat(g, state, gm_transpose(g, x), 0);
-    const int64_t s_idx = g->t[input].ne[0] - cols > 0 ? g->t[input].ne[0] - cols : 0;
-    int32_t tail = gm_view_3d(g, input, cols, channels, n_seqs, g->t[input].nb[1], g->t[input].nb[2],
-                              (uint64_t)s_idx * 4);
-    int32_t dst = gm_view_2d(g, states_all, cols * channels, n_seqs, g->t[states_all].nb[1], 0);
-    gm_expand(g, gm_cpy(g, gm_cont(g, tail), dst));
+    /* once per rollback slot, slot s ending s tokens earlier (:1159-1179) */
+    const int64_t n_slots = 1 + (int64_t)c->l->cp->n_rs_seq, mem_size = c->l->cp->sizes.n_seq_max;
+    const uint64_t row = g->t[states_all].nb[1];
+    for (int64_t slot = 0; slot < n_slots; slot++) {
+        const int64_t s_idx = g->t[input].ne[0] - cols - slot > 0 ? g->t[input].ne[0] - cols - slot : 0;
+        int32_t tail = gm_view_3d(g, input, cols, channels, n_seqs, g->t[input].nb[1], g->t[input].nb[2],
+                                  (uint64_t)s_idx * 4);
+        int32_t dst = gm_view_2d(g, states_all, cols * channels, n_seqs, row, (uint64_t)(slot * mem_size) * row);
+        gm_expand(g, gm_cpy(g, gm_cont(g, tail), dst));
+    }
     return input;
 }
 
@@ -271,22 +276,8 @@ static int32_t qsa_top_k(q4 *c, int32_t cur, int32_t pos, int il) {
 /* build_attn_qsa (:682-776): the KQ mask opened on the top-k cells */
 static int32_t attn_qsa(q4 *c, int32_t q, int32_t k, int32_t v, int32_t top_k, int il) {
     gm_llm *l = c->l;
-    gm_graph *g = l->g;
-    const gm_attn_inp *inp = &c->attn;
-    int32_t mask = inp->kq_mask;
-    int32_t all = gm_fill(g, mask);
-    const gm_tensor *a = &g->t[all];
-    all = gm_view_4d(g, all, 1, a->ne[0], a->ne[1], a->ne[3], a->nb[0], a->nb[1], a->nb[2], 0);
-    const gm_tensor *t = &g->t[top_k];
-    int32_t top3 = gm_view_4d(g, top_k, t->ne[0], t->ne[1], t->ne[3], 1, t->nb[1], t->nb[2], (uint64_t)t->ne[3] * t->nb[3], 0);
-    int32_t zeros = gm_new_4d(g, T_F32, 1, g->t[top3].ne[0], g->t[top3].ne[1], g->t[top3].ne[2]);
-    zeros = gm_fill(g, zeros);
-    int32_t m = gm_set_rows(g, all, zeros, top3);
-    const gm_tensor *mt = &g->t[m];
-    m = gm_view_4d(g, m, mt->ne[1], mt->ne[2], 1, mt->ne[3], mt->nb[2], mt->nb[3], mt->nb[3], 0);
-    m = gm_binary(g, GM_OP_ADD, m, mask);
-    gm_attn_inp masked = *inp;
-    masked.kq_mask = m;
+    gm_attn_inp masked = c->attn;
+    masked.kq_mask = gm_kq_mask_top_k(l, c->attn.kq_mask, top_k);
     return gm_build_attn(l, &masked, GM_NONE, q, k, v, il, false);
 }
 

@@ -155,7 +155,8 @@ static bool outputs_refused(gm_fit_ctx *fit) {
 static bool hybrid_fa_moves(const gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
     for (uint32_t il = 0; il + 1 < hp->n_layer; il++) {
-        if (hp->is_recr[il] || !hp->is_recr[il + 1] || !gm_cache_has_layer(hp, GM_CACHE_KV, il)) continue;
+        const bool cached = gm_cache_has_layer(hp, GM_CACHE_KV, il) || gm_cache_has_layer(hp, GM_CACHE_KV_SWA, il);
+        if (hp->is_recr[il] || !hp->is_recr[il + 1] || !cached) continue;
         const bool op_on_gpu = !fit->opts.no_kv_offload && gm_fit_layer_on_gpu(fit, il + 1);
         if (op_on_gpu != gm_fit_layer_on_gpu(fit, il)) return true;
     }
@@ -235,11 +236,18 @@ void gm_fit_context(gm_fit_ctx *fit) {
     cp->swa_full = fit->opts.swa_full;
     cp->embeddings = fit->opts.embeddings;
     cp->causal = fit->hp->causal;
-    cp->n_rs_seq = 0;
+    /* --spec-type draft-mtp asks the target for rollback rows (common.cpp:1723,
+     * need_n_rs_seq); llama.cpp clamps them to 0 where the architecture has no
+     * partial rollback (llama-context.cpp:105-110); the draft has none
+     * (common.cpp:1311) */
+    cp->n_rs_seq = fit->opts.mtp && !fit->hp->ctx_mtp && fit->hp->traits.rs_rollback ? fit->opts.spec_draft_n_max : 0;
     if (refused_before_constructor(fit, &fa)) return;
     derive_sizes(fit, fa);
     if (fit->refusal[0]) return;
     if (outputs_refused(fit)) return;
-    if (fa == GGUFMAP_FA_AUTO && auto_fa_turns_off(fit)) cp->sizes.flash_attn = false;
+    /* with a graph, fit_compute.c resolves -fa auto as llama.cpp does, by
+     * its probe; the rules below stand in where there is none */
+    cp->fa_auto = fa == GGUFMAP_FA_AUTO && gm_fit_has_graph(fit->hp);
+    if (fa == GGUFMAP_FA_AUTO && !cp->fa_auto && auto_fa_turns_off(fit)) cp->sizes.flash_attn = false;
     graph_aborts(fit);
 }

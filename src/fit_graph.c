@@ -406,6 +406,25 @@ int32_t gm_glu_split(gm_graph *g, int32_t a, int32_t b) {
     return r;
 }
 
+int32_t gm_glu(gm_graph *g, int32_t a) {
+    int64_t ne[4];
+    memcpy(ne, g->t[a].ne, sizeof ne);
+    ne[0] /= 2;
+    int32_t r = new_tensor(g, g->t[a].type, 4, ne, GM_NONE, 0);
+    set_op(g, r, GM_OP_GLU);
+    set_src(g, r, 0, a);
+    return r;
+}
+
+int32_t gm_add_id(gm_graph *g, int32_t a, int32_t b, int32_t ids) {
+    int32_t r = dup_tensor(g, a);
+    set_op(g, r, GM_OP_ADD_ID);
+    set_src(g, r, 0, a);
+    set_src(g, r, 1, b);
+    set_src(g, r, 2, ids);
+    return r;
+}
+
 int32_t gm_fill(gm_graph *g, int32_t a) { return gm_unary(g, GM_OP_FILL, a); }
 int32_t gm_fill_inplace(gm_graph *g, int32_t a) { return gm_unary_inplace(g, GM_OP_FILL, a); }
 
