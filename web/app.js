@@ -350,13 +350,12 @@ function renderVerdict(s, fit) {
     return;
   }
   h.dataset.fits = String(v.fits);
-  // several GPUs: the first that does not fit names the verdict (each GPU's check is listed under it)
+  // several checks (GPUs; a Mac's working set and its RAM): the first that
+  // fails names the verdict, or the first; each is listed under it
   const several = v.checks.length > 1;
   const named = (several && v.checks.find((c) => !c.fits)) || v;
-  h.textContent = several && v.fits
-    ? `✓ Fits on all ${v.checks.length} GPUs`
-    : `${v.fits ? '✓ Fits' : '✗ Does not fit'}: ${bytes(named.total)} of ${bytes(named.limit)} on ${named.device}` +
-      margin(named.total, named.limit);
+  h.textContent = `${v.fits ? '✓ Fits' : '✗ Does not fit'}: ${bytes(named.total)} of ${bytes(named.limit)} on ${named.device}` +
+    margin(named.total, named.limit);
   h.dataset.total = String(named.total);
   h.dataset.limit = String(named.limit);
   const gpus = s.vram.split(',');
@@ -371,7 +370,8 @@ function renderVerdict(s, fit) {
     `${fit.architecture}, context ${fit.context ? fit.context.n_ctx : '–'} cells.${planned}`;
 }
 
-// Each GPU's check, when there are several: its total against its limit.
+// Each check, when there are several (each GPU's; a Mac's working set and
+// its RAM): its total against its limit.
 function renderChecks(fit) {
   const ul = $('checks');
   ul.replaceChildren();

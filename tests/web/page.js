@@ -128,7 +128,7 @@ async function shownAsJson(page, name, fit) {
     checksHidden: document.getElementById('checks').hidden,
   }));
   if (fit.refusal) { check(shown.fits === 'false', `${name}: a refused context shown as fitting`); return; }
-  // several GPUs: the verdict names the first GPU that does not fit, and lists each GPU's check
+  // several checks (GPUs, a Mac's working set and RAM): the verdict names the first that fails, and lists each
   const checks = fit.verdict.checks;
   const named = (checks.length > 1 && checks.find((c) => !c.fits)) || fit.verdict;
   check(shown.fits === String(fit.verdict.fits) && shown.total === String(named.total),
