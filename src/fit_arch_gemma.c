@@ -41,7 +41,7 @@ static void gemma23(gm_llm *l, bool qk_norm, bool cap_logits) {
     for (int il = 0; il < (int)hp->n_layer; il++) {
         int32_t q, k, v;
         int32_t cur = rms(l, inpL, "blk.%d.attn_norm.weight", il);
-        gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], true, &q, &k, &v);
+        gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[0], hp->n_head_kv[0], true, &q, &k, &v);
         if (qk_norm) q = rms(l, q, "blk.%d.attn_q_norm.weight", il);
         q = gm_rope(g, q, pos, GM_NONE);
         if (qk_norm) k = rms(l, k, "blk.%d.attn_k_norm.weight", il);

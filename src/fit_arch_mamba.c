@@ -17,10 +17,13 @@ static int32_t attn_out(gm_llm *l, const gm_attn_inp *inp, int32_t q, int32_t k,
     return wo_b == GM_NONE ? cur : gm_binary(l->g, GM_OP_ADD, cur, wo_b);
 }
 
-/* build_qkv with the layer's head counts, reshaped */
-static void qkv(gm_llm *l, int32_t cur, int il, int32_t *q, int32_t *k, int32_t *v) {
+/* build_qkv, reshaped, with the layer's head counts (nemotron-h.cpp:271:
+ * hparams.n_head(il)) or layer 0's (falcon-h1.cpp:139: the graph context's
+ * n_head, n_head_kv) */
+static void qkv(gm_llm *l, int32_t cur, int il, bool layer_heads, int32_t *q, int32_t *k, int32_t *v) {
     const gm_hparams *hp = l->hp;
-    gm_build_qkv(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], hp->head_v_full, q, k, v);
+    const int h = layer_heads ? il : 0;
+    gm_build_qkv(l, il, cur, hp->head_k_full, hp->n_head[h], hp->n_head_kv[h], hp->head_v_full, q, k, v);
 }
 
 /* the output head: norm, the hidden state kept for MTP drafts where the
@@ -87,7 +90,7 @@ void gm_arch_nemotron_h(gm_llm *l) {
             cur = gm_build_mamba2_layer(l, &rs, cur, il);
         } else if (hp->n_ff[il] == 0) {
             int32_t q, k, v;
-            qkv(l, cur, il, &q, &k, &v);
+            qkv(l, cur, il, true, &q, &k, &v);
             cur = attn_out(l, &attn, q, k, v, il);
         } else {
             cur = nemotron_ffn(l, cur, il);
@@ -114,7 +117,7 @@ void gm_arch_falcon_h1(gm_llm *l) {
     for (int il = 0; il < (int)hp->n_layer; il++) {
         int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
         int32_t q, k, v;
-        qkv(l, cur, il, &q, &k, &v);
+        qkv(l, cur, il, false, &q, &k, &v);
         q = gm_rope(g, q, pos, GM_NONE);
         k = gm_rope(g, k, pos, GM_NONE);
         int32_t attn_o = gm_build_attn(l, &attn, gm_w(l, "blk.%d.attn_output.weight", il), q, k, v, il, false);

@@ -79,7 +79,7 @@ static int32_t hc_mix(q4 *c, int32_t x, const char *const w[4], int il, int32_t 
         gated = gm_reshape_3d(g, gated, n_embd, hc, nt);
         const uint64_t nb1 = (uint64_t)n_embd * 4 * (uint64_t)hc;
         mixed = gm_cont(g, gm_view_2d(g, gated, n_embd, nt, nb1, 0));
-        for (int64_t k = 1; k < hc; k++)
+        for (int64_t k = 1; k < hc && (k == 1 || !g->oom); k++)
             mixed = gm_binary(g, GM_OP_ADD, mixed, gm_view_2d(g, gated, n_embd, nt, nb1, f32s(k * n_embd)));
         mixed = gm_unary(g, GM_OP_SCALE, mixed);
     }
@@ -127,7 +127,7 @@ static int32_t ple_conv(q4 *c, int32_t padded, int il, int64_t hc_dim) {
     const int64_t kern = l->hp->ple_conv_kernel, dil = l->hp->ple_ngram_size, hist = (kern - 1) * dil;
     const int64_t n_seqs = l->ub.n_seqs, n_seq_tokens = l->ub.n_seq_tokens;
     int32_t w = gm_w(l, "blk.%d.ple_conv1d.weight", il), out = GM_NONE;
-    for (int64_t k = 0; k < kern; k++) {
+    for (int64_t k = 0; k < kern && (k == 0 || !g->oom); k++) {
         const int64_t start = hist - (kern - 1 - k) * dil;
         const gm_tensor *p = &g->t[padded];
         int32_t shifted = gm_view_3d(g, padded, n_seq_tokens, hc_dim, n_seqs, p->nb[1], p->nb[2], (uint64_t)start * 4);
@@ -222,7 +222,7 @@ static int32_t qsa_pooled_keys(q4 *c, int32_t cur, int64_t r, int64_t n_blocks, 
     k_all = gm_view_3d(g, k_all, idx_dim, n_kv, n_stream, g->t[k_all].nb[2], g->t[k_all].nb[3], 0);
     int32_t members = gm_reshape_4d(g, gm_get_rows(g, k_all, c->qsa_inp[2]), idx_dim, r, n_blocks, n_stream);
     int32_t pooled = GM_NONE;
-    for (int64_t i = 0; i < r; i++) {
+    for (int64_t i = 0; i < r && (i == 0 || !g->oom); i++) { /* r of 2^32: the compute context is full long before */
         const gm_tensor *m = &g->t[members];
         int32_t slice = gm_cont(g, gm_view_3d(g, members, idx_dim, n_blocks, n_stream, m->nb[2], m->nb[3], (uint64_t)i * m->nb[1]));
         pooled = pooled == GM_NONE ? slice : gm_binary(g, GM_OP_ADD, pooled, slice);
@@ -252,7 +252,7 @@ static int32_t qsa_top_k(q4 *c, int32_t cur, int32_t pos, int il) {
     int32_t score = gm_mul_mat(g, pooled, gm_reshape_3d(g, q, idx_dim, n_h * n_tps, n_stream));
     score = gm_unary(g, GM_OP_UNARY, gm_reshape_4d(g, score, n_blocks, n_h, n_tps, n_stream));
     int32_t summed = GM_NONE;
-    for (int64_t h = 0; h < n_h; h++) {
+    for (int64_t h = 0; h < n_h && (h == 0 || !g->oom); h++) {
         const gm_tensor *s = &g->t[score];
         int32_t slice = gm_view_3d(g, score, n_blocks, n_tps, n_stream, s->nb[2], s->nb[3], (uint64_t)h * s->nb[1]);
         summed = summed == GM_NONE ? gm_cont(g, slice) : gm_binary(g, GM_OP_ADD, summed, slice);
@@ -295,7 +295,7 @@ static int32_t attn_full(q4 *c, int32_t cur, int32_t pos, int il) {
     gm_llm *l = c->l;
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
-    const int64_t head = hp->head_v_full, n_head = hp->n_head[il], n_head_kv = hp->n_head_kv[il], n = l->ub.n_tokens;
+    const int64_t head = hp->head_v_full, n_head = hp->n_head[0], n_head_kv = hp->n_head_kv[0], n = l->ub.n_tokens;
     const bool qsa = l->kv_idx.present && hp->compress_ratio[il] > 0;
     int32_t top_k = qsa ? qsa_top_k(c, cur, pos, il) : GM_NONE;
     int32_t q_full = gm_mul_mat(g, gm_w(l, "blk.%d.attn_q.weight", il), cur);

@@ -93,7 +93,7 @@ static int32_t gdn_l2_norm(gm_graph *g, int32_t x) { return gm_unary(g, GM_OP_SC
 /* qwen3next's repeat interleave of q or k to n_v_heads (qwen3next.cpp:560-580) */
 static int32_t repeat_interleave(gm_graph *g, int32_t x, int64_t hk, int64_t nk, int64_t nv, int64_t nst, int64_t ns) {
     int32_t r = gm_reshape_4d(g, x, hk, 1, nk, nst * ns);
-    r = gm_repeat_4d(g, r, hk, nv / nk, nk, nst * ns);
+    r = gm_repeat_4d(g, r, hk, gm_div(g, nv, nk), nk, nst * ns);
     return gm_reshape_4d(g, r, hk, nv, nst, ns);
 }
 
@@ -120,7 +120,7 @@ int32_t gm_build_gdn(gm_llm *l, const gm_rs_inp *inp, int32_t conv_input, int32_
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
     const int64_t ns = l->ub.n_seqs, nst = l->ub.n_seq_tokens;
-    const int64_t hk = hp->ssm_d_state, nk = hp->ssm_n_group, nv = hp->ssm_dt_rank, hv = hp->ssm_d_inner / nv;
+    const int64_t hk = hp->ssm_d_state, nk = hp->ssm_n_group, nv = hp->ssm_dt_rank, hv = gm_div(g, hp->ssm_d_inner, nv);
     const int64_t channels = hk * nk * 2 + hv * nv;
     int32_t state = gm_build_rs(l, inp, l->rs_s[il], gm_n_embd_s(hp));
     state = gm_reshape_4d(g, state, hv, hv, nv, ns);
@@ -192,7 +192,7 @@ int32_t gm_build_mamba2_layer(gm_llm *l, const gm_rs_inp *inp, int32_t cur, int 
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
     const int64_t d_conv = hp->ssm_d_conv, d_inner = hp->ssm_d_inner, d_state = hp->ssm_d_state;
-    const int64_t n_head = hp->ssm_dt_rank, head_dim = d_inner / n_head, n_group = hp->ssm_n_group;
+    const int64_t n_head = hp->ssm_dt_rank, head_dim = gm_div(g, d_inner, n_head), n_group = hp->ssm_n_group;
     const int64_t ns = l->ub.n_seqs, nst = l->ub.n_seq_tokens, channels = d_inner + 2 * n_group * d_state;
     const int32_t r_all = l->rs_r[il], s_all = l->rs_s[il];
     int32_t conv = gm_build_rs(l, inp, r_all, gm_n_embd_r(hp));
@@ -233,7 +233,7 @@ int32_t gm_build_mamba2_layer(gm_llm *l, const gm_rs_inp *inp, int32_t cur, int 
     y = gm_glu_split(g, gm_cont(g, z), y);
     const int32_t norm_w = gm_w(l, "blk.%d.ssm_norm.weight", il);
     if (norm_w != GM_NONE) {
-        y = gm_reshape_4d(g, y, d_inner / n_group, n_group, nst, ns);
+        y = gm_reshape_4d(g, y, gm_div(g, d_inner, n_group), n_group, nst, ns);
         y = gm_build_norm_rms(l, y, norm_w, il);
     }
     y = gm_reshape_2d(g, y, d_inner, nst * ns);
@@ -290,7 +290,7 @@ int32_t gm_build_rwkv7_time_mix(gm_llm *l, const gm_rs_inp *inp, int32_t cur, in
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
     const int64_t n = l->ub.n_tokens, ns = l->ub.n_seqs, nst = l->ub.n_seq_tokens, n_embd = hp->n_embd;
-    const int64_t hs = hp->wkv_head_size, hc = n_embd / hs;
+    const int64_t hs = hp->wkv_head_size, hc = gm_div(g, n_embd, hs);
     const bool gating = gm_w(l, "blk.%d.time_mix_g1.weight", il) != GM_NONE && gm_w(l, "blk.%d.time_mix_g2.weight", il) != GM_NONE;
     int32_t sx = gm_binary(g, GM_OP_SUB, x_prev, cur);
     sx = gm_repeat_4d(g, sx, n_embd, nst, ns, gating ? 6 : 5);
@@ -336,7 +336,7 @@ int32_t gm_build_rwkv7_time_mix(gm_llm *l, const gm_rs_inp *inp, int32_t cur, in
     gm_expand(g, gm_cpy(g, new_state, gm_view_1d(g, s_all, gm_n_embd_s(hp) * ns, 0)));
     const int32_t ln = gm_w(l, "blk.%d.time_mix_ln.weight", il), ln_b = gm_w(l, "blk.%d.time_mix_ln.bias", il);
     if (ln != GM_NONE && ln_b != GM_NONE) {
-        cur = gm_unary(g, GM_OP_NORM, gm_reshape_3d(g, cur, n_embd / hc, hc, n));
+        cur = gm_unary(g, GM_OP_NORM, gm_reshape_3d(g, cur, gm_div(g, n_embd, hc), hc, n));
         cur = gm_reshape_2d(g, cur, n_embd, n);
         cur = gm_binary(g, GM_OP_ADD, gm_binary(g, GM_OP_MUL, cur, ln), ln_b);
     } else {

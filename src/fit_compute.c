@@ -199,6 +199,23 @@ static bool fa_moved(const gm_llm *l, const gm_graph *g, const gm_split_graph *s
     return false;
 }
 
+/* A graph whose building aborts llama.cpp (a ggml assert, a division by
+ * zero), or with a tensor beyond GM_FIT_MAX_BYTES: llama.cpp cannot
+ * allocate it (its own size_t sizes overflow first) and fails the context. */
+static bool graph_refused(gm_llm *l, const gm_graph *g) {
+    gm_fit_ctx *fit = (gm_fit_ctx *)l->fit;
+    if (g->aborts[0]) {
+        if (!fit->refusal[0]) snprintf(fit->refusal, sizeof fit->refusal, "%s", g->aborts);
+        fit->aborts = true;
+        return true;
+    }
+    if (!g->too_big) return false;
+    if (!fit->refusal[0])
+        snprintf(fit->refusal, sizeof fit->refusal, "failed to allocate compute buffers: a tensor of the worst-case "
+                 "graph exceeds %llu PiB at these sizes", (unsigned long long)(GM_FIT_MAX_BYTES >> 50));
+    return true;
+}
+
 /* llama_context::graph_reserve: the graph for this ubatch, split and
  * allocated; the peak of each backend's buffer into size[]; with moved,
  * whether a flash-attention node left its layer's device */
@@ -206,6 +223,8 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     const int64_t n_models = ggufmap_model_n_tensors(ggufmap_placement_model(ggufmap_plan_placement(l->fit->plan)));
     gm_graph g;
     gm_split_graph sg;
+    memset(&sg, 0, sizeof sg); /* freed even when the graph never gets split */
+    sg.unrunnable = GM_NONE;
     gm_graph_init(&g);
     l->g = &g;
     if (ub.n_tokens % ub.n_seqs != 0) ub.n_tokens = (ub.n_tokens + ub.n_seqs - 1) / ub.n_seqs * ub.n_seqs;
@@ -213,16 +232,18 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     l->ub = ub;
     l->t_logits = l->t_embd = GM_NONE;
     for (int64_t i = 0; i < n_models; i++) l->w[i] = l->w_dup[i] = GM_NONE;
+    g.max_ctx_tensors = l->max_nodes;
     make_memory(l);
     build(l);
     gm_set_outputs(l);
+    g.max_ctx_tensors = 0; /* the scheduler's copies are in its own context */
 #ifdef GGUFMAP_GRAPH_DUMP
     int32_t *srcs = gm_graph_dump_save_srcs(&g);
-    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+    bool ok = !graph_refused(l, &g) && !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
     if (ok) gm_graph_dump(&g, srcs, &sg, &l->be);
     free(srcs);
 #else
-    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+    bool ok = !graph_refused(l, &g) && !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
 #endif
     if (!ok && sg.unrunnable != GM_NONE) unrunnable(l, sg.unrunnable);
     if (ok && moved) *moved = fa_moved(l, &g, &sg);
@@ -253,6 +274,17 @@ static arch_graph mtp_graph_of(const gm_hparams *hp) {
     }
 }
 
+/* llama_context::graph_max_nodes (llama-context.cpp:2365-2415) for the
+ * architectures with a graph here, no LoRA and no backend sampler: the
+ * compute context's room, in tensors (uint32_t arithmetic, as there); the
+ * architecture's row says its budget (gm_arch_traits.nodes_per_token/_tensor) */
+static uint32_t graph_max_nodes(const gm_arch_traits *t, uint32_t n_tokens, int64_t n_tensors) {
+    const uint32_t nt = (uint32_t)n_tensors;
+    const uint32_t a = t->nodes_per_token ? n_tokens * t->nodes_per_token : 1024u;
+    const uint32_t b = (t->nodes_per_tensor ? t->nodes_per_tensor : 8u) * nt;
+    return a > b ? a : b;
+}
+
 int gm_fit_compute(gm_fit_ctx *fit, ggufmap_error *err) {
     /* no pooling head is modelled op for op */
     const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0;
@@ -278,6 +310,7 @@ int gm_fit_compute(gm_fit_ctx *fit, ggufmap_error *err) {
     uint64_t pp[GM_MAX_BACKENDS] = { 0 }, tg[GM_MAX_BACKENDS] = { 0 }, final[GM_MAX_BACKENDS];
     const int64_t n_tokens = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
     const int64_t np = s->n_seq_max;
+    l.max_nodes = graph_max_nodes(&fit->hp->traits, (uint32_t)n_tokens, ggufmap_placement_n_instances(pl));
     const int64_t n_outputs = n_tokens < s->n_outputs_max ? n_tokens : s->n_outputs_max;
     /* -fa auto: llama.cpp reserves a probe graph of one token per sequence (the token-generation
        reserve's shape) and turns flash attention off when a flash-attention node left its layer's

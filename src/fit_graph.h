@@ -81,9 +81,20 @@ typedef struct gm_graph {
     int32_t n_nodes, n_leafs, cap_order;
     uint8_t *visited;       /* per tensor: in nodes/leafs already */
     bool oom;               /* an allocation failed: the graph is unusable */
+    bool too_big;           /* a tensor of more than GM_FIT_MAX_BYTES (or sizes that overflow) */
+    char aborts[160];       /* "" or where building the graph aborts llama.cpp (a ggml assert, a crash) */
+    int64_t max_ctx_tensors; /* the compute context's room in tensors (llm_graph_result's max_nodes), 0: no limit */
+    int64_t n_ctx_tensors;  /* the tensors the compute context holds: all but weights and caches */
 } gm_graph;
 
 void gm_graph_init(gm_graph *g);
+/* Building the graph aborts llama.cpp here (the first reason is kept): fmt
+ * names the assertion or the crash and its place. */
+void gm_graph_abort(gm_graph *g, const char *fmt, ...);
+/* a / b for the integer divisions of a graph builder: a division by zero
+ * (hyperparameters llama.cpp loads but divides by, as its graph does)
+ * records its crash in g->aborts and gives 0. */
+int64_t gm_div(gm_graph *g, int64_t a, int64_t b);
 void gm_graph_free(gm_graph *g);
 /* Forgets the node and leaf order (a new graph over the same tensors). */
 void gm_graph_clear_order(gm_graph *g);

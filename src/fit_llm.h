@@ -40,6 +40,7 @@ typedef struct gm_llm {
     gm_kv_cache kv, kv_swa, kv_idx;
     int32_t rs_r[GM_MAX_LAYERS], rs_s[GM_MAX_LAYERS], rs_p[GM_MAX_LAYERS];
     int32_t t_logits, t_embd;
+    uint32_t max_nodes;         /* llama_context::graph_max_nodes: the compute context's room in tensors */
 } gm_llm;
 
 /* ---- model tensors ---- */

@@ -531,7 +531,8 @@ static void read_qwen4exp(reader *r, gm_hparams *hp) {
 #define T5_DECODER { .encoder_decoder = true, .position_bias = true, .fa_auto = GM_FA_OFF_GPU_WITH_CPU_LAYER }
 #define T5_ENCODER { .position_bias = true, .cache_unread = true }
 #define SHARED_KV { .kv_shared = true }
-#define MTP_PLAIN { .mtp_plain_cache = true, .mtp_one_block = true }
+#define BIG_GRAPH .nodes_per_token = 40, .nodes_per_tensor = 32 /* llama-context.cpp:2373-2385 */
+#define MTP_PLAIN { .mtp_plain_cache = true, .mtp_one_block = true, BIG_GRAPH }
 #define MTP_ONE { .mtp_one_block = true }
 #define HYBRID_FA { .fa_auto = GM_FA_OFF_WHEN_MOVED }
 static const struct arch_row {
@@ -544,7 +545,7 @@ static const struct arch_row {
     { "llama", GM_ARCH_LLAMA, GM_MEMORY_KV, read_plain, { 0 } },
     { "qwen3moe", GM_ARCH_QWEN3MOE, GM_MEMORY_KV, read_plain, { 0 } },
     { "gemma4", GM_ARCH_GEMMA4, GM_MEMORY_KV_ISWA, read_gemma4, SHARED_KV },
-    { "qwen4exp", GM_ARCH_QWEN4EXP, GM_MEMORY_HYBRID_IDX, read_qwen4exp, { 0 } },
+    { "qwen4exp", GM_ARCH_QWEN4EXP, GM_MEMORY_HYBRID_IDX, read_qwen4exp, { BIG_GRAPH } },
     { "qwen2", GM_ARCH_QWEN2, GM_MEMORY_KV, read_plain, { 0 } },
     { "qwen3", GM_ARCH_QWEN3, GM_MEMORY_KV, read_plain, { 0 } },
     { "phi3", GM_ARCH_PHI3, GM_MEMORY_KV, read_plain, { 0 } }, /* a window key turns SWA off (phi3.cpp:13-24) */
@@ -593,6 +594,7 @@ static const struct arch_row {
 #undef T5_ENCODER
 #undef SHARED_KV
 #undef MTP_PLAIN
+#undef BIG_GRAPH
 #undef MTP_ONE
 #undef HYBRID_FA
 

@@ -93,6 +93,10 @@ typedef struct gm_arch_traits {
     bool mtp_one_block;          /* its MTP draft graph asserts a single NextN block
                                     (GGML_ASSERT(hparams.n_layer_nextn == 1), e.g. qwen35.cpp:489) */
     gm_fa_auto fa_auto;
+    uint8_t nodes_per_token;     /* the compute context's room (llama_context::graph_max_nodes,
+                                    llama-context.cpp:2365): max(n_tokens x this, nodes_per_tensor x the
+                                    model's tensors); 0: max(1024, 8 x the tensors) */
+    uint8_t nodes_per_tensor;    /* 0: 8 */
 } gm_arch_traits;
 
 typedef enum gm_swa_type { GM_SWA_NONE = 0, GM_SWA_STANDARD = 1, GM_SWA_CHUNKED = 2, GM_SWA_SYMMETRIC = 3 } gm_swa_type;
