@@ -258,7 +258,7 @@ static val rope_scaling_of(const vm *m, const gm_arch_expr *x) {
     if (!kv) return gm_known(x->v);
     if (ggufmap_kv_string(kv, &s, &n) != GGUFMAP_OK) return UNKNOWN; /* get_key refused it */
     for (uint32_t i = 0; i < gm_arch_n_rope_scaling; i++)
-        if (strlen(gm_arch_rope_scaling[i].name) == n && memcmp(gm_arch_rope_scaling[i].name, s, n) == 0)
+        if (strlen(gm_arch_rope_scaling[i].name) == n && memcmp(gm_arch_rope_scaling[i].name, s, (size_t)n) == 0)
             return gm_known(gm_arch_rope_scaling[i].value);
     return gm_known(gm_arch_rope_scaling_unspecified);
 }
