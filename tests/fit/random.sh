@@ -15,9 +15,9 @@
 #          -b below -np (llama.cpp aborts there, fit refuses)
 #   --swa-full, -kvu, -nkvo, --no-op-offload, --embedding: each one time in
 #          four (--embedding on models without pooling too)
-#   the devices: CPU; fake Metal at -ngl 0, 1, 2, all; fake CUDA at -ngl 1,
-#          all; two fake Metal (MTL0,MTL1) and two fake CUDA devices
-#          (CUDA0,CUDA1, CUDA1,CUDA0 with -ts 3,1) at partial and full -ngl
+#   the devices: CPU, a fake Metal, a fake CUDA, two fake Metal (MTL0,MTL1),
+#          two fake CUDA (CUDA0,CUDA1; CUDA1,CUDA0 with -ts 3,1), each at
+#          -ngl 0, 1, 2, 3, all
 # The fixture per draw: the maker's, the wider one (quantized caches need
 # heads of whole blocks) or, for -c 0 one time in two, the wider one with a
 # trained context of 3000 (A-t: not a multiple of 256).  Comparison as
@@ -57,9 +57,9 @@ types=(f32 f16 f16 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)
 fas=(auto auto on off)
 ubs=("" "" 1 32 100 128 512 1024)
 bs=("" "" "" 1 2 3 64 100 256 512 4096)
-devices=("" "" "--device metal -ngl 0" "--device metal -ngl 1" "--device metal -ngl 2" "--device metal -ngl all"
-         "--device cuda -ngl 1" "--device cuda -ngl all" "--device MTL0,MTL1 -ngl all" "--device MTL0,MTL1 -ngl 2"
-         "--device CUDA0,CUDA1 -ngl all" "--device CUDA0,CUDA1 -ngl 1" "--device CUDA1,CUDA0 -ts 3,1 -ngl all")
+devices=("" "" "--device metal" "--device metal" "--device cuda" "--device cuda" "--device MTL0,MTL1"
+         "--device CUDA0,CUDA1" "--device CUDA1,CUDA0 -ts 3,1")
+ngls=(0 1 2 3 all all)   # the fixtures have 2 or 3 layers: 3 of 2 is every layer and the output
 seed=$SEED
 # pick N: R = the next draw in [0, N) (no subshell: the seed must advance)
 pick() { seed=$(( (seed * 1103515245 + 12345) % 2147483648 )); R=$(( seed / 65536 % $1 )); }
@@ -87,7 +87,7 @@ for a in "${ARCHS[@]}"; do
     if [ -n "$(pooled "$a")" ]; then args+=(--embedding); else flag --embedding; fi
     pick ${#devices[@]}
     # shellcheck disable=SC2206 # the device group splits into words
-    [ -n "${devices[$R]}" ] && args+=(${devices[$R]})
+    [ -n "${devices[$R]}" ] && { args+=(${devices[$R]}); pick ${#ngls[@]}; args+=(-ngl "${ngls[$R]}"); }
     [ -n "${RANDOM_LOG:-}" ] && echo "$a-$i $fx ${args[*]}" >>"$RANDOM_LOG"
     check "$a-$i" "$fx" "${args[@]}"
     n_drawn=$((n_drawn + 1))
