@@ -9,7 +9,8 @@ ggufmap-fixture first on PATH), and the lines shown under it, up to the next
 "$ " line, must appear in what it printed (standard output and error), in
 that order, each one whole. "…" stands for what the README leaves out: a
 line that is only "…" skips any number of lines, and "…" inside a line
-matches any text there. Before the first example, WORKDIR gets the model
+matches any text there; a last line "[exit status N]" is the status it must
+exit with. Before the first example, WORKDIR gets the model
 every example uses, made as the README's "Try it" makes it.
 """
 import os
@@ -71,7 +72,12 @@ failed = 0
 for command, expected in examples:
     run = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True)
     output = (run.stdout + run.stderr).rstrip("\n").split("\n")
+    status = None
+    if expected and re.fullmatch(r"\[exit status \d+\]", expected[-1]):
+        status = int(expected.pop()[13:-1])
     missing = shown_in(expected, output)
+    if missing is None and status is not None and run.returncode != status:
+        missing = f"[exit status {status}]"
     if missing is None:
         print(f"ok: $ {command} (exit {run.returncode}, {len(expected)} lines shown)")
     else:
