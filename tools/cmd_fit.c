@@ -196,6 +196,8 @@ static int run_fit(const ggufmap_model *m, const fit_args *f) {
     } else {
         const char *warning = ggufmap_placement_warning(pl);
         if (warning[0] && !f->common.json && !f->common.quiet) cli_fail("fit", 0, warning);
+        char ngl[256];
+        if (!f->common.quiet && placement_args_ngl_without_device(&f->placement, ngl, sizeof ngl)) cli_fail("fit", 0, ngl);
         if (!f->common.quiet) ggufmap_fit_report(stdout, fit, &ro);
         rc = cli_finish_stdout("fit", ggufmap_fit_fits(fit, false) ? EXIT_OK : EXIT_NO);
     }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# What a newcomer trips on (issue 21): one voice across commands.
+#   - shards are numbered from 1 in every text (fit's "mapped from shard N");
+#   - -ngl N without --device warns and names the flag probably meant;
+#   - plan's answer comes first, in words, and agrees with its exit status;
+#   - one unit policy: the column headed "llama.cpp" is llama.cpp's log
+#     figure (%.2f of bytes/1024/1024, llama-model.cpp:1852), other sizes pick
+#     their unit;
+#   - the rest of item 6 (--max-ctx past n_ctx_train, exit statuses, likely
+#     causes in errors, wording).
+# Expected values come from arithmetic on plan --json (whose sizes the oracle
+# tests check against llama.cpp) or from the files themselves.
+#   newcomer.sh GGUFMAP FIXTURE_MAKER WORKDIR
+set -uo pipefail
+ggufmap=$(realpath "$1") fixture=$2 work=$3
+. "$(dirname "$0")/lib.sh"
+fx() { "$fixture" "$@" >/dev/null || bad "fixture maker: $*"; }
+json() { node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log(eval(process.argv[2]))' "$1" "$2"; }
+
+fx --arch qwen3moe --layers 4 --shards 2 -o "$work/q.gguf"
+fx --arch llama --layers 4 --type f32 --move output.weight:first -o "$work/one.gguf"
+q=$work/q-00001-of-00002.gguf one=$work/one.gguf
+
+# ---- 1. shards from 1: fit names the second shard "shard 2", a single file "shard 1"
+expect 0 "fit of a split model" "$ggufmap" fit "$q" --device metal -ngl 2 -c 512
+has "$work/out" "mapped from shard 2" "fit: the second shard"
+lacks "$work/out" "shard 0" "fit: no shard 0"
+expect 0 "fit of one file" "$ggufmap" fit "$one" -c 512
+has "$work/out" "mapped from shard 1" "fit: a single file is shard 1"
+lacks "$work/out" "shard 0" "fit: no shard 0 for a single file"
+
+# ---- 3. -ngl without --device
+for cmd in plan fit; do
+  if [[ $cmd == plan ]]; then expect 0 "plan -ngl 99 without --device" "$ggufmap" plan "$one" -ngl 99 --no-picture
+  else expect 0 "fit -ngl 99 without --device" "$ggufmap" fit "$one" -ngl 99 -c 512; fi
+  has "$work/err" "-ngl 99 without --device" "$cmd: the warning"
+  has "$work/err" "--device metal" "$cmd: the flag probably meant"
+  has "$work/err" "--device cuda" "$cmd: the flag probably meant"
+done
+expect 0 "plan -ngl 0" "$ggufmap" plan "$one" -ngl 0 --no-picture
+lacks "$work/err" "without --device" "-ngl 0 warns"
+expect 0 "plan --device metal -ngl 99" "$ggufmap" plan "$one" --device metal -ngl 99 --no-picture
+lacks "$work/err" "without --device" "-ngl with --device warns"
+expect 0 "plan --device cpu -ngl 99" "$ggufmap" plan "$one" --device cpu -ngl 99 --no-picture
+lacks "$work/err" "without --device" "--device cpu given: the user asked for it"
+expect 0 "plan -q -ngl 99" "$ggufmap" plan "$one" -ngl 99 -q
+[[ ! -s $work/err ]] && ok || bad "--quiet still warns: $(cat "$work/err")"
+
+# ---- 4. the answer first: before llama.cpp's lines, the buffers and the picture; it agrees with the exit status
+answer_first() { # FILE: the line number of "answer:" is below every other section's
+  local a l p
+  a=$(grep -n '^answer: ' "$1" | head -1 | cut -d: -f1)
+  l=$(grep -n '^llama.cpp v0.5.0 would print' "$1" | cut -d: -f1)
+  p=$(grep -n '^picture' "$1" | cut -d: -f1)
+  [[ -n $a && -n $l && -n $p && $a -lt $l && $a -lt $p && $a -le 5 ]] && ok || bad "answer at line ${a:-none} (llama.cpp ${l:-?}, picture ${p:-?})"
+}
+# working set under metal -ngl 2, from plan --json (llama.cpp's spans, page-aligned): the limits around it
+"$ggufmap" plan "$q" --device metal -ngl 2 --limit 1G --json >"$work/p.json"
+ws=$(json "$work/p.json" 'j.working_set.llama')
+[[ $ws =~ ^[0-9]+$ ]] && ok || bad "plan --json working_set.llama: $ws"
+expect 0 "plan under a limit" "$ggufmap" plan "$q" --device metal -ngl 2 --limit "$ws"B
+answer_first "$work/out"
+has "$work/out" "answer: FITS with llama.cpp v0.5.0 as it is" "the answer under the limit"
+expect 3 "plan over a limit" "$ggufmap" plan "$q" --device metal -ngl 2 --limit "$((ws - 1))"B
+answer_first "$work/out"
+has "$work/out" "answer: DOES NOT FIT with llama.cpp v0.5.0 as it is" "the answer over the limit"
+has "$work/out" "after next step 1 below: " "the answer after the suggested step"
+expect 0 "plan without a limit" "$ggufmap" plan "$q" --device metal -ngl 2
+has "$work/out" "answer: no verdict without --limit or --mem" "no verdict without a limit"
+# the tight loader's line says whose it is
+has "$work/out" "ggufmap loader, tight" "the loader's line names ggufmap"
+grep -qE '^  loader, ' "$work/out" && bad "a bare 'loader, ' line reads as llama.cpp's" || ok
+
+# ---- 5. units: fit's "llama.cpp" column is llama.cpp's own log figure: %.2f of size/1048576
+expect 0 "fit for the units" "$ggufmap" fit "$q" --device metal -ngl 2 -c 512
+# llama.cpp's "%8.2f MiB" of size/1024.0/1024.0: printf rounds the exact value, half to even
+node -e '
+  const mib = (size) => { const n = BigInt(size) * 100n, d = 1048576n; let q = n / d; const r2 = (n % d) * 2n;
+    if (r2 > d || (r2 === d && q % 2n === 1n)) q += 1n; return `${q / 100n}.${String(q % 100n).padStart(2, "0")} MiB`; };
+  const p = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const want = p.buffers.map(b => mib(b.size)).join("|");
+  const got = require("fs").readFileSync(process.argv[2], "utf8").split("\n").filter(l => /^  weights /.test(l))
+    .map(l => l.trim().split(/ +/).slice(3, 5).join(" ")).join("|");
+  if (got !== want) { console.log(`fit llama.cpp column ${got}, llama.cpp prints ${want}`); process.exit(1); }' \
+  "$work/p.json" "$work/out" && ok || bad "fit's llama.cpp column"
+has "$work/out" " KiB " "fit picks units (KiB)"
+lacks "$work/out" "per device (MiB" "fit's table is not MiB-only"
+
+summary
