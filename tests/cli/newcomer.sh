@@ -86,4 +86,40 @@ node -e '
 has "$work/out" " KiB " "fit picks units (KiB)"
 lacks "$work/out" "per device (MiB" "fit's table is not MiB-only"
 
+# ---- 2. the family's order names every placement it makes worse; plan on the input and the output decides
+expect 0 "family repack" "$ggufmap" repack "$q" -o "$work/fam.gguf" --json
+cp "$work/out" "$work/fam.json"
+# figures PLAN_ARGS...: "GPU CPU foreign" as plan --json counts them (llama.cpp's spans, checked against the oracle)
+figures() { "$ggufmap" plan "$@" --limit 1T --json | node -e '
+  let s = ""; process.stdin.on("data", d => s += d).on("end", () => { const j = JSON.parse(s); let f = 0;
+    for (const b of j.buffers) if (b.mapped) f += b.foreign_bytes;
+    console.log(`${j.working_set.llama} ${j.cpu_side.llama} ${f}`); });'; }
+n_cases=$(json "$work/fam.json" 'j.cases.length')
+worse_plan="" worse_repack=""
+for ((k = 0; k < n_cases; k++)); do
+  label=$(json "$work/fam.json" "j.cases[$k].label")
+  read -r -a flags <<<"$label"
+  read -r g0 c0 f0 <<<"$(figures "$q" --device metal "${flags[@]}")"
+  read -r g1 c1 f1 <<<"$(figures "$work/fam-00001-of-00002.gguf" --device metal "${flags[@]}")"
+  ((g1 > g0 || c1 > c0 || f1 > f0)) && worse_plan+="$label;"
+  [[ $(json "$work/fam.json" "j.cases[$k].worse") == true ]] && worse_repack+="$label;"
+done
+[[ -n $worse_plan ]] && ok || bad "the fixture no longer has a placement the family makes worse: the check below tests nothing"
+[[ $worse_plan == "$worse_repack" ]] && ok || bad "worse per plan: '$worse_plan', per repack: '$worse_repack'"
+expect 0 "family repack, text" "$ggufmap" repack "$q" --dry-run
+IFS=';' read -r -a worse_list <<<"$worse_plan"
+for label in "${worse_list[@]}"; do
+  grep -qE "^  $label: " "$work/out" && ok || bad "the worse placement '$label' is not named"
+  grep -qE "^$label +.*WORSE$" "$work/out" && ok || bad "the row of '$label' is not marked WORSE"
+done
+lacks "$work/out" "where no tensor is on the GPU" "repack's legend"
+# a placement given that gets worse: exit 3, nothing written; --force writes it, still exit 3
+expect 3 "repack of a placement made worse" "$ggufmap" repack "$q" --device metal "${worse_list[0]%% *}" "${worse_list[0]#* }" --order moe -o "$work/w.gguf"
+has "$work/err" "gets worse" "the refusal says why"
+[[ ! -e $work/w-00001-of-00002.gguf ]] && ok || bad "the worse output was written"
+expect 3 "repack --force of a placement made worse" "$ggufmap" repack "$q" --device metal "${worse_list[0]%% *}" "${worse_list[0]#* }" --order moe -o "$work/w.gguf" --force
+[[ -e $work/w-00001-of-00002.gguf ]] && ok || bad "--force did not write"
+expect 0 "repack of a placement, cpu-last" "$ggufmap" repack "$q" --device metal "${worse_list[0]%% *}" "${worse_list[0]#* }" -o "$work/c.gguf"
+has "$work/out" "no placement gets worse" "cpu-last for the placement given"
+
 summary
