@@ -367,6 +367,20 @@ static void print_outcome(const repack_args *a, const ggufmap_repack_result *r) 
 static volatile sig_atomic_t cancelled;
 static void on_signal(int sig) { cancelled = sig; }
 
+/* Once cleaned up, the signal's own ending, as the shell expects of a
+ * command stopped by Ctrl-C (status 128 + N: 130 for SIGINT, 143 SIGTERM,
+ * 129 SIGHUP), so a script's loop stops too; 128 + N if it returns. */
+static void exit_by_signal(int sig) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    fflush(NULL);
+    sigaction(sig, &dfl, NULL);
+    raise(sig);
+    exit(128 + sig);
+}
+
 /* The repack itself, with SIGINT, SIGTERM and SIGHUP turned into a clean stop. */
 static int repack(repack_args *a, ggufmap_repack_result **res, ggufmap_error *err) {
     struct sigaction sa, old[3];
@@ -427,6 +441,7 @@ done:
     ggufmap_model_free(in);
     placement_args_free(&a->placement);
     free(a);
+    if (cancelled) exit_by_signal((int)cancelled); /* the partial output is gone: die of the signal */
     return cli_parse_status(cmd, rc);
 }
 

@@ -10,9 +10,9 @@
 #     causes in errors, wording).
 # Expected values come from arithmetic on plan --json (whose sizes the oracle
 # tests check against llama.cpp) or from the files themselves.
-#   newcomer.sh GGUFMAP FIXTURE_MAKER WORKDIR
+#   newcomer.sh GGUFMAP FIXTURE_MAKER WORKDIR GGUFMAP_TESTHOOKS
 set -uo pipefail
-ggufmap=$(realpath "$1") fixture=$2 work=$3
+ggufmap=$(realpath "$1") fixture=$2 work=$3 hooks=$4
 . "$(dirname "$0")/lib.sh"
 fx() { "$fixture" "$@" >/dev/null || bad "fixture maker: $*"; }
 json() { node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log(eval(process.argv[2]))' "$1" "$2"; }
@@ -121,5 +121,41 @@ expect 3 "repack --force of a placement made worse" "$ggufmap" repack "$q" --dev
 [[ -e $work/w-00001-of-00002.gguf ]] && ok || bad "--force did not write"
 expect 0 "repack of a placement, cpu-last" "$ggufmap" repack "$q" --device metal "${worse_list[0]%% *}" "${worse_list[0]#* }" -o "$work/c.gguf"
 has "$work/out" "no placement gets worse" "cpu-last for the placement given"
+
+# ---- 6. a context past the trained one: a note, as llama.cpp warns (llama-context.cpp:326)
+train=$("$ggufmap" inspect --json "$one" | node -e 'let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
+  for (const kv of JSON.parse(s).metadata) if (kv.key === "llama.context_length") console.log(kv.value); });')
+[[ $train =~ ^[0-9]+$ ]] && ok || bad "llama.context_length: '$train'"
+expect 3 "fit --max-ctx past the trained context (-c 1048576 itself does not fit)" "$ggufmap" fit "$one" -c 1048576 --max-ctx --limit 1G
+r=$(sed -n 's/^largest context that fits: -c \([0-9]*\).*/\1/p' "$work/out")
+(( r > train )) && ok || bad "the answer $r is not past n_ctx_train $train: the note below tests nothing"
+has "$work/out" "(-c $r) is past the model's trained context (llama.context_length = $train)" "the note names both"
+has "$work/out" "n_ctx_seq ($r) > n_ctx_train ($train) -- possible training context overflow" "llama.cpp's own warning"
+expect 0 "fit -c n_ctx_train" "$ggufmap" fit "$one" -c "$train"
+lacks "$work/out" "trained context" "no note at the trained context"
+# -np 2: n_ctx_seq = n_ctx / 2 padded to 256 (llama-context.cpp:294): 2 * train is still inside
+expect 0 "fit -c 2*train -np 2" "$ggufmap" fit "$one" -c $((2 * train)) -np 2
+lacks "$work/out" "trained context" "n_ctx_seq is per sequence"
+expect 0 "fit -c 4*train -np 2" "$ggufmap" fit "$one" -c $((4 * train)) -np 2
+has "$work/out" "n_ctx_seq ($((2 * train))) > n_ctx_train ($train)" "per-sequence figure"
+expect 0 "fit --json past the trained context" "$ggufmap" fit "$one" -c $((4 * train)) --json
+has "$work/err" "possible training context overflow" "JSON: the note on stderr"
+
+# ---- 6. Ctrl-C: 130 (128 + SIGINT), nothing partial left; help lists it with every command
+fx --arch llama --type f32 --n-embd 512 --vocab 4096 --n-ff 1024 --layers 2 -o "$work/big.gguf"
+mkdir -p "$work/int"
+GGUFMAP_REPACK_TEST_DELAY_US=30000 "$hooks" repack "$work/big.gguf" -o "$work/int/o.gguf" --threads 1 >/dev/null 2>"$work/err" &
+pid=$!; sleep 0.4; kill -INT $pid; wait $pid; st=$?
+[[ $st == 130 ]] && ok || bad "SIGINT: exit $st, expected 130"
+[[ -z $(ls -A "$work/int") ]] && ok || bad "SIGINT left files: $(ls "$work/int")"
+expect 0 "help" "$ggufmap" help
+has "$work/out" "130  interrupted by Ctrl-C" "help's exit statuses"
+for cmd in inspect plan fit repack hash verify load; do
+  grep -qE "^  $cmd " "$work/out" && ok || bad "help does not list $cmd"
+  has "$work/out" "$cmd" "help's exit statuses name $cmd"
+  expect 0 "$cmd --help" "$ggufmap" "$cmd" --help
+  has "$work/out" "130  interrupted" "$cmd --help's exit statuses"
+  expect 0 "help" "$ggufmap" help
+done
 
 summary
