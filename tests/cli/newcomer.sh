@@ -141,6 +141,20 @@ has "$work/out" "n_ctx_seq ($((2 * train))) > n_ctx_train ($train)" "per-sequenc
 expect 0 "fit --json past the trained context" "$ggufmap" fit "$one" -c $((4 * train)) --json
 has "$work/err" "possible training context overflow" "JSON: the note on stderr"
 
+# ---- 6. plan proposes a repack only when it saves 1/100 of what it rewrites, or makes the run fit
+fx --arch llama --type f32 --n-embd 512 --n-ff 2048 --vocab 32 --layers 2 --move token_embd.weight:mid -o "$work/th.gguf"
+expect 0 "repack --dry-run for the figures" "$ggufmap" repack "$work/th.gguf" --device metal --dry-run --json
+read -r gb ga cb ca data < <(json "$work/out" '[j.cases[0].gpu_before, j.cases[0].gpu_after, j.cases[0].cpu_before, j.cases[0].cpu_after, j.data_bytes + j.hole_bytes].join(" ")')
+gain=$(( gb + cb - ga - ca ))
+(( gain > 0 && gain * 100 < data )) && ok || bad "the case is not a small gain: $gain of $data"
+expect 0 "plan, small gain, no limit" "$ggufmap" plan "$work/th.gguf" --device metal --json
+[[ $(json "$work/out" 'j.suggestions.some(s => s.command.startsWith("ggufmap repack"))') == false ]] && ok ||
+  bad "plan proposes rewriting $data bytes to save $gain"
+# the same gain is the one that makes it fit under a limit between after and before: proposed
+expect 3 "plan, small gain that makes it fit" "$ggufmap" plan "$work/th.gguf" --device metal --limit "${ga}B"
+grep -q '^  1\. repack' "$work/out" && ok || bad "the repack that makes it fit is not step 1"
+has "$work/out" "after next step 1 below: FITS" "the answer after the repack"
+
 # ---- 6. Ctrl-C: 130 (128 + SIGINT), nothing partial left; help lists it with every command
 fx --arch llama --type f32 --n-embd 512 --vocab 4096 --n-ff 1024 --layers 2 -o "$work/big.gguf"
 mkdir -p "$work/int"
