@@ -208,7 +208,7 @@ static void print_worse(const ggufmap_repack_result *r) {
         const ggufmap_repack_case *x = &r->cases[k];
         if (!x->worse) continue;
         snprintf(line, sizeof line, "%s%s%s", growth(g, "GPU", x->gpu_before, x->gpu_after),
-                 growth(c, "CPU", x->cpu_before, x->cpu_after), growth(f, "foreign", x->foreign_before, x->foreign_after));
+                 growth(c, "CPU side", x->cpu_before, x->cpu_after), growth(f, "foreign", x->foreign_before, x->foreign_after));
         printf("  %s:%s\n", x->label, line + 1); /* worse: one figure grows, so line starts with ", " */
     }
 }

@@ -155,6 +155,30 @@ expect 3 "plan, small gain that makes it fit" "$ggufmap" plan "$work/th.gguf" --
 grep -q '^  1\. repack' "$work/out" && ok || bad "the repack that makes it fit is not step 1"
 has "$work/out" "after next step 1 below: FITS" "the answer after the repack"
 
+# ---- 6. errors that name the likely cause
+# a safetensors file: u64 little-endian header length, then its JSON
+printf '\x12\x00\x00\x00\x00\x00\x00\x00{"__metadata__":{}}' >"$work/m.safetensors"
+expect 2 "a safetensors file" "$ggufmap" inspect "$work/m.safetensors"
+has "$work/err" "a safetensors file" "safetensors named"
+printf 'version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n' >"$work/lfs.gguf"
+expect 2 "a Git LFS pointer" "$ggufmap" plan "$work/lfs.gguf"
+has "$work/err" "Git LFS pointer" "LFS pointer named"
+# a truncated download: the file cut inside its tensor data
+size=$(stat -c %s "$one")
+head -c $((size / 2)) "$one" >"$work/cut.gguf"
+expect 2 "a truncated file" "$ggufmap" inspect "$work/cut.gguf"
+has "$work/err" "truncated or unfinished download" "truncation named"
+# a missing shard, the last or the first
+fx --arch llama --layers 4 --shards 4 -o "$work/s4.gguf"
+mv "$work/s4-00004-of-00004.gguf" "$work/away.gguf"
+expect 2 "the last shard missing" "$ggufmap" inspect "$work/s4-00001-of-00004.gguf"
+has "$work/err" "shard 4 of 4 missing: $work/s4-00004-of-00004.gguf" "the missing shard named"
+mv "$work/away.gguf" "$work/s4-00004-of-00004.gguf"
+mv "$work/s4-00001-of-00004.gguf" "$work/away.gguf"
+expect 2 "the first shard missing" "$ggufmap" fit "$work/s4-00003-of-00004.gguf"
+has "$work/err" "shard 1 of 4 missing: $work/s4-00001-of-00004.gguf" "the missing first shard named"
+mv "$work/away.gguf" "$work/s4-00001-of-00004.gguf"
+
 # ---- 6. Ctrl-C: 130 (128 + SIGINT), nothing partial left; help lists it with every command
 fx --arch llama --type f32 --n-embd 512 --vocab 4096 --n-ff 1024 --layers 2 -o "$work/big.gguf"
 mkdir -p "$work/int"
