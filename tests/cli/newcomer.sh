@@ -179,6 +179,16 @@ expect 2 "the first shard missing" "$ggufmap" fit "$work/s4-00003-of-00004.gguf"
 has "$work/err" "shard 1 of 4 missing: $work/s4-00001-of-00004.gguf" "the missing first shard named"
 mv "$work/away.gguf" "$work/s4-00001-of-00004.gguf"
 
+# ---- 6. the SVG's labels end before the bars (x = 170): measured on rsvg-convert's rendering
+command -v rsvg-convert >/dev/null && ok || bad "rsvg-convert is missing (librsvg2-bin, scripts/deps.sh)"
+fx --arch gemma4 -o "$work/g4.gguf"
+expect 0 "plan --svg with a lazy table" "$ggufmap" plan "$work/g4.gguf" --device metal -lzm on --svg "$work/g4.svg"
+mkdir -p "$work/labels"
+node "$(dirname "$0")/label_extent.js" "$work/g4.svg" "$work/labels" >"$work/extents" || bad "label_extent.js failed"
+grep -q "(lazy)" "$work/extents" && ok || bad "no lazy buffer's label was measured: $(cat "$work/extents")"
+awk -F'\t' '$2 < 0 || $2 >= 170 {print}' "$work/extents" >"$work/over"
+[[ -s $work/extents && ! -s $work/over ]] && ok || bad "labels reaching the bars: $(cat "$work/over")"
+
 # ---- 6. Ctrl-C: 130 (128 + SIGINT), nothing partial left; help lists it with every command
 fx --arch llama --type f32 --n-embd 512 --vocab 4096 --n-ff 1024 --layers 2 -o "$work/big.gguf"
 mkdir -p "$work/int"
