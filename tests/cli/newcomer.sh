@@ -189,6 +189,14 @@ grep -q "(lazy)" "$work/extents" && ok || bad "no lazy buffer's label was measur
 awk -F'\t' '$2 < 0 || $2 >= 170 {print}' "$work/extents" >"$work/over"
 [[ -s $work/extents && ! -s $work/over ]] && ok || bad "labels reaching the bars: $(cat "$work/over")"
 
+# ---- 6. wording: plurals
+expect 0 "fit -b 1 -ub 1" "$ggufmap" fit "$one" -c 512 -b 1 -ub 1
+has "$work/out" "(1 row at the first full batch)" "one row"
+grep -qE '(^|[^0-9])1 rows' "$work/out" && bad "fit says '1 rows'" || ok
+gguf_kv "$work/onekey.gguf" general.name=x
+expect 0 "inspect a file of one key" "$ggufmap" inspect --metadata "$work/onekey.gguf"
+has "$work/out" "(first shard, 1 key)" "one key"
+
 # ---- 6. Ctrl-C: 130 (128 + SIGINT), nothing partial left; help lists it with every command
 fx --arch llama --type f32 --n-embd 512 --vocab 4096 --n-ff 1024 --layers 2 -o "$work/big.gguf"
 mkdir -p "$work/int"
