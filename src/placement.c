@@ -22,6 +22,7 @@
 #include "arch.h"
 #include "device.h"
 #include "ggufmap/placement.h"
+#include "ggufmap/source.h"
 #include "internal.h"
 #include "regex.h"
 
@@ -46,6 +47,7 @@ struct ggufmap_placement {
     int64_t n_instances, cap_instances;
     char arch[64];
     char warning[512];
+    char refusal[1280];           /* PATH: why llama.cpp refuses the model, "" when it loads it */
 };
 
 /* ggml_n_dims: 1 + the index of the last dimension with more than one element. */
@@ -520,6 +522,9 @@ int ggufmap_placement_build(const ggufmap_model *model, const ggufmap_placement_
     gm_arch_load load;
     if ((rc = gm_arch_load_model(model, opts->load_mtp, &load, err))) goto done;
     snprintf(p->arch, sizeof p->arch, "%s", load.def->name);
+    if (load.refusal[0])
+        snprintf(p->refusal, sizeof p->refusal, "%s: %s", ggufmap_source_path(ggufmap_model_shard(model, 0)),
+                 load.refusal);
     p->n_layers = load.n_layer_all;
     p->n_layers_nextn = load.n_layer_nextn;
     if ((rc = assign_layers(p))) {
@@ -572,5 +577,6 @@ uint32_t ggufmap_placement_gpu(const ggufmap_placement *p, uint32_t i) { return 
 ggufmap_regex_dialect ggufmap_placement_regex(const ggufmap_placement *p) { return p->regex; }
 const ggufmap_placement_opts *ggufmap_placement_options(const ggufmap_placement *p) { return &p->opts; }
 const char *ggufmap_placement_warning(const ggufmap_placement *p) { return p->warning; }
+const char *ggufmap_placement_refusal(const ggufmap_placement *p) { return p->refusal[0] ? p->refusal : NULL; }
 ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p) { return p->cpu; }
 

@@ -172,6 +172,8 @@ static int place_and_plan(const cli_command *cmd, const ggufmap_model *m, const 
                           const ggufmap_plan_opts *popts, ggufmap_placement **pl, ggufmap_plan **plan) {
     ggufmap_error err;
     int st = ggufmap_placement_build(m, o, pl, &err);
+    if (st == GGUFMAP_OK && ggufmap_placement_refusal(*pl))
+        return cli_fail(cmd->name, EXIT_BAD_INPUT, ggufmap_placement_refusal(*pl));
     if (st == GGUFMAP_OK) st = ggufmap_plan_build(*pl, popts, plan, &err);
     if (st == GGUFMAP_OK) return EXIT_OK;
     return cli_fail(cmd->name, st == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT, err.message);
