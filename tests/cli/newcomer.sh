@@ -67,6 +67,15 @@ has "$work/out" "answer: DOES NOT FIT with llama.cpp v0.5.0 as it is" "the answe
 has "$work/out" "after next step 1 below: " "the answer after the suggested step"
 expect 0 "plan without a limit" "$ggufmap" plan "$q" --device metal -ngl 2
 has "$work/out" "answer: no verdict without --limit or --mem" "no verdict without a limit"
+# with --mtp the answer judges both loads together, as the exit status does: once, on the first line
+fx --arch glm4moe -o "$work/glm.gguf"
+"$ggufmap" plan "$work/glm.gguf" --device metal --mtp --limit 1G --json >"$work/mtp.json"
+both=$(json "$work/mtp.json" 'j.working_set.llama + j.mtp.working_set.llama')
+one_load=$(json "$work/mtp.json" 'j.working_set.llama')
+expect 3 "plan --mtp over a limit both loads exceed" "$ggufmap" plan "$work/glm.gguf" --device metal --mtp --limit "$((both - 1))B" --no-picture
+[[ $(head -1 "$work/out") == "answer (both loads together): DOES NOT FIT"* ]] && ok || bad "--mtp answer: $(head -1 "$work/out")"
+(( one_load <= both - 1 )) && ok || bad "the model's load alone exceeds the limit: the check above tests nothing"
+[[ $(grep -c '^answer' "$work/out") == 1 ]] && ok || bad "--mtp: more than one answer"
 # the tight loader's line says whose it is
 has "$work/out" "ggufmap loader, tight" "the loader's line names ggufmap"
 grep -qE '^  loader, ' "$work/out" && bad "a bare 'loader, ' line reads as llama.cpp's" || ok
