@@ -1,6 +1,6 @@
 /*
  * report_inspect.c - what a model holds and where: the text and the JSON
- * ("ggufmap.inspect/1", documented in README.md) of `ggufmap inspect`.
+ * ("ggufmap.inspect/1", documented in docs/json.md) of `ggufmap inspect`.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -330,7 +330,7 @@ static void json_tensors(json *j, const ggufmap_model *m, unsigned flags) {
     json_end_array(j);
 }
 
-/* The ggufmap.inspect/1 document (README). */
+/* The ggufmap.inspect/1 document (docs/json.md). */
 static void inspect_json(FILE *out, const ggufmap_model *m, unsigned flags) {
     json j;
     json_init(&j, out);

@@ -61,7 +61,7 @@ static const cli_option verdict_options[] = {
     {OPT_MAX_CTX, "--max-ctx", NULL, NULL,
      "search the largest -c (a multiple of 256) that fits the limit, up to -c N when given, else the trained "
      "context"},
-    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.fit/1 document (README)"},
+    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.fit/1 document (docs/json.md)"},
     {OPT_QUIET, "-q, --quiet", NULL, NULL, "print nothing; the exit status says whether it fits"},
 };
 

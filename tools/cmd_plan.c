@@ -33,7 +33,7 @@ static const cli_option output_options[] = {
      "the machine's RAM: the weights it holds (with metal's unified memory all of them, counted once) must fit "
      "it too, a second verdict (exit 3 if either fails); with metal it also sets --limit to macOS's default "
      "GPU working set (2/3 of RAM up to 32G, 3/4 above) unless --limit is given"},
-    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.plan/1 document (README)"},
+    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.plan/1 document (docs/json.md)"},
     {OPT_FORMAT, "--format", "text|json|buffers", "text json buffers",
      "json is --json; buffers prints one line per buffer, as tests/oracle's driver prints them"},
     {OPT_SVG, "--svg", "FILE", "@file", "also draw the plan as an SVG figure into FILE (which must not exist); - is "

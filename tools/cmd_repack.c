@@ -41,7 +41,7 @@ static const cli_option repack_options[] = {
      "who writes the bytes read for the hash: auto (default: copy_file_range where the file system shares blocks "
      "or copies on the server: Btrfs, XFS, bcachefs, ZFS, NFS, SMB; write() elsewhere), kernel (copy_file_range "
      "where the kernel takes it), write (always write())"},
-    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.repack/1 document (README) instead of the text"},
+    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.repack/1 document (docs/json.md) instead of the text"},
     {OPT_PROGRESS, "--progress", NULL, NULL, "a progress line on stderr even when it is not a terminal"},
     {OPT_NO_PROGRESS, "--no-progress", NULL, NULL, "no progress line, even on a terminal"},
     {OPT_QUIET, "-q, --quiet", NULL, NULL, "print nothing but errors"},

@@ -112,7 +112,7 @@ typedef struct planning_args {
 #define PLANNER_OPTION                                                                                               \
     {OPT_PLANNER, "--planner", "P", "span coalesce runs tight",                                                   \
      "span | coalesce[:GAP] | runs[:GAP[:MAX]] | tight[:COST[:MAX]] (default tight: the fewest bytes, at most 64 " \
-     "ranges a buffer; README: Planners)"}
+     "ranges a buffer; docs/cli.md: Planners)"}
 #define PAGE_OPTION(default_text)                                                                                    \
     {OPT_PAGE, "--page", "SIZE", NULL, "count ranges page-aligned to SIZE, a power of two (default " default_text ")"}
 #define MAX_BUFFER_OPTION                                                                                            \
