@@ -137,7 +137,8 @@ static void print_types(FILE *out, const ggufmap_model *m) {
 
 static void print_metadata(FILE *out, const ggufmap_model *m, bool full) {
     const ggufmap_source *first = ggufmap_model_shard(m, 0);
-    fprintf(out, "\nmetadata (first shard, %lld keys)\n", (long long)ggufmap_source_n_kv(first));
+    fprintf(out, "\nmetadata (first shard, %lld key%s)\n", (long long)ggufmap_source_n_kv(first),
+            ggufmap_source_n_kv(first) == 1 ? "" : "s");
     for (int64_t i = 0; i < ggufmap_source_n_kv(first); i++) {
         const ggufmap_kv *kv = ggufmap_source_kv(first, i);
         fprintf(out, "  ");

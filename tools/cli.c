@@ -323,6 +323,7 @@ static void print_status(FILE *out, const cli_command *cmd) {
         wrap(out, meaning[i], strlen(meaning[i]), 5, 5, HELP_WIDTH);
         fputc('\n', out);
     }
+    fprintf(out, "  130  interrupted (Ctrl-C, SIGINT; 143 SIGTERM, 129 SIGHUP): nothing partial is left\n");
 }
 
 void cli_print_help(FILE *out, const cli_command *cmd) {
@@ -406,7 +407,7 @@ static void man_command(FILE *out, const cli_command *cmd) {
         fputs("; 3 ", out);
         roff(out, cmd->status_no);
     }
-    fputs(".\n", out);
+    fputs("; 130 interrupted (Ctrl-C, SIGINT; 143 SIGTERM, 129 SIGHUP).\n", out);
 }
 
 void cli_print_man(FILE *out, const cli_command *const *cmds, size_t n, const char *version) {

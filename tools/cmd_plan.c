@@ -141,6 +141,8 @@ static int report(plan_args *a, const char *model_path, const ggufmap_model *m, 
     bool lines = (a->report.flags & GGUFMAP_REPORT_BUFFER_LINES) != 0;
     const char *warning = ggufmap_placement_warning(ggufmap_plan_placement(plan));
     if (warning[0] && !lines && !a->common.json && !a->common.quiet) cli_fail("plan", 0, warning);
+    char ngl[256];
+    if (!a->common.quiet && placement_args_ngl_without_device(&a->placement, ngl, sizeof ngl)) cli_fail("plan", 0, ngl);
     ggufmap_suggestion advice[PLAN_ADVICE_MAX];
     if (!lines && !a->common.quiet && !svg_stdout && !a->no_advice) {
         plan_advice_input in = {model_path, m, plan, &a->placement, &a->planning, popts, a->report.limit, a->limit_text,

@@ -98,6 +98,8 @@ typedef struct ggufmap_fit_buffer {
     uint64_t bytes;             /* as llama.cpp allocates it; mapped weights: the span, page-aligned */
     uint64_t planned;           /* weights: the plan's ranges, page-aligned; others: bytes */
     uint64_t bytes_max;         /* output: at n_batch rows; others: bytes */
+    uint64_t logged;            /* the size llama.cpp's log line prints ("model buffer size", "KV buffer
+                                   size", ...): mapped weights' span not page-aligned; others: bytes */
     bool exact;                 /* false: an upper bound */
     bool mtp;                   /* a buffer of the MTP draft context (--mtp) */
     char what[96];              /* what it holds, for people */
