@@ -6,7 +6,7 @@
  * fourth layer, smollm3.cpp).  Attention over a KV cache, then a SwiGLU FFN
  * or routed experts, per layer; each proven exact by tests/fit/archs.sh.
  */
-#include "fit_llm.h"
+#include "fit_blocks.h"
 
 /* The decoder both follow: llama_model_llama::graph<false>
  * (models/llama.cpp:98-247) and llama_model_qwen3moe::graph
@@ -25,11 +25,8 @@ static void decoder_graph(gm_llm *l, bool qk_norm, int no_rope_step) {
     for (int il = 0; il < (int)hp->n_layer; il++) {
         int32_t inpSA = inpL;
         int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
-        int32_t rope_factors = GM_NONE;
-        if (!qk_norm) {
-            rope_factors = gm_w(l, "blk.%d.rope_freqs.weight", il);
-            if (rope_factors == GM_NONE) rope_factors = gm_w(l, "rope_freqs.weight", 0);
-        }
+        /* get_rope_factors: each layer's own copy of rope_freqs (TENSOR_DUPLICATED) */
+        const int32_t rope_factors = qk_norm ? GM_NONE : gm_rope_factors(l, il);
         int32_t q, k, v;
         gm_build_qkv(l, il, cur, head, hp->n_head[il], hp->n_head_kv[il], head, &q, &k, &v);
         const bool use_rope = no_rope_step == 0 || (il + 1) % no_rope_step != 0;

@@ -9,7 +9,7 @@
  * post, the gated delta net) are taken as enabled: every device modelled
  * runs them, so llama_context::resolve_fused_ops keeps them.
  */
-#include "fit_llm.h"
+#include "fit_block_rs.h"
 
 #include <stdio.h>
 
@@ -24,29 +24,12 @@ static uint64_t f32s(int64_t n) { return (uint64_t)n * 4u; }
  * gathers already built per state tensor (build_conv_state_at's rs_rows) */
 typedef struct q4 {
     gm_llm *l;
-    int32_t s_copy, s_copy_main, s_copy_extra;
+    gm_rs_inp rs;
     int32_t rows_of[GM_MAX_LAYERS][2];      /* [il][0]: the r rows, [1]: the PLE rows */
     int32_t qsa_inp[5];                      /* k_idxs, cell_blk, blk_cells, blk_pos, bias (ratio 4: one set) */
     int64_t qsa_ratio;
     gm_attn_inp attn;
 } q4;
-
-static int64_t n_rs(const gm_llm *l) { return l->cp->sizes.n_seq_max; }
-
-/* llm_graph_context::build_rs (llama-graph.cpp:3478-3520) over the full memory (head 0, rs_z 0) */
-static int32_t build_rs(q4 *c, int32_t s, int64_t state_size) {
-    gm_graph *g = c->l->g;
-    const int64_t n_seqs = c->l->ub.n_seqs, n = n_rs(c->l);
-    int32_t states = gm_reshape_2d(g, s, state_size, g->t[s].ne[1]);
-    int32_t zero = gm_view_1d(g, states, state_size, 0);
-    gm_expand(g, gm_unary_inplace(g, GM_OP_SCALE, zero));
-    int32_t out = gm_get_rows(g, states, c->s_copy_main);
-    gm_expand(g, out);
-    int32_t extra = gm_get_rows(g, states, c->s_copy_extra);
-    int32_t dst = gm_view_2d(g, s, state_size, n - n_seqs, g->t[s].nb[1], (uint64_t)n_seqs * g->t[s].nb[1]);
-    gm_expand(g, gm_cpy(g, extra, dst));
-    return out;
-}
 
 /* build_conv_state_at (qwen4exp.cpp:1120-1170): the history rows, the
  * convolution input, and the new tail written back */
@@ -54,7 +37,7 @@ static int32_t conv_state_at(q4 *c, int32_t states_all, int which, int il, int32
     gm_graph *g = c->l->g;
     const int64_t n_seqs = c->l->ub.n_seqs;
     const int64_t row_total = g->t[states_all].ne[0];
-    if (c->rows_of[il][which] == GM_NONE) c->rows_of[il][which] = build_rs(c, states_all, row_total);
+    if (c->rows_of[il][which] == GM_NONE) c->rows_of[il][which] = gm_build_rs(c->l, &c->rs, states_all, row_total);
     int32_t state = gm_reshape_3d(g, c->rows_of[il][which], cols, channels, n_seqs);
     int32_t input = gm_concat(g, state, gm_transpose(g, x), 0);
     const int64_t s_idx = g->t[input].ne[0] - cols > 0 ? g->t[input].ne[0] - cols : 0;
@@ -198,39 +181,11 @@ static int32_t attn_linear(q4 *c, int32_t cur, int il) {
     int32_t qkv = gm_mul_mat(g, gm_w(l, "blk.%d.attn_qkv.weight", il), cur);
     qkv = gm_reshape_3d(g, qkv, g->t[qkv].ne[0], nst, n_seqs);
     int32_t z = gm_mul_mat(g, gm_w(l, "blk.%d.attn_gate.weight", il), cur);
-    int32_t beta = gm_reshape_4d(g, gm_mul_mat(g, gm_w(l, "blk.%d.ssm_beta.weight", il), cur), 1, nv, nst, n_seqs);
-    beta = gm_unary(g, GM_OP_UNARY, beta);
-    int32_t alpha = gm_reshape_3d(g, gm_mul_mat(g, gm_w(l, "blk.%d.ssm_alpha.weight", il), cur), nv, nst, n_seqs);
-    alpha = gm_unary(g, GM_OP_UNARY, gm_binary(g, GM_OP_ADD, alpha, gm_w(l, "blk.%d.ssm_dt.bias", il)));
-    int32_t gate = gm_binary(g, GM_OP_MUL, alpha, gm_w(l, "blk.%d.ssm_a", il));
-    gate = gm_reshape_4d(g, gate, 1, nv, nst, n_seqs);
+    int32_t beta, gate;
+    gm_build_gdn_beta_gate(l, cur, il, &beta, &gate);
     int32_t conv_w = gm_w(l, "blk.%d.ssm_conv1d.weight", il);
     int32_t input = conv_state_at(c, l->rs_r[il], 0, il, qkv, g->t[conv_w].ne[0] - 1, channels);
-    int32_t state = build_rs(c, l->rs_s[il], gm_n_embd_s(hp));
-    state = gm_reshape_4d(g, state, hv, hv, nv, n_seqs);
-    int32_t conv = gm_op_shaped(g, GM_OP_SSM_CONV, T_F32, 3, (int64_t[4]){ g->t[conv_w].ne[1], g->t[input].ne[0] - g->t[conv_w].ne[0] + 1, g->t[input].ne[2] },
-                                (int32_t[2]){ input, conv_w }, 2);
-    conv = gm_unary(g, GM_OP_UNARY, conv);
-    const uint64_t nb1 = f32s(channels);
-    int32_t q = gm_view_4d(g, conv, hk, nk, nst, n_seqs, f32s(hk), nb1, f32s(channels * nst), 0);
-    int32_t k = gm_view_4d(g, conv, hk, nk, nst, n_seqs, f32s(hk), nb1, f32s(channels * nst), f32s(hk * nk));
-    int32_t v = gm_view_4d(g, conv, hv, nv, nst, n_seqs, f32s(hv), nb1, f32s(channels * nst), f32s(2 * hk * nk));
-    q = gm_unary(g, GM_OP_SCALE, gm_unary(g, GM_OP_RMS_NORM, q));
-    k = gm_unary(g, GM_OP_SCALE, gm_unary(g, GM_OP_RMS_NORM, k));
-    const int32_t srcs[6] = { q, k, v, gate, beta, state };
-    const int64_t rows = nst * n_seqs + hv * n_seqs; /* the K = 1 snapshot slot */
-    int32_t result = gm_op_shaped(g, GM_OP_GATED_DELTA_NET, T_F32, 2, (int64_t[4]){ hv * nv, rows }, srcs, 6);
-    int32_t output = gm_view_4d(g, result, hv, nv, nst, n_seqs, f32s(hv), f32s(hv * nv), f32s(hv * nv * nst), 0);
-    int32_t new_state = gm_view_4d(g, result, hv, hv, nv, n_seqs, f32s(hv), f32s(hv * hv), f32s(hv * hv * nv),
-                                   f32s(hv * nv * nst * n_seqs));
-    int32_t s_all = l->rs_s[il];
-    gm_expand(g, gm_cpy(g, new_state, gm_view_2d(g, s_all, gm_n_embd_s(hp), n_seqs, g->t[s_all].nb[1], 0)));
-    int32_t z2 = gm_reshape_4d(g, z, hv, nv, nst, n_seqs);
-    int32_t norm = gm_build_norm_rms(l, output, gm_w(l, "blk.%d.ssm_norm.weight", il), il);
-    int32_t out = gm_binary(g, GM_OP_MUL, norm, gm_unary(g, GM_OP_UNARY, z2));
-    out = gm_reshape_3d(g, out, hv * nv, nst, n_seqs);
-    out = gm_mul_mat(g, gm_w(l, "blk.%d.ssm_out.weight", il), out);
-    return gm_reshape_2d(g, out, hp->n_embd, nst * n_seqs);
+    return gm_build_gdn(l, &c->rs, input, z, beta, gate, il, GM_GDN_REPEAT_NONE);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -360,33 +315,13 @@ static int32_t attn_full(q4 *c, int32_t cur, int32_t pos, int il) {
     return gm_mul_mat(g, gm_w(l, "blk.%d.attn_output.weight", il), cur);
 }
 
-/* build_layer_ffn (:992-1038): routed experts plus the gated shared expert */
-static int32_t ffn(q4 *c, int32_t cur, int il) {
-    gm_llm *l = c->l;
-    gm_graph *g = l->g;
-    int32_t moe = gm_build_moe_ffn(l, cur, gm_w(l, "blk.%d.ffn_gate_inp.weight", il), gm_w(l, "blk.%d.ffn_up_exps.weight", il),
-                                   gm_w(l, "blk.%d.ffn_gate_exps.weight", il), gm_w(l, "blk.%d.ffn_down_exps.weight", il),
-                                   l->hp->n_expert, l->hp->n_expert_used, true);
-    int32_t up = gm_w(l, "blk.%d.ffn_up_shexp.weight", il);
-    if (up == GM_NONE) return moe;
-    int32_t sh = gm_build_ffn(l, cur, up, gm_w(l, "blk.%d.ffn_gate_shexp.weight", il), gm_w(l, "blk.%d.ffn_down_shexp.weight", il), false);
-    int32_t sg = gm_unary(g, GM_OP_UNARY, gm_mul_mat(g, gm_w(l, "blk.%d.ffn_gate_inp_shexp.weight", il), cur));
-    return gm_binary(g, GM_OP_ADD, moe, gm_binary(g, GM_OP_MUL, sh, sg));
-}
-
 /* ------------------------------------------------------------------------ */
 /* The graph (:352-458)                                                      */
 /* ------------------------------------------------------------------------ */
 
 static void hybrid_inputs(q4 *c) {
     gm_llm *l = c->l;
-    gm_graph *g = l->g;
-    const int64_t n = n_rs(l), n_seqs = l->ub.n_seqs;
-    c->s_copy = gm_new_1d(g, T_I32, n);
-    gm_set_input(g, c->s_copy);
-    c->s_copy_main = gm_view_1d(g, c->s_copy, n_seqs, 0);
-    c->s_copy_extra = gm_view_1d(g, c->s_copy, n - n_seqs, (uint64_t)n_seqs * 4);
-    gm_attn_inp_kv(l, &l->kv, &c->attn);
+    gm_inp_mem_hybrid(l, &c->rs, &c->attn);
 }
 
 /* the last layer keeps the output rows only (:401-410) */
@@ -424,7 +359,7 @@ void gm_arch_qwen4exp(gm_llm *l) {
         if (il == (int)hp->n_layer - 1) last_rows(g, out_ids, &cur, &inject, &res_hc, n_embd, hc);
         res_hc = hc_combine(&c, res_hc, cur, inject);
         cur = hc_mix(&c, res_hc, HC_FFN, il, &inject);
-        cur = ffn(&c, cur, il);
+        cur = gm_build_moe_shexp_gated(l, cur, il); /* build_layer_ffn (:992-1038) */
         res_hc = hc_combine(&c, res_hc, cur, inject);
         gm_cb_norm(l, res_hc, il); /* "l_last" */
     }

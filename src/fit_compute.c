@@ -18,14 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit_arch_recurrent.h"
+#include "fit_graph_dump.h"
 #include "fit_internal.h"
 #include "fit_llm.h"
 #include "internal.h"
 
 typedef void (*arch_graph)(gm_llm *l);
 
-static arch_graph graph_of(gm_arch a) {
-    switch (a) {
+static arch_graph graph_of(const gm_hparams *hp) {
+    switch (hp->arch) {
     case GM_ARCH_LLAMA: return gm_arch_llama;
     case GM_ARCH_QWEN2: return gm_arch_llama;
     case GM_ARCH_SMOLLM3: return gm_arch_smollm3;
@@ -33,6 +35,25 @@ static arch_graph graph_of(gm_arch a) {
     case GM_ARCH_QWEN3: return gm_arch_qwen3moe;
     case GM_ARCH_GEMMA4: return gm_arch_gemma4;
     case GM_ARCH_QWEN4EXP: return gm_arch_qwen4exp;
+    /* graphs-dense */
+    case GM_ARCH_MISTRAL3: return gm_arch_mistral3;
+    case GM_ARCH_PHI3: return gm_arch_phi3;
+    case GM_ARCH_GRANITE: return gm_arch_granite;
+    case GM_ARCH_COMMAND_R: return gm_arch_command_r;
+    case GM_ARCH_COHERE2: return gm_arch_cohere2;
+    case GM_ARCH_OLMO2: return gm_arch_olmo2;
+    case GM_ARCH_STARCODER2: return gm_arch_starcoder2;
+    case GM_ARCH_EXAONE4: return gm_arch_exaone4;
+    case GM_ARCH_GEMMA2: return gm_arch_gemma2;
+    case GM_ARCH_GEMMA3: return gm_arch_gemma3;
+    case GM_ARCH_QWEN35: return gm_arch_qwen35;
+    case GM_ARCH_QWEN35MOE: return gm_arch_qwen35;
+    case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next;
+    case GM_ARCH_MAMBA2: return gm_arch_mamba2;
+    case GM_ARCH_NEMOTRON_H: return gm_arch_nemotron_h;
+    case GM_ARCH_FALCON_H1: return gm_arch_falcon_h1;
+    case GM_ARCH_LFM2: return hp->memory == GM_MEMORY_HYBRID && hp->causal ? gm_arch_lfm2 : NULL; /* no SWA pair */
+    case GM_ARCH_RWKV7: return gm_arch_rwkv7;
     default: return NULL;
     }
 }
@@ -138,6 +159,18 @@ static void make_memory(gm_llm *l) {
 /* One reserve                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* No backend runs node t: the CPU's extra buffer type holding its weight
+ * refuses it and no GPU takes it; ggml_backend_sched_split_graph asserts
+ * (ggml-backend.cpp:1293), llama.cpp aborts creating the context. */
+static void unrunnable(gm_llm *l, int32_t t) {
+    ggufmap_fit *fit = (ggufmap_fit *)l->fit;
+    if (fit->refusal[0]) return;
+    snprintf(fit->refusal, sizeof fit->refusal, "no backend runs a node of the graph (op %d): the CPU's extra buffer "
+             "type (AMX or CPU_REPACK) that holds its weight refuses it and no GPU takes it; ggml asserts in "
+             "ggml_backend_sched_split_graph (--no-repack avoids it)", (int)l->g->t[t].op);
+    fit->aborts = true;
+}
+
 /* llama_context::graph_reserve: the graph for this ubatch, split and
  * allocated; the peak of each backend's buffer into size[] */
 static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS]) {
@@ -154,7 +187,15 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
     make_memory(l);
     build(l);
     gm_set_outputs(l);
+#ifdef GGUFMAP_GRAPH_DUMP
+    int32_t *srcs = gm_graph_dump_save_srcs(&g);
     bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+    if (ok) gm_graph_dump(&g, srcs, &sg, l->be.gpu);
+    free(srcs);
+#else
+    bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
+#endif
+    if (!ok && sg.unrunnable != GM_NONE) unrunnable(l, sg.unrunnable);
     gm_split_graph_free(&sg);
     gm_graph_free(&g);
     l->g = NULL;
@@ -172,10 +213,20 @@ static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const u
     }
 }
 
+/* the MTP draft context's graph (LLM_GRAPH_TYPE_DECODER_MTP) */
+static arch_graph mtp_graph_of(const gm_hparams *hp) {
+    switch (hp->arch) {
+    case GM_ARCH_QWEN35: return gm_arch_qwen35_mtp;
+    case GM_ARCH_QWEN35MOE: return gm_arch_qwen35_mtp;
+    case GM_ARCH_QWEN3NEXT: return gm_arch_qwen3next_mtp;
+    default: return NULL;
+    }
+}
+
 int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
-    /* no MTP graph and no pooling head is modelled op for op */
+    /* no pooling head is modelled op for op */
     const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0;
-    arch_graph build = fit->hp->ctx_mtp || pooled ? NULL : graph_of(fit->hp->arch);
+    arch_graph build = pooled ? NULL : fit->hp->ctx_mtp ? mtp_graph_of(fit->hp) : graph_of(fit->hp);
     if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
@@ -200,8 +251,9 @@ int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
     const int64_t n_outputs = n_tokens < s->n_outputs_max ? n_tokens : s->n_outputs_max;
     ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp);
     ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg);
+    if (!ok && fit->refusal[0]) ok = true; /* a refusal, not an error: the context has no buffers */
     for (int b = 0; b < GM_MAX_BACKENDS; b++) final[b] = pp[b] > tg[b] ? pp[b] : tg[b];
-    if (ok) add_compute_buffers(fit, &l.be, final);
+    if (ok && !fit->refusal[0]) add_compute_buffers(fit, &l.be, final);
     free(l.w);
     free(l.w_dup);
     free(ctx_of);

@@ -167,11 +167,27 @@ static bool auto_fa_turns_off(const ggufmap_fit *fit) {
  * matrix, and graph_reserve rounds n_tokens up to a multiple of n_seq_max
  * after n_outputs was taken (llama-context.cpp:2492, llama-graph.cpp:3711,
  * ggml.c:3345). */
+/* The MTP draft graphs that assert a single NextN block
+ * (GGML_ASSERT(hparams.n_layer_nextn == 1), e.g. qwen35.cpp:489,
+ * nemotron-h-moe.cpp:13, glm4-moe.cpp:135); hy_v3 and step35 build one
+ * block per graph and take any count. */
+static bool mtp_graph_asserts_one_block(gm_arch a) {
+    static const gm_arch one_block[] = { GM_ARCH_QWEN35, GM_ARCH_QWEN35MOE, GM_ARCH_QWEN3NEXT, GM_ARCH_NEMOTRON_H_MOE,
+                                         GM_ARCH_GLM4MOE, GM_ARCH_COHERE2MOE, GM_ARCH_DEEPSEEK2, GM_ARCH_DEEPSEEK32,
+                                         GM_ARCH_GLM_DSA };
+    for (size_t i = 0; i < sizeof one_block / sizeof one_block[0]; i++)
+        if (one_block[i] == a) return true;
+    return false;
+}
+
 static void graph_aborts(ggufmap_fit *fit) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const uint32_t n_tokens = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
-    if (hp->arch == GM_ARCH_T5 && s->n_stream > 1)
+    if (hp->ctx_mtp && hp->n_layer_nextn != 1 && mtp_graph_asserts_one_block(hp->arch))
+        snprintf(fit->refusal, sizeof fit->refusal, "the %s MTP draft graph supports a single MTP block, the model "
+                 "has %u: llama.cpp asserts (GGML_ASSERT(hparams.n_layer_nextn == 1))", hp->arch_name, hp->n_layer_nextn);
+    else if (hp->arch == GM_ARCH_T5 && s->n_stream > 1)
         snprintf(fit->refusal, sizeof fit->refusal, "T5's position bias over %u KV streams: ggml asserts "
                  "(ggml_can_repeat; use --kv-unified or -np 1)", s->n_stream);
     else if (hp->pooling_type == 1 && fit->cp.embeddings && n_tokens % s->n_seq_max != 0)

@@ -39,6 +39,7 @@ typedef enum gm_op {
     GM_OP_CPY, GM_OP_CONT, GM_OP_GLU, GM_OP_SUM_ROWS, GM_OP_REPEAT, GM_OP_CONCAT, GM_OP_PAD,
     GM_OP_ARGSORT, GM_OP_TOP_K, GM_OP_FLASH_ATTN_EXT, GM_OP_SSM_CONV, GM_OP_GATED_DELTA_NET,
     GM_OP_CUSTOM,         /* a fused op (dsv4 hyper-connections, lightning indexer, ...) */
+    GM_OP_SUB, GM_OP_SQR, GM_OP_SSM_SCAN, GM_OP_RWKV_WKV7, /* graphs-recurrent: Mamba-2, RWKV-7 */
     GM_OP_COUNT
 } gm_op;
 
@@ -49,7 +50,8 @@ typedef enum gm_buft {
     GM_BUFT_CPU,          /* CPU, CPU_Mapped: host */
     GM_BUFT_REPACK,       /* CPU_REPACK: the CPU's extra type, not host */
     GM_BUFT_HOST,         /* CUDA_Host: host */
-    GM_BUFT_GPU           /* MTL0, MTL0_Mapped, CUDA0 */
+    GM_BUFT_GPU,          /* MTL0, MTL0_Mapped, CUDA0 */
+    GM_BUFT_AMX           /* AMX: the CPU's other extra type, not host */
 } gm_buft;
 
 enum { GM_FLAG_INPUT = 1, GM_FLAG_OUTPUT = 2 };
@@ -168,10 +170,13 @@ typedef struct gm_split_graph {
     int8_t *node_backend, *leaf_backend;
     int32_t n_nodes, n_leafs;
     int n_splits;
+    int32_t unrunnable;     /* a node no backend runs (ggml asserts), GM_NONE */
 } gm_split_graph;
 
 /* Assigns backends and splits g as ggml_backend_sched_split_graph does;
- * adds the input copies to g.  Returns false when out of memory. */
+ * adds the input copies to g.  Returns false when out of memory or when no
+ * backend runs a node (out->unrunnable: ggml_backend_sched_split_graph
+ * asserts, llama.cpp aborts). */
 bool gm_sched_split(gm_graph *g, const gm_backends *be, gm_split_graph *out);
 void gm_split_graph_free(gm_split_graph *s);
 

@@ -26,11 +26,13 @@ enum { T_F32 = 0, T_F16 = 1, T_I32 = 26, T_I64 = 27 };
 
 static gm_buft buft_of_context(const gm_llm *l, int32_t ctx) {
     const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
-    const char *b = ggufmap_placement_context(pl, (uint32_t)ctx)->buft;
-    if (strcmp(b, "CPU") == 0) return GM_BUFT_CPU;
-    if (strcmp(b, "CPU_REPACK") == 0) return GM_BUFT_REPACK;
-    if (strcmp(b, "CUDA_Host") == 0) return GM_BUFT_HOST;
-    return GM_BUFT_GPU;
+    switch (ggufmap_placement_context(pl, (uint32_t)ctx)->kind) {
+    case GGUFMAP_BUFT_CPU: return GM_BUFT_CPU;
+    case GGUFMAP_BUFT_CPU_REPACK: return GM_BUFT_REPACK;
+    case GGUFMAP_BUFT_CPU_AMX: return GM_BUFT_AMX;
+    case GGUFMAP_BUFT_CUDA_HOST: return GM_BUFT_HOST;
+    default: return GM_BUFT_GPU;
+    }
 }
 
 static const ggufmap_model *model_of(const gm_llm *l) {
@@ -75,6 +77,22 @@ int32_t gm_w_output(gm_llm *l) {
     return weight_tensor(l, ti, ctx, &l->w_dup[ti], NULL);
 }
 
+/* the instance of a weight that layer il's context holds: a TENSOR_DUPLICATED
+ * copy (rope_freqs, rope_factors_long/short: create_tensor gives every layer
+ * but the first its own copy in the layer's context), else the weight */
+int32_t gm_w_layer(gm_llm *l, const char *fmt, int il) {
+    const int64_t ti = find_weight(l, fmt, il);
+    if (ti < 0) return GM_NONE;
+    const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
+    for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
+        const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
+        if (in->tensor != ti || !in->duplicate || in->layer != il) continue;
+        int32_t fresh = GM_NONE;
+        return weight_tensor(l, ti, (int32_t)in->context, &fresh, NULL);
+    }
+    return gm_w(l, fmt, il);
+}
+
 int gm_layer_backend(const gm_llm *l, int il) {
     return l->be.gpu && gm_fit_layer_on_gpu(l->fit, (uint32_t)il) ? 0 : l->be.n - 1;
 }
@@ -103,12 +121,13 @@ int32_t gm_inp_embd(gm_llm *l, int32_t tok_embd) {
     int32_t cur = gm_get_rows(g, tok_embd, tokens);
     gm_expand(g, cur);
     gm_expand(g, embd);
+    if (l->hp->f_embedding_scale != 0.0f) cur = gm_unary(g, GM_OP_SCALE, cur); /* granite */
     gm_expand(g, cur);
     return cur;
 }
 
 int32_t gm_inp_pos(gm_llm *l) {
-    const int64_t per = l->hp->arch == GM_ARCH_QWEN4EXP ? 4 : 1; /* n_pos_per_embd: 4 with M-RoPE */
+    const int64_t per = l->hp->n_pos_per_embd ? l->hp->n_pos_per_embd : 1; /* 4 with M-RoPE */
     return input(l, gm_new_1d(l->g, T_I32, l->ub.n_tokens * per));
 }
 
@@ -268,8 +287,11 @@ static int32_t get_v(gm_llm *l, const gm_kv_cache *kv, int il) {
                       row_size(type, size * n_embd_gqa), 0);
 }
 
-/* build_attn_mha (llama-graph.cpp:2602-2738) */
-static int32_t build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_mask, bool soft_cap) {
+/* build_attn_mha (llama-graph.cpp:2602-2738): flash attention unless off
+ * or a KQ bias is given; without it the scores, soft-capped, biased,
+ * soft-maxed (with the sinks), times V */
+int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
+                          bool soft_cap) {
     gm_graph *g = l->g;
     const bool v_trans = g->t[v].nb[1] > g->t[v].nb[2];
     const int64_t n_stream = g->t[k].ne[3];
@@ -280,11 +302,11 @@ static int32_t build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_
     k = gm_permute(g, k, 0, 2, 1, 3);
     v = gm_permute(g, v, 0, 2, 1, 3);
     int32_t cur;
-    if (l->cp->sizes.flash_attn) {
+    if (l->cp->sizes.flash_attn && kq_b == GM_NONE) {
         if (v_trans) v = gm_transpose(g, v);
         if (g->t[k].type == T_F32) k = gm_cast(g, k, T_F16);
         if (g->t[v].type == T_F32) v = gm_cast(g, v, T_F16);
-        cur = gm_flash_attn_ext(g, q, k, v, kq_mask, GM_NONE);
+        cur = gm_flash_attn_ext(g, q, k, v, kq_mask, sinks);
         const gm_tensor *c = &g->t[cur];
         cur = gm_reshape_2d(g, cur, c->ne[0] * c->ne[1], c->ne[2] * c->ne[3]);
     } else {
@@ -294,7 +316,8 @@ static int32_t build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_
             kq = gm_unary(g, GM_OP_UNARY, kq);
             kq = gm_unary(g, GM_OP_SCALE, kq);
         }
-        kq = gm_soft_max_ext(g, kq, kq_mask, GM_NONE);
+        if (kq_b != GM_NONE) kq = gm_binary(g, GM_OP_ADD, kq, kq_b);
+        kq = gm_soft_max_ext(g, kq, kq_mask, sinks);
         if (!v_trans) v = gm_cont(g, gm_transpose(g, v));
         int32_t kqv = gm_mul_mat(g, v, kq);
         cur = gm_permute(g, kqv, 0, 2, 1, 3);
@@ -308,9 +331,10 @@ static int32_t build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_
 
 /* build_attn with llm_graph_input_attn_kv (llama-graph.cpp:2851-2930) and
  * with llm_graph_input_attn_kv_iswa (:3089-3170, iswa: q, k, v expanded in
- * that order, and no K/V to store on a layer that reuses another's cache) */
-int32_t gm_build_attn_ex(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
-                         bool soft_cap, bool iswa) {
+ * that order, and no K/V to store on a layer that reuses another's cache);
+ * then wo and its bias */
+int32_t gm_build_attn_opts(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
+                           int il) {
     gm_graph *g = l->g;
     if (inp->k_rot != GM_NONE) {
         q = mul_mat_hadamard(g, q, inp->k_rot);
@@ -318,7 +342,7 @@ int32_t gm_build_attn_ex(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t 
     }
     if (inp->v_rot != GM_NONE && v != GM_NONE) v = mul_mat_hadamard(g, v, inp->v_rot);
     gm_expand(g, q);
-    if (iswa) {
+    if (o->iswa) {
         if (k != GM_NONE) gm_expand(g, k);
         if (v != GM_NONE) gm_expand(g, v);
     } else {
@@ -327,10 +351,18 @@ int32_t gm_build_attn_ex(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t 
     }
     if (k != GM_NONE) gm_expand(g, cpy_k(l, inp->kv, k, inp->k_idxs, il));
     if (v != GM_NONE) gm_expand(g, cpy_v(l, inp->kv, v, inp->v_idxs, il));
-    int32_t cur = build_attn_mha(l, q, get_k(l, inp->kv, il), get_v(l, inp->kv, il), inp->kq_mask, soft_cap);
+    int32_t cur = gm_build_attn_mha(l, q, get_k(l, inp->kv, il), get_v(l, inp->kv, il), o->kq_b, inp->kq_mask, o->sinks,
+                                    o->soft_cap);
     if (inp->v_rot != GM_NONE) cur = mul_mat_hadamard(g, cur, inp->v_rot);
-    if (wo != GM_NONE) cur = gm_build_lora_mm(l, wo, cur);
+    if (o->wo != GM_NONE) cur = gm_build_lora_mm(l, o->wo, cur);
+    if (o->wo_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, o->wo_b);
     return cur;
+}
+
+int32_t gm_build_attn_ex(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
+                         bool soft_cap, bool iswa) {
+    const gm_attn_opts o = { .wo = wo, .wo_b = GM_NONE, .kq_b = GM_NONE, .sinks = GM_NONE, .soft_cap = soft_cap, .iswa = iswa };
+    return gm_build_attn_opts(l, inp, &o, q, k, v, il);
 }
 
 int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
@@ -391,4 +423,25 @@ int32_t gm_build_moe_ffn(gm_llm *l, int32_t cur, int32_t gate_inp, int32_t up_ex
 void gm_set_outputs(gm_llm *l) {
     if (l->t_logits != GM_NONE) gm_set_output(l->g, l->t_logits);
     if (l->t_embd != GM_NONE) gm_set_output(l->g, l->t_embd);
+}
+
+int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, bool rms, int il) {
+    cur = gm_unary(l->g, rms ? GM_OP_RMS_NORM : GM_OP_NORM, cur);
+    if (w != GM_NONE || b != GM_NONE) gm_cb_norm(l, cur, il);
+    if (w != GM_NONE) cur = gm_binary(l->g, GM_OP_MUL, cur, w);
+    if (b != GM_NONE) cur = gm_binary(l->g, GM_OP_ADD, cur, b);
+    return cur;
+}
+
+int32_t gm_build_mtp_eh_proj(gm_llm *l, int il) {
+    gm_graph *g = l->g;
+    const int64_t n = l->ub.n_tokens;
+    int32_t tokens = input(l, gm_new_1d(g, T_I32, n));
+    /* the input's embd tensor is left out: the reserve's ubatch has tokens */
+    int32_t embd_w = gm_w(l, "blk.%d.nextn.embed_tokens.weight", il);
+    int32_t tok = gm_get_rows(g, embd_w != GM_NONE ? embd_w : gm_w(l, "token_embd.weight", 0), tokens);
+    int32_t h = input(l, gm_new_2d(g, T_F32, l->hp->n_embd, n));
+    int32_t h_norm = gm_build_norm_rms(l, h, gm_w(l, "blk.%d.nextn.hnorm.weight", il), il);
+    int32_t e_norm = gm_build_norm_rms(l, tok, gm_w(l, "blk.%d.nextn.enorm.weight", il), il);
+    return gm_build_lora_mm(l, gm_w(l, "blk.%d.nextn.eh_proj.weight", il), gm_concat(g, e_norm, h_norm, 0));
 }

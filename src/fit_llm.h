@@ -52,6 +52,11 @@ int32_t gm_w_output(gm_llm *l);
 /* A weight with the shape llama.cpp creates it with (TENSOR_ALLOW_RESHAPE). */
 int32_t gm_w_shaped(gm_llm *l, const char *fmt, int il, int64_t ne0, int64_t ne1);
 
+/* The instance of the weight that layer il's context holds: its own
+ * TENSOR_DUPLICATED copy (per-layer rope_freqs and rope factors), else the
+ * weight itself.  A copy is a new tensor per call: call once per layer. */
+int32_t gm_w_layer(gm_llm *l, const char *fmt, int il);
+
 /* the backend a layer's device runs (0 the GPU, n-1 the CPU) */
 int gm_layer_backend(const gm_llm *l, int il);
 
@@ -81,6 +86,21 @@ int32_t gm_build_lora_mm(gm_llm *l, int32_t w, int32_t cur);
 /* layer il's separate Q/K/V projections, with their biases, reshaped to heads (build_qkv) */
 void gm_build_qkv(gm_llm *l, int il, int32_t cur, int64_t head_k, int64_t n_head, int64_t n_head_kv, int64_t head_v,
                   int32_t *q, int32_t *k, int32_t *v);
+/* What build_attn takes beside q, k, v: the output projection and its
+ * bias, a KQ bias (T5's position bias: no flash attention then), the
+ * attention sinks, soft-capped scores (hparams.attn_soft_cap), and whether
+ * the input is an iswa pair's (q, k, v expanded in that order). */
+typedef struct gm_attn_opts {
+    int32_t wo, wo_b, kq_b, sinks;
+    bool soft_cap, iswa;
+} gm_attn_opts;
+/* build_attn_mha over k, v (views of a cache, or the current K and V) */
+int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
+                          bool soft_cap);
+/* build_attn with a KV cache (plain, or one of an iswa pair): store K/V
+ * (k and v GM_NONE: a layer that reads another's cache), attend, project */
+int32_t gm_build_attn_opts(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
+                           int il);
 /* build_attn with a KV cache: store K/V, attend, project with wo */
 int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
                       bool soft_cap);
@@ -94,6 +114,18 @@ int32_t gm_build_ffn(gm_llm *l, int32_t cur, int32_t up, int32_t gate, int32_t d
 int32_t gm_build_moe_ffn(gm_llm *l, int32_t cur, int32_t gate_inp, int32_t up_exps, int32_t gate_exps,
                          int32_t down_exps, int64_t n_expert, int64_t n_expert_used, bool norm_w);
 
+/* build_norm in full (llama-graph.cpp:1583-1615): LLM_NORM (layer norm)
+ * or LLM_NORM_RMS, then the weight and the bias where given ("norm" pinned
+ * as gm_build_norm_rms does) */
+int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, bool rms, int il);
+
+/* The NextN/MTP block's input (llm_graph_input_embd_h and the block's
+ * first ops, qwen35.cpp:530-575 and its kin): the token rows (the block's
+ * embed_tokens, else token_embd) and the target's hidden states [n_embd,
+ * n_tokens], each RMS-normed (enorm, hnorm), concatenated and projected by
+ * eh_proj: [n_embd, n_tokens] */
+int32_t gm_build_mtp_eh_proj(gm_llm *l, int il);
+
 /* marks the graph's outputs as llm_graph_result::set_outputs does */
 void gm_set_outputs(gm_llm *l);
 
@@ -103,5 +135,16 @@ void gm_arch_qwen3moe(gm_llm *l);
 void gm_arch_smollm3(gm_llm *l);
 void gm_arch_gemma4(gm_llm *l);
 void gm_arch_qwen4exp(gm_llm *l);
+/* graphs-dense: fit_arch_dense.c, fit_arch_gemma.c, fit_arch_encoder.c */
+void gm_arch_mistral3(gm_llm *l);
+void gm_arch_phi3(gm_llm *l);
+void gm_arch_granite(gm_llm *l);
+void gm_arch_command_r(gm_llm *l);
+void gm_arch_cohere2(gm_llm *l);
+void gm_arch_olmo2(gm_llm *l);
+void gm_arch_starcoder2(gm_llm *l);
+void gm_arch_exaone4(gm_llm *l);
+void gm_arch_gemma2(gm_llm *l);
+void gm_arch_gemma3(gm_llm *l);
 
 #endif

@@ -4,8 +4,11 @@
  * graph splits, and which tensors are copied into a split's backend.
  *
  * Backends are in priority order, the GPU (if any) first and the CPU last.
- * Every backend ggufmap models runs every op (the CPU's and the fake
- * devices' supports_op), so the assignment depends on buffers only:
+ * A GPU runs every op (the fake devices' supports_op); the CPU runs every op
+ * but one whose first sources hold a weight in one of its extra buffer
+ * types, which that type judges (CPU_REPACK: the matrix products it
+ * repacked, of F32 inputs; AMX: 2-D products of F32 contiguous inputs).
+ * The assignment:
  *   pass 1  a tensor with memory goes where its buffer type is accepted;
  *           inputs go to the CPU; an op with a weight goes to the weight's
  *           backend, or to the GPU when the weight is host memory and the
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "fit_graph.h"
 
 typedef struct sched {
@@ -29,6 +33,7 @@ typedef struct sched {
     const gm_backends *be;
     int8_t *backend;      /* per tensor, -1 unassigned */
     int32_t *copy;        /* per tensor x backend: its copy there, GM_NONE */
+    int32_t unrunnable;   /* the first node no backend runs, GM_NONE */
 } sched;
 
 static bool is_view_op(uint8_t op) {
@@ -37,17 +42,52 @@ static bool is_view_op(uint8_t op) {
 
 static bool supports_buft(const sched *s, int b, gm_buft buft) {
     if (s->be->gpu && b == 0) return buft == GM_BUFT_GPU;
-    return buft == GM_BUFT_CPU || buft == GM_BUFT_REPACK || buft == GM_BUFT_HOST;
+    return buft == GM_BUFT_CPU || buft == GM_BUFT_REPACK || buft == GM_BUFT_AMX || buft == GM_BUFT_HOST;
 }
 
 static int last(const sched *s) { return s->be->n - 1; }
 
-/* ggml_backend_sched_backend_from_buffer: every modelled backend supports every op */
-static int backend_from_buffer(const sched *s, int32_t t) {
+static int n_dims(const gm_tensor *x) {
+    for (int i = 3; i >= 1; i--)
+        if (x->ne[i] > 1) return i + 1;
+    return 1;
+}
+
+/* The extra buffer types' supports_op (repack.cpp:5190-5224, amx.cpp:141-187):
+ * only matrix products of F32 inputs, of the weights they hold. */
+static bool extra_supports(const sched *s, int32_t t, gm_buft extra, int32_t w) {
+    enum { T_F32 = 0 };
+    const gm_tensor *x = &s->g->t[t], *wt = &s->g->t[w];
+    const int32_t in = x->src[1];
+    if (in == GM_NONE || x->src[0] != w || s->g->t[in].type != T_F32) return false;
+    if (extra == GM_BUFT_REPACK)
+        return (x->op == GM_OP_MUL_MAT && n_dims(wt) == 2) || (x->op == GM_OP_MUL_MAT_ID && n_dims(wt) == 3);
+    return x->op == GM_OP_MUL_MAT && gm_is_contiguous(s->g, in) && gm_amx_takes(wt->type, wt->ne, true);
+}
+
+/* ggml_backend_supports_op of backend b for node t: the CPU defers to the
+ * extra buffer type of the first of src[0..3] in one (ggml-cpu.cpp:432-440) */
+static bool supports_op(const sched *s, int b, int32_t t) {
+    if (b != last(s)) return true;
+    const gm_tensor *x = &s->g->t[t];
+    if (x->op == GM_OP_NONE || is_view_op(x->op)) return true;
+    for (int i = 0; i < 4; i++) {
+        const int32_t src = x->src[i];
+        if (src == GM_NONE) continue;
+        const int32_t root = s->g->t[src].view_src != GM_NONE ? s->g->t[src].view_src : src;
+        const gm_buft buft = (gm_buft)s->g->t[root].buft;
+        if (buft == GM_BUFT_REPACK || buft == GM_BUFT_AMX) return extra_supports(s, t, buft, src);
+    }
+    return true;
+}
+
+/* ggml_backend_sched_backend_from_buffer: the first backend that takes
+ * t's buffer type and runs op */
+static int backend_from_buffer(const sched *s, int32_t t, int32_t op) {
     gm_buft buft = (gm_buft)s->g->t[t].buft;
     if (buft == GM_BUFT_NONE) return -1;
     for (int b = 0; b < s->be->n; b++)
-        if (supports_buft(s, b, buft)) return b;
+        if (supports_buft(s, b, buft) && supports_op(s, b, op)) return b;
     return -1;
 }
 
@@ -69,18 +109,18 @@ static bool offload_op(const sched *s, int32_t t) {
 /* ggml_backend_sched_backend_id_from_cur */
 static int backend_from_cur(const sched *s, int32_t t) {
     const gm_tensor *x = &s->g->t[t];
-    int b = backend_from_buffer(s, t);
+    int b = backend_from_buffer(s, t, t);
     if (b != -1) return b;
     if (x->flags & GM_FLAG_INPUT) return last(s);
     if (x->op == GM_OP_ROPE || x->op == GM_OP_FLASH_ATTN_EXT) return -1;
     for (int i = 0; i < GM_MAX_SRC; i++) {
         int32_t src = x->src[i];
         if (src == GM_NONE || !s->g->t[src].weight || s->g->t[src].view_src != GM_NONE) continue;
-        int sb = backend_from_buffer(s, src);
+        int sb = backend_from_buffer(s, src, t);
         gm_buft sbuft = (gm_buft)s->g->t[src].buft;
         if (s->be->op_offload && sb == last(s) && (sbuft == GM_BUFT_CPU || sbuft == GM_BUFT_HOST))
             for (int b2 = 0; b2 < sb; b2++)
-                if (offload_op(s, t)) return b2;
+                if (supports_op(s, b2, t) && offload_op(s, t)) return b2;
         return sb;
     }
     return -1;
@@ -129,7 +169,7 @@ static void expand(sched *s, bool down, bool skip_cpu) {
         int32_t t = g->nodes[down ? k : g->n_nodes - 1 - k];
         if (is_view_op(g->t[t].op)) continue;
         if (s->backend[t] != -1) cur = skip_cpu && s->backend[t] == last(s) ? -1 : s->backend[t];
-        else if (cur != -1) s->backend[t] = (int8_t)cur;
+        else if (cur != -1 && supports_op(s, cur, t)) s->backend[t] = (int8_t)cur;
     }
 }
 
@@ -143,6 +183,7 @@ static void pass3(sched *s) {
         if (is_view_op(g->t[t].op) || s->backend[t] != -1) continue;
         int best = -1;
         for (int b = 0; b < s->be->n; b++) {
+            if (!supports_op(s, b, t)) continue;
             int n = 0;
             for (int j = 0; j < GM_MAX_SRC; j++) {
                 int32_t src = g->t[t].src[j];
@@ -168,7 +209,9 @@ static void pass4(sched *s) {
             if (src == GM_NONE || s->backend[src] != -1) continue;
             s->backend[src] = g->t[src].view_src != GM_NONE ? s->backend[g->t[src].view_src] : s->backend[t];
         }
-        if (s->backend[t] == -1) s->backend[t] = 0;
+        for (int b = 0; b < s->be->n && s->backend[t] == -1; b++)
+            if (supports_op(s, b, t)) s->backend[t] = (int8_t)b;
+        if (s->backend[t] == -1 && s->unrunnable == GM_NONE) s->unrunnable = t; /* GGML_ASSERT in ggml */
     }
 }
 
@@ -313,10 +356,11 @@ static bool build_split_graph(sched *s, const splits *sp, gm_split_graph *o) {
 
 bool gm_sched_split(gm_graph *g, const gm_backends *be, gm_split_graph *out) {
     memset(out, 0, sizeof *out);
+    out->unrunnable = GM_NONE;
     /* per-tensor state for the tensors the graph has now (copies and
      * dependency views added below are never looked up by index) */
     const size_t n_max = (size_t)g->n + 1;
-    sched s = { g, be, malloc(n_max), malloc(n_max * GM_MAX_BACKENDS * sizeof(int32_t)) };
+    sched s = { g, be, malloc(n_max), malloc(n_max * GM_MAX_BACKENDS * sizeof(int32_t)), GM_NONE };
     splits sp = { NULL, 0, 0 };
     bool ok = s.backend && s.copy;
     if (ok) {
@@ -330,7 +374,8 @@ bool gm_sched_split(gm_graph *g, const gm_backends *be, gm_split_graph *out) {
         expand(&s, false, false);
         pass3(&s);
         pass4(&s);
-        ok = pass5(&s, &sp) && build_split_graph(&s, &sp, out);
+        out->unrunnable = s.unrunnable;
+        ok = s.unrunnable == GM_NONE && pass5(&s, &sp) && build_split_graph(&s, &sp, out);
     }
     for (int32_t k = 0; k < sp.n; k++) free(sp.v[k].inputs);
     free(sp.v);

@@ -200,6 +200,8 @@ static void read_shared(reader *r, gm_hparams *hp) {
     get_u32(r, "rope.dimension_count_swa", &hp->n_rot_swa, false);
     hp->n_vocab = vocab_size(r);
     hp->n_layer_kv_from_start = -1;
+    hp->n_ctx_orig_yarn = hp->n_ctx_train;
+    get_u32(r, "rope.scaling.original_context_length", &hp->n_ctx_orig_yarn, false);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -285,17 +287,45 @@ static void read_mla(reader *r, gm_hparams *hp) {
 static void read_plain(reader *r, gm_hparams *hp) { read_expert_ff(r, hp); }
 
 static void read_t5(reader *r, gm_hparams *hp) {
-    (void)r;
     hp->has_encoder = true;
+    hp->dec_n_layer = hp->n_layer;
+    get_u32(r, "decoder_block_count", &hp->dec_n_layer, false);
+}
+
+/* command-r.cpp:3-10, cohere2.cpp:3-17: logits times logit_scale when set */
+static void read_command_r(reader *r, gm_hparams *hp) {
+    read_expert_ff(r, hp);
+    get_f32(r, "logit_scale", &hp->f_logit_scale);
 }
 
 static void read_cohere2(reader *r, gm_hparams *hp) {
     read_swa_pattern(r, hp, 4, false);
     get_u32(r, "attention.sliding_window", &hp->n_swa, true);
+    get_f32(r, "logit_scale", &hp->f_logit_scale);
 }
 
+/* mistral3.cpp:3-20: llama 4's attention temperature when set */
+static void read_mistral3(reader *r, gm_hparams *hp) {
+    read_expert_ff(r, hp);
+    get_f32(r, "attention.temperature_scale", &hp->f_attn_temp_scale);
+}
+
+/* granite.cpp:5-38: muP scales (the logit one required) and RoPE switched
+ * by rope.scaling.finetuned */
+static void read_granite(reader *r, gm_hparams *hp) {
+    bool rope_finetuned = true;
+    read_expert_ff(r, hp);
+    get_f32(r, "logit_scale", &hp->f_logit_scale);
+    get_f32(r, "residual_scale", &hp->f_residual_scale);
+    get_f32(r, "embedding_scale", &hp->f_embedding_scale);
+    get_bool(r, "rope.scaling.finetuned", &rope_finetuned);
+    hp->no_rope = !rope_finetuned;
+}
+
+/* gemma3.cpp:3-16: SWA only with a window; logits soft-capped when set */
 static void read_olmo2_gemma3(reader *r, gm_hparams *hp) {
     if (read_optional_window(r, hp)) read_swa_pattern(r, hp, hp->arch == GM_ARCH_GEMMA3 ? 6 : 4, false);
+    if (hp->arch == GM_ARCH_GEMMA3) get_f32(r, "final_logit_softcapping", &hp->final_logit_softcapping);
 }
 
 /* exaone4.cpp:3-20: the 64-layer model has a 4096 window on 3 of 4 layers */
@@ -334,6 +364,7 @@ static void read_gemma2(reader *r, gm_hparams *hp) {
     hp->n_swa = 4096;
     read_swa_pattern(r, hp, 2, false);
     get_u32(r, "attention.sliding_window", &hp->n_swa, false);
+    hp->attn_soft_cap = true; /* gemma2.cpp:7 */
 }
 
 /* gemma3n.cpp:3-12: layers from 20 on read the cache of layer 18 or 19 */
@@ -383,6 +414,7 @@ static void read_qwen35(reader *r, gm_hparams *hp) {
     read_ssm(r, hp);
     read_recurrent_interval(r, hp);
     hp->attn_filter = GM_ATTN_TRUNK_NOT_RECR;
+    hp->n_pos_per_embd = hp->arch == GM_ARCH_QWEN3NEXT ? 1 : 4; /* NEOX rope; qwen35*: IMROPE */
 }
 
 /* granite-hybrid.cpp, nemotron-h.cpp: a layer is recurrent when it has no KV
@@ -469,6 +501,7 @@ static void read_qwen4exp(reader *r, gm_hparams *hp) {
     read_qwen4exp_core(r, hp);
     if (r->status == GGUFMAP_OK) read_qwen4exp_layers(r, hp);
     hp->attn_filter = GM_ATTN_TRUNK_NOT_RECR;
+    hp->n_pos_per_embd = 4; /* M-RoPE */
 }
 
 /* One row per modelled architecture: its name, the memory create_memory
@@ -486,9 +519,9 @@ static const struct arch_row {
     { "qwen2", GM_ARCH_QWEN2, GM_MEMORY_KV, read_plain },
     { "qwen3", GM_ARCH_QWEN3, GM_MEMORY_KV, read_plain },
     { "phi3", GM_ARCH_PHI3, GM_MEMORY_KV, read_plain },       /* a window key turns SWA off (phi3.cpp:13-24) */
-    { "mistral3", GM_ARCH_MISTRAL3, GM_MEMORY_KV, read_plain },
-    { "granite", GM_ARCH_GRANITE, GM_MEMORY_KV, read_plain },
-    { "command-r", GM_ARCH_COMMAND_R, GM_MEMORY_KV, read_plain },
+    { "mistral3", GM_ARCH_MISTRAL3, GM_MEMORY_KV, read_mistral3 },
+    { "granite", GM_ARCH_GRANITE, GM_MEMORY_KV, read_granite },
+    { "command-r", GM_ARCH_COMMAND_R, GM_MEMORY_KV, read_command_r },
     { "cohere2", GM_ARCH_COHERE2, GM_MEMORY_KV_ISWA, read_cohere2 },
     { "olmo2", GM_ARCH_OLMO2, GM_MEMORY_KV, read_olmo2_gemma3 },
     { "starcoder2", GM_ARCH_STARCODER2, GM_MEMORY_KV, read_plain },

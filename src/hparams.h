@@ -121,6 +121,20 @@ typedef struct gm_hparams {
     uint32_t ple_n_heads, ple_head_dim, ple_ngram_size, ple_conv_kernel;
     uint32_t n_embd_per_layer;           /* gemma4: per-layer input embedding width */
     float final_logit_softcapping;       /* gemma4: logits soft-capped unless 0 (default 30) */
+
+    /* graphs-dense: values whose being non-zero adds ops to the graph, and
+     * the sizes the dense decoders' and encoders' graphs read */
+    float f_embedding_scale;             /* embedding_scale (granite): the input scaled */
+    float f_logit_scale;                 /* logit_scale (granite: divided by, command-r/cohere2: times) */
+    float f_residual_scale;              /* residual_scale (granite): both residual branches scaled */
+    float f_attn_temp_scale;             /* attention.temperature_scale (mistral3): Q times an input */
+    bool attn_soft_cap;                  /* gemma2: attention scores soft-capped */
+    bool no_rope;                        /* granite: rope.scaling.finetuned false turns RoPE off */
+    uint32_t n_ctx_orig_yarn;            /* rope.scaling.original_context_length (default n_ctx_train) */
+    uint32_t dec_n_layer;                /* t5: decoder_block_count (default n_layer) */
+    /* graphs (graphs-recurrent): positions per token in inp_pos, 4 with
+     * M-RoPE/IMRoPE (llama_hparams::n_pos_per_embd; 0 reads as 1) */
+    uint32_t n_pos_per_embd;
 } gm_hparams;
 
 /* Reads what llama.cpp reads, with its defaults.  Returns GGUFMAP_OK;

@@ -48,6 +48,7 @@
 #include <mach/mach.h>
 #endif
 
+#include "device.h"
 #include "os.h"
 
 const char *gm_os_name(void) {
@@ -320,6 +321,51 @@ bool gm_os_memory_read(gm_os_memory *m) {
     return read_task_info(m);
 #else
     return false; /* POSIX has no call for a process's locked or resident bytes */
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* The processor                                                             */
+/* ------------------------------------------------------------------------ */
+
+#if defined(__x86_64__) || defined(__i386__)
+/* ggml's cpuid_x86: leaf 1 (ecx), leaf 7 subleaf 0 (ebx, ecx, edx) and
+ * subleaf 1 (eax), each read only when the processor has that leaf. */
+uint32_t gm_os_x86_features(void) {
+    unsigned a, b, c, d, max;
+    __asm__ __volatile__("cpuid" : "=a"(max), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
+    unsigned l1c = 0, l7b = 0, l7c = 0, l7d = 0, l71a = 0;
+    if (max >= 1) __asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(l1c), "=d"(d) : "a"(1), "c"(0));
+    if (max >= 7) {
+        __asm__ __volatile__("cpuid" : "=a"(a), "=b"(l7b), "=c"(l7c), "=d"(l7d) : "a"(7), "c"(0));
+        __asm__ __volatile__("cpuid" : "=a"(l71a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
+    }
+    static const struct { unsigned char reg, bit; uint32_t feature; } bits[] = {
+        {0, 12, GM_X86_FMA},   {0, 29, GM_X86_F16C},     {0, 20, GM_X86_SSE42},   {0, 28, GM_X86_AVX},
+        {1, 8, GM_X86_BMI2},   {1, 5, GM_X86_AVX2},      {1, 16, GM_X86_AVX512F}, {1, 28, GM_X86_AVX512CD},
+        {1, 31, GM_X86_AVX512VL}, {1, 17, GM_X86_AVX512DQ}, {1, 30, GM_X86_AVX512BW},
+        {2, 1, GM_X86_AVX512_VBMI}, {2, 11, GM_X86_AVX512_VNNI}, {3, 25, GM_X86_AMX_INT8},
+        {4, 5, GM_X86_AVX512_BF16}, {4, 4, GM_X86_AVX_VNNI},
+    };
+    const unsigned regs[5] = {l1c, l7b, l7c, l7d, l71a};
+    uint32_t f = 0;
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
+        if (regs[bits[i].reg] >> bits[i].bit & 1u) f |= bits[i].feature;
+    return f;
+}
+#else
+uint32_t gm_os_x86_features(void) { return 0; }
+#endif
+
+bool gm_os_amx_permitted(void) {
+#if GM_OS_LINUX && defined(__x86_64__)
+    enum { ARCH_GET_XCOMP_SUPP = 0x1021, XFEATURE_XTILEDATA = 18 };
+    unsigned long supported = 0;
+    return syscall(SYS_arch_prctl, ARCH_GET_XCOMP_SUPP, &supported) == 0 && (supported >> XFEATURE_XTILEDATA & 1u);
+#elif GM_OS_LINUX || GM_OS_DARWIN
+    return false;
+#else
+    return true;
 #endif
 }
 

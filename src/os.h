@@ -35,6 +35,8 @@
  *   process memory    /proc/self/status        task_info,              none: unknown
  *                                              proc_pid_rusage
  *   timed wait        -                        relative_np wait        monotonic clock
+ *   AMX permission    arch_prctl               none: no AMX            assumed granted
+ *                     (ARCH_GET_XCOMP_SUPP)
  *
  * What stays outside because POSIX has it and every target system has
  * it: statvfs (free space), mmap/munmap, posix_memalign, dlopen, getrlimit,
@@ -153,5 +155,21 @@ int gm_os_cond_init(pthread_cond_t *c);
  * change of the wall clock does not shorten or stretch it.  Returns 0 or
  * ETIMEDOUT. */
 int gm_os_cond_wait_ms(pthread_cond_t *c, pthread_mutex_t *m, unsigned ms);
+
+/* ---- the processor ---- */
+
+/* The x86 features by which ggml picks its CPU variant
+ * (ggml-cpu/arch/x86/cpu-feats.cpp), as CPUID reports them, without asking
+ * the system whether it saves their registers (ggml does not either); 0 on
+ * another processor.  Bits GM_X86_* (src/device.h). */
+uint32_t gm_os_x86_features(void);
+/* Whether the kernel lets a process use AMX tile data, which ggml asks
+ * before it offers its AMX buffer type (ggml_amx_init: arch_prctl
+ * ARCH_REQ_XCOMP_PERM).  Linux: the features the kernel supports
+ * (ARCH_GET_XCOMP_SUPP, Linux 5.16+) include XTILEDATA, asked without
+ * changing the process; darwin: false (ggml_amx_init refuses); posix:
+ * true (nothing to ask; where the processor has AMX, the kernel that
+ * runs llama.cpp is assumed to grant it). */
+bool gm_os_amx_permitted(void);
 
 #endif

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "arch.h"
+#include "device.h"
 #include "ggufmap/placement.h"
 #include "internal.h"
 #include "regex.h"
@@ -28,7 +29,7 @@
 /* Buffer types and ops                                                      */
 /* ------------------------------------------------------------------------ */
 
-typedef enum buft { BUFT_CPU, BUFT_REPACK, BUFT_HOST, BUFT_GPU } buft;
+typedef enum buft { BUFT_CPU, BUFT_REPACK, BUFT_HOST, BUFT_GPU, BUFT_AMX } buft;
 
 struct ggufmap_placement {
     const ggufmap_model *model;
@@ -53,6 +54,7 @@ static ggufmap_buft_kind buft_kind(buft b) {
     case BUFT_CPU: return GGUFMAP_BUFT_CPU;
     case BUFT_REPACK: return GGUFMAP_BUFT_CPU_REPACK;
     case BUFT_HOST: return GGUFMAP_BUFT_CUDA_HOST;
+    case BUFT_AMX: return GGUFMAP_BUFT_CPU_AMX;
     default: return GGUFMAP_BUFT_GPU;
     }
 }
@@ -61,6 +63,7 @@ int gm_buft_kind_of_name(const char *name) {
     if (strcmp(name, "CPU") == 0) return GGUFMAP_BUFT_CPU;
     if (strcmp(name, "CPU_REPACK") == 0) return GGUFMAP_BUFT_CPU_REPACK;
     if (strcmp(name, "CUDA_Host") == 0) return GGUFMAP_BUFT_CUDA_HOST;
+    if (strcmp(name, "AMX") == 0) return GGUFMAP_BUFT_CPU_AMX;
     /* llama.cpp names devices MTL0, MTL1, CUDA0, CUDA1, ... */
     if (strncmp(name, "MTL", 3) == 0 || strncmp(name, "CUDA", 4) == 0) return GGUFMAP_BUFT_GPU;
     return -1;
@@ -71,6 +74,7 @@ static const char *buft_name(const ggufmap_placement *p, buft b) {
     case BUFT_CPU: return "CPU";
     case BUFT_REPACK: return "CPU_REPACK";
     case BUFT_HOST: return "CUDA_Host";
+    case BUFT_AMX: return "AMX";
     default: return gpu_buft_name(p->opts.device);
     }
 }
@@ -80,23 +84,6 @@ static int n_dims_of(const ggufmap_tensor *t) {
     for (int i = 3; i >= 1; i--)
         if (t->ne[i] > 1) return i + 1;
     return 1;
-}
-
-/* ggml_repack_get_optimal_repack_type: does this CPU repack this weight type
- * with r rows per matrix?  (docs/placement-rules.md 2.3, repack.cpp:4925-5141) */
-static bool cpu_repacks(ggufmap_cpu cpu, int32_t type, int64_t r) {
-    enum { Q4_0 = 2, Q8_0 = 8, Q2_K = 10, Q4_K = 12, Q5_K = 13, Q6_K = 14, IQ4_NL = 20, MXFP4 = 39, Q1_0 = 41 };
-    switch (cpu) {
-    case GGUFMAP_CPU_X86: /* AVX-512F adds Q2_K to what AVX2 repacks */
-        return (type == Q4_0 || type == Q4_K || type == IQ4_NL || type == MXFP4 || type == Q2_K) && r % 8 == 0;
-    case GGUFMAP_CPU_X86_AVX2:
-        return (type == Q4_0 || type == Q4_K || type == IQ4_NL || type == MXFP4) && r % 8 == 0;
-    case GGUFMAP_CPU_ARM64:
-        if (type == Q4_0 || type == Q8_0 || type == IQ4_NL || type == MXFP4 || type == Q1_0) return r % 4 == 0;
-        if (type == Q4_K || type == Q5_K || type == Q6_K) return r % 8 == 0;
-        return false;
-    default: return false;
-    }
 }
 
 /* Metal's supports_op on Apple7+ for the test op of a weight
@@ -120,8 +107,9 @@ static bool supports(const ggufmap_placement *p, buft b, const ggufmap_tensor *t
     case BUFT_REPACK: {
         int nd = n_dims_of(t);
         if (!((o == GM_OP_MUL_MAT && nd == 2) || (o == GM_OP_MUL_MAT_ID && nd == 3))) return false;
-        return cpu_repacks(p->cpu, t->type, t->ne[1]);
+        return gm_cpu_repacks(p->cpu, t->type, t->ne[1]);
     }
+    case BUFT_AMX: return gm_amx_takes(t->type, t->ne, o == GM_OP_MUL_MAT);
     case BUFT_GPU: return p->opts.device == GGUFMAP_DEVICE_METAL ? metal_supports(t, o) : true;
     default: return true; /* CPU and the CUDA host type accept every weight */
     }
@@ -139,6 +127,8 @@ typedef struct ctx_key {
 typedef struct work {
     ctx_key keys[8];
     uint32_t n;
+    uint32_t amx_3d;        /* 3-D weights AMX packs (wrongly: only their first matrix) */
+    int64_t amx_3d_first;
 } work;
 
 static uint32_t context_for(work *w, buft b, bool lazy) {
@@ -297,6 +287,7 @@ static uint32_t buft_list(const ggufmap_placement *p, bool gpu, buft *list) {
     uint32_t n = 0;
     if (gpu) list[n++] = BUFT_GPU;
     if (p->opts.device == GGUFMAP_DEVICE_CUDA && !p->opts.no_host) list[n++] = BUFT_HOST;
+    if (!p->opts.no_repack && gm_cpu_has_amx(p->cpu)) list[n++] = BUFT_AMX; /* the CPU's extra types, in ggml's order */
     if (!p->opts.no_repack) list[n++] = BUFT_REPACK;
     list[n++] = BUFT_CPU;
     return n;
@@ -318,7 +309,7 @@ static buft decide(const ggufmap_placement *p, override_set *ovr, const ggufmap_
         *lazy = true;
         return BUFT_CPU;
     }
-    buft list[4];
+    buft list[5];
     bool gpu = cls == GGUFMAP_CLASS_INPUT ? false : layer_on_gpu(p, layer);
     uint32_t n = buft_list(p, gpu, list);
     buft b = BUFT_CPU;
@@ -326,7 +317,7 @@ static buft decide(const ggufmap_placement *p, override_set *ovr, const ggufmap_
     for (uint32_t i = 0; i < ovr->n && !chosen; i++) {
         if (override_matches(ovr, i, t) != GM_REGEX_MATCH) continue; /* an error stops ggufmap_placement_build */
         if (ovr->items[i].target < 0) {
-            buft cpu_list[4];
+            buft cpu_list[5];
             uint32_t m = buft_list(p, false, cpu_list);
             b = select_buft(p, cpu_list, m, t, o);
         } else {
@@ -337,19 +328,6 @@ static buft decide(const ggufmap_placement *p, override_set *ovr, const ggufmap_
     if (!chosen) b = select_buft(p, list, n, t, o);
     if (b == BUFT_HOST && !p->opts.no_mmap) b = BUFT_CPU; /* host type demoted under mmap */
     return b;
-}
-
-static ggufmap_cpu host_cpu(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f")) return GGUFMAP_CPU_X86;
-    if (__builtin_cpu_supports("avx2")) return GGUFMAP_CPU_X86_AVX2;
-    return GGUFMAP_CPU_GENERIC;
-#elif defined(__aarch64__)
-    return GGUFMAP_CPU_ARM64;
-#else
-    return GGUFMAP_CPU_GENERIC;
-#endif
 }
 
 static ggufmap_tensor_class class_of(gm_layer layer) {
@@ -366,14 +344,36 @@ static int place_creation(ggufmap_placement *p, work *w, override_set *ovr, cons
     int32_t layer = cls == GGUFMAP_CLASS_INPUT ? -1 : cls == GGUFMAP_CLASS_OUTPUT ? p->n_layers : c->bid;
     bool lazy, dup = c->flags & GM_CREATE_DUPLICATED;
     buft b = decide(p, ovr, t, c->flags & GM_CREATE_READ_LAZY, cls, layer, (gm_op)c->op, &lazy);
+    if (b == BUFT_AMX && gm_amx_packs(t->type) && t->ne[2] * t->ne[3] > 1) {
+        if (!w->amx_3d) w->amx_3d_first = c->tensor;
+        w->amx_3d++;
+    }
     uint32_t ctx = context_for(w, b, lazy);
     if (dup && in_context(p, c->tensor, ctx)) return GGUFMAP_OK;
     return add_instance(p, c->tensor, ctx, cls, layer, dup);
 }
 
-/* CUDA's allocation size: quantized rows padded to a multiple of 512 elements. */
+/* ggml's AMX buffer type packs only the first matrix of a 3-D weight
+ * (device.h, gm_amx_alloc_size): llama.cpp loads the model, and its
+ * products with that weight are wrong. */
+static void warn_amx_3d(ggufmap_placement *p, const work *w) {
+    const ggufmap_tensor *t = ggufmap_model_tensor(p->model, w->amx_3d_first);
+    char more[32] = "";
+    if (w->amx_3d > 1) snprintf(more, sizeof more, " (and %u more)", w->amx_3d - 1);
+    size_t used = strlen(p->warning);
+    if (used < sizeof p->warning)
+        snprintf(p->warning + used, sizeof p->warning - used,
+                 "the AMX buffer type takes the 3-D weight '%.*s'%s but llama.cpp v0.5.0 packs only its first "
+                 "matrix (ggml-cpu/amx): its products are wrong and decoding may fail; --no-repack keeps weights "
+                 "out of AMX. ",
+                 (int)t->name_len, t->name, more);
+}
+
+/* The buffer type's get_alloc_size: CUDA pads quantized rows to a multiple
+ * of 512 elements, AMX packs its types. */
 static uint64_t alloc_size(const ggufmap_placement *p, buft b, const ggufmap_tensor *t) {
     const ggufmap_type_info *ti = ggufmap_type(t->type);
+    if (b == BUFT_AMX) return gm_amx_alloc_size(t->type, t->ne);
     if (b == BUFT_GPU && p->opts.device == GGUFMAP_DEVICE_CUDA && ti && ti->block_size > 1 && t->ne[0] % 512 != 0)
         return t->size + (uint64_t)(512 - t->ne[0] % 512) / ti->block_size * ti->type_size;
     return t->size;
@@ -465,7 +465,7 @@ int ggufmap_placement_build(const ggufmap_model *model, const ggufmap_placement_
     p->model = model;
     p->opts = *opts;
     p->opts.overrides = NULL; /* not kept: the caller's strings need not outlive this call */
-    p->cpu = opts->cpu == GGUFMAP_CPU_HOST ? host_cpu() : opts->cpu;
+    p->cpu = opts->cpu == GGUFMAP_CPU_HOST ? gm_cpu_host() : opts->cpu;
     if ((rc = overrides_init(&ovr, opts, err))) goto done;
 
     gm_arch_load load;
@@ -483,6 +483,7 @@ int ggufmap_placement_build(const ggufmap_model *model, const ggufmap_placement_
         if (!(rc = place_creation(p, &w, &ovr, &load.creations[i]))) rc = ovr.status;
     gm_arch_load_free(&load);
     if (!rc) overrides_warn(&ovr, p->warning, sizeof p->warning);
+    if (!rc && w.amx_3d) warn_amx_3d(p, &w);
     if (!rc && (rc = finish_contexts(p, &w))) gm_fail(err, rc, "out of memory");
     if (rc && err && !err->message[0]) gm_fail(err, rc, "out of memory");
 done:
@@ -519,16 +520,6 @@ bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer) {
 const ggufmap_placement_opts *ggufmap_placement_options(const ggufmap_placement *p) { return &p->opts; }
 const char *ggufmap_placement_warning(const ggufmap_placement *p) { return p->warning; }
 ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p) { return p->cpu; }
-
-const char *ggufmap_cpu_name(ggufmap_cpu cpu) {
-    switch (cpu) {
-    case GGUFMAP_CPU_X86: return "x86";
-    case GGUFMAP_CPU_X86_AVX2: return "x86-avx2";
-    case GGUFMAP_CPU_ARM64: return "arm64";
-    case GGUFMAP_CPU_GENERIC: return "generic";
-    default: return "host";
-    }
-}
 
 const char *ggufmap_device_name(ggufmap_device d) {
     return d == GGUFMAP_DEVICE_METAL ? "metal" : d == GGUFMAP_DEVICE_CUDA ? "cuda" : "cpu";

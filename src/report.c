@@ -58,6 +58,7 @@ gm_buffer_kind gm_context_kind(const ggufmap_context *c) {
     case GGUFMAP_BUFT_CPU: return GM_KIND_CPU;
     case GGUFMAP_BUFT_CPU_REPACK: return GM_KIND_CPU_REPACK;
     case GGUFMAP_BUFT_CUDA_HOST: return GM_KIND_CUDA_HOST;
+    case GGUFMAP_BUFT_CPU_AMX: return GM_KIND_CPU_AMX;
     default: return GM_KIND_GPU;
     }
 }
@@ -74,6 +75,7 @@ static const struct {
     [GM_KIND_CPU_REPACK] = {"#cc79a7", 'R', "CPU_REPACK"},
     [GM_KIND_CUDA_HOST] = {"#e69f00", 'H', "CUDA_Host"},
     [GM_KIND_LAZY] = {"#56b4e9", 'L', "CPU, lazily read"},
+    [GM_KIND_CPU_AMX] = {"#d55e00", 'A', "AMX"},
 };
 
 const char *gm_kind_rgb(gm_buffer_kind k) { return kinds[k].rgb; }
@@ -81,7 +83,8 @@ char gm_kind_letter(gm_buffer_kind k) { return kinds[k].letter; }
 const char *gm_kind_name(gm_buffer_kind k) { return kinds[k].name; }
 
 static const char *kind_ansi(gm_buffer_kind k) {
-    static const char *ansi[GM_KIND_COUNT] = {"\033[32m", "\033[34m", "\033[35m", "\033[33m", "\033[36m"};
+    static const char *ansi[GM_KIND_COUNT] = {"\033[32m", "\033[34m", "\033[35m", "\033[33m", "\033[36m",
+                                                "\033[31m"};
     return ansi[k];
 }
 
@@ -286,7 +289,7 @@ static void describe_placement(FILE *out, const ggufmap_plan *plan) {
     if (nextn)
         fprintf(out, " (the last %d MTP/NextN, %s)", nextn,
                 ggufmap_placement_load_mtp(pl) ? "created: load_mtp" : "skipped without load_mtp");
-    fprintf(out, "; %s; CPU_REPACK rules: %s\n", gm_gpu_layers(plan, layers, sizeof layers),
+    fprintf(out, "; %s; CPU rules: %s\n", gm_gpu_layers(plan, layers, sizeof layers),
             ggufmap_cpu_name(ggufmap_placement_cpu(pl)));
 }
 

@@ -25,6 +25,7 @@ typedef enum gm_buffer_kind {
     GM_KIND_CPU_REPACK,  /* CPU_REPACK */
     GM_KIND_CUDA_HOST,   /* CUDA_Host */
     GM_KIND_LAZY,        /* a lazily read CPU table */
+    GM_KIND_CPU_AMX,     /* AMX */
     GM_KIND_COUNT
 } gm_buffer_kind;
 

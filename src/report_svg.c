@@ -90,7 +90,7 @@ static void placement_words(const figure *f, char *buf, size_t cap) {
     const ggufmap_plan_opts *po = ggufmap_plan_options(f->plan);
     const char *device = gm_plan_gpu_name(f->plan);
     char gpu[96], planner[64], page[32];
-    snprintf(buf, cap, "%s%s%s%d layers, %s; CPU_REPACK rules %s; planner %s%s%s", device ? "GPU " : "",
+    snprintf(buf, cap, "%s%s%s%d layers, %s; CPU rules %s; planner %s%s%s", device ? "GPU " : "",
              device ? device : "", device ? ": " : "", ggufmap_placement_n_layers(f->pl),
              gm_gpu_layers(f->plan, gpu, sizeof gpu), ggufmap_cpu_name(ggufmap_placement_cpu(f->pl)),
              ggufmap_planner_format(&po->planner, planner, sizeof planner), po->page > 1 ? ", page " : "",

@@ -22,9 +22,11 @@ static const cli_option placement_options[] = {
     {OPT_CPU_MOE, "-cmoe, --cpu-moe", NULL, NULL, "every expert tensor to the CPU"},
     {OPT_N_CPU_MOE, "-ncmoe, --n-cpu-moe", "N", NULL, "the expert tensors of layers 0..N-1 to the CPU"},
     {OPT_NO_REPACK, "-nr, --no-repack", NULL, NULL, "no CPU_REPACK buffer"},
-    {OPT_CPU, "--cpu", "C", "x86 x86-avx2 arm64 generic host",
-     "CPU_REPACK rules: x86, x86-avx2, arm64, generic (none) or host (this machine's; the default, arm64 with "
-     "metal)"},
+    {OPT_CPU, "--cpu", "C", "host x86 x86-amx x86-avx2 arm64 generic sapphirerapids zen4 icelake haswell x64",
+     "the CPU's extra buffer types: x86 (CPU_REPACK by AVX-512's rules), x86-amx (AMX, then CPU_REPACK), x86-avx2, "
+     "arm64, generic (none), host (what llama.cpp's CPU backend offers on this machine; the default, arm64 with "
+     "metal), or the name of the x86 CPU variant llama.cpp loads (libggml-cpu-NAME.so: sapphirerapids, zen4, "
+     "icelake, haswell, x64, ...)"},
     {OPT_LAZY, "-lzm, --lazy-mode", "on|off|auto", "on off auto",
      "lazily read tables such as per_layer_token_embd (default auto: those over 4 GiB)"},
     {OPT_NO_MMAP, "--no-mmap", NULL, NULL, "load mode none: nothing mapped but lazy tables"},
@@ -142,7 +144,6 @@ static int pick(const char *cmd, const char *opt, const char *value, const char 
 }
 
 static int apply_flag(placement_args *a, int code, const char *value, const char *cmd) {
-    static const char *const cpus[] = {"host", "x86", "x86-avx2", "arm64", "generic"};
     static const char *const lazy[] = {"auto", "on", "off"};
     static const char *const regex[] = {"auto", "libstdc++", "libc++"};
     long n;
@@ -162,8 +163,9 @@ static int apply_flag(placement_args *a, int code, const char *value, const char
     case OPT_NO_REPACK: a->opts.no_repack = true; return EXIT_OK;
     case OPT_CPU:
         a->cpu_given = true;
-        if ((rc = pick(cmd, "--cpu", value, cpus, 5, &k))) return rc;
-        a->opts.cpu = (ggufmap_cpu)k; /* the words are in ggufmap_cpu's order */
+        if (ggufmap_cpu_parse(value, &a->opts.cpu) != GGUFMAP_OK)
+            return cli_usage_error(cmd, "--cpu %s: expected host, x86, x86-amx, x86-avx2, arm64, generic or an x86 "
+                                        "CPU variant of ggml (haswell, zen4, sapphirerapids, ...)", value);
         return EXIT_OK;
     case OPT_LAZY:
         if ((rc = pick(cmd, "--lazy-mode", value, lazy, 3, &k))) return rc;

@@ -17,7 +17,7 @@
  *   2. lazily read tables (per_layer_token_embd of gemma4/qwen4exp) go to a
  *      CPU context of their own when --lazy-mode says so, before anything else;
  *   3. the buffer-type list of its layer: the CPU list (host buffer type of a
- *      CUDA device, CPU_REPACK, CPU) or a GPU's default type followed by it;
+ *      CUDA device, AMX on an x86 CPU with AMX, CPU_REPACK, CPU) or a GPU's default type followed by it;
  *      layer il is on the GPU iff il >= n_layer + 1 - ngl (the output layer
  *      is "layer n_layer", the input layer always stays on the CPU);
  *   4. -ot overrides, first match wins, each pattern compiled and searched
@@ -52,13 +52,17 @@ typedef enum ggufmap_device {
     GGUFMAP_DEVICE_CUDA = 2   /* one NVIDIA GPU, CUDA0: weights copied; host type CUDA_Host */
 } ggufmap_device;
 
-/* Which CPU_REPACK rules apply (ggml_repack_get_optimal_repack_type). */
+/* Which CPU extra buffer types and rules apply: CPU_REPACK
+ * (ggml_repack_get_optimal_repack_type) and AMX, as the CPU variant ggml
+ * loads decides them (HOST: the one it loads on this machine). */
 typedef enum ggufmap_cpu {
     GGUFMAP_CPU_HOST = 0,      /* detect this machine's (x86 only; else generic) */
     GGUFMAP_CPU_X86 = 1,       /* AVX2 + AVX-512F (ggml's skylakex..zen4 variants) */
     GGUFMAP_CPU_X86_AVX2 = 2,  /* AVX2 without AVX-512 (haswell, alderlake) */
     GGUFMAP_CPU_ARM64 = 3,     /* NEON + dotprod + i8mm, no SVE: Apple M2 and later */
-    GGUFMAP_CPU_GENERIC = 4    /* no repacking */
+    GGUFMAP_CPU_GENERIC = 4,   /* no repacking (ggml's x64..piledriver variants: no AVX2) */
+    GGUFMAP_CPU_X86_AMX = 5    /* x86 with AMX (the sapphirerapids variant): the AMX buffer type first,
+                                  then CPU_REPACK by the x86 rules */
 } ggufmap_cpu;
 
 typedef enum ggufmap_lazy {
@@ -137,11 +141,12 @@ typedef enum ggufmap_buft_kind {
     GGUFMAP_BUFT_CPU = 0,        /* "CPU": host memory (mapped: "CPU_Mapped") */
     GGUFMAP_BUFT_CPU_REPACK = 1, /* "CPU_REPACK": weights rearranged for the CPU's kernels (always allocated) */
     GGUFMAP_BUFT_CUDA_HOST = 2,  /* "CUDA_Host": pinned host memory the CUDA device reads; not the GPU's */
-    GGUFMAP_BUFT_GPU = 3         /* the device's own: "MTL0" (Metal), "CUDA0" */
+    GGUFMAP_BUFT_GPU = 3,        /* the device's own: "MTL0" (Metal), "CUDA0" */
+    GGUFMAP_BUFT_CPU_AMX = 4     /* "AMX": weights packed for Intel AMX's kernels (always allocated) */
 } ggufmap_buft_kind;
 
 typedef struct ggufmap_context {
-    char buft[32];               /* "CPU", "CPU_REPACK", "MTL0", "CUDA0", "CUDA_Host" */
+    char buft[32];               /* "CPU", "CPU_REPACK", "AMX", "MTL0", "CUDA0", "CUDA_Host" */
     bool lazy;
     bool mapped;                 /* wraps the file mapping (one buffer per file) */
     char buffer_name[40];        /* what llama.cpp prints: "CPU_Mapped", "MTL0_Mapped", "CPU_REPACK" */
@@ -198,6 +203,14 @@ GGUFMAP_API const char *ggufmap_placement_warning(const ggufmap_placement *p);
 /* The effective CPU kind (GGUFMAP_CPU_HOST resolved). */
 GGUFMAP_API ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p);
 GGUFMAP_API const char *ggufmap_cpu_name(ggufmap_cpu cpu);
+/* The CPU named: a kind as ggufmap_cpu_name spells it (host, x86, x86-amx,
+ * x86-avx2, arm64, generic), or one of the x86 CPU variants the prebuilt
+ * llama.cpp ships (libggml-cpu-NAME.so: x64, sse42, sandybridge,
+ * ivybridge, piledriver, haswell, skylakex, cannonlake, cascadelake,
+ * icelake, cooperlake, zen4, alderlake, sapphirerapids), which gives the
+ * kind that variant's rules are (sapphirerapids: x86-amx).  GGUFMAP_OK, or
+ * GGUFMAP_EINVAL for another name. */
+GGUFMAP_API int ggufmap_cpu_parse(const char *name, ggufmap_cpu *out);
 GGUFMAP_API const char *ggufmap_device_name(ggufmap_device device);
 
 #ifdef __cplusplus

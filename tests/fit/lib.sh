@@ -32,6 +32,7 @@ to_oracle() {
       -b) out+=(--b "$2"); shift ;;
       --swa-full|--kv-unified) out+=("$1") ;;
       -nkvo) out+=(--nkvo) ;;
+      --no-op-offload) out+=(--no-op-offload) ;;
       --embedding) out+=(--embd) ;;
       --device) out+=(--fake-gpu "$2"); shift ;;
       -ngl) out+=(--ngl "$2"); shift ;;
@@ -171,7 +172,7 @@ report() {
   for k in kv rs output compute output_max; do summary+=" $k ${N_KIND[$k]:-0}"; done
   if [ -n "${N_KIND[mtp_kv]:-}${N_KIND[mtp_output]:-}" ]; then
     summary+="; MTP draft contexts: kv ${N_KIND[mtp_kv]:-0} output ${N_KIND[mtp_output]:-0}"
-    summary+=" compute bounds ${N_KIND[mtp_compute_bound]:-0}"
+    summary+=" compute ${N_KIND[mtp_compute]:-0} compute bounds ${N_KIND[mtp_compute_bound]:-0}"
   fi
   if [ "${#ratios[@]}" -gt 0 ]; then
     summary+="; compute upper bounds never below: ${#ratios[@]}, bound / llama.cpp"

@@ -34,6 +34,7 @@
 #define _GNU_SOURCE
 #endif
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
@@ -836,6 +837,10 @@ static void usage(FILE *out)
           "  --ngl N|all        n_gpu_layers (default 0; all = -1: every layer incl. output)\n"
           "  --no-populate      strip MAP_POPULATE from llama.cpp's mmap (same buffers, no\n"
           "                     prefetch; for big sparse replicas)\n"
+          "  --cpu-variant V    load this CPU variant of the prebuilt ggml (libggml-cpu-V.so:\n"
+          "                     zen4, haswell, x64, ...) instead of the best one for this\n"
+          "                     CPU; no-amx: the best one but sapphirerapids (the one with\n"
+          "                     the AMX buffer type); --list-bufts prints the one loaded\n"
           "  --fake-gpu K       register a fake GPU: metal (MTL0, mapped weights) or cuda\n"
           "                     (CUDA0 + CUDA_Host); default none\n"
           "  --decode N         after loading, create a context and decode N tokens (ids\n"
@@ -1272,6 +1277,64 @@ static int parse_ctx_option(int argc, char **argv, int *i, struct ctx_opts *o, b
     return 1;
 }
 
+/* ------------------------------------------------------------------ */
+/* the CPU variant                                                     */
+/* ------------------------------------------------------------------ */
+
+/* The CPU variant to load: ggml_backend_load_best's choice (the highest
+ * ggml_backend_score of dir's libggml-cpu-*.so) among the variants that
+ * are not `exclude`, or exactly `want`.  Its path into path; false when
+ * none runs here. */
+static bool pick_cpu_variant(const char *dir, const char *want, const char *exclude, char *path, size_t cap)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    int best = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *n = e->d_name;
+        size_t len = strlen(n);
+        if (strncmp(n, "libggml-cpu-", 12) != 0 || len < 16 || strcmp(n + len - 3, ".so") != 0)
+            continue;
+        char variant[256];
+        snprintf(variant, sizeof variant, "%.*s", (int)(len - 15), n + 12);
+        if ((want && strcmp(variant, want) != 0) || (exclude && strcmp(variant, exclude) == 0))
+            continue;
+        char full[PATH_MAX];
+        if ((size_t)snprintf(full, sizeof full, "%s/%s", dir, n) >= sizeof full)
+            continue;
+        void *h = dlopen(full, RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+            continue;
+        int (*score)(void) = (int (*)(void))dlsym(h, "ggml_backend_score");
+        int sc = score ? score() : 0;
+        dlclose(h);
+        if (sc > best) {
+            best = sc;
+            snprintf(path, cap, "%s", full);
+        }
+    }
+    closedir(d);
+    return best > 0;
+}
+
+/* The loaded CPU variant's name, from the CPU backend's library. */
+static void print_cpu_variant(void)
+{
+    ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    void *fn = cpu ? ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(cpu), "ggml_backend_get_features")
+                   : NULL;
+    Dl_info info;
+    const char *name = fn && dladdr(fn, &info) && info.dli_fname ? strrchr(info.dli_fname, '/') : NULL;
+    name = name ? name + 1 : "unknown";
+    size_t len = strlen(name);
+    if (strncmp(name, "libggml-cpu-", 12) == 0 && len > 15)
+        printf("CPUVARIANT name=%.*s\n", (int)(len - 15), name + 12);
+    else
+        printf("CPUVARIANT name=%s\n", name);
+}
+
 static const char *backend_dir(void)
 {
     const char *env = getenv("GGUFMAP_ORACLE_BACKEND_DIR");
@@ -1308,6 +1371,7 @@ int main(int argc, char **argv)
     };
     bool ctx_given = false;
     bool mtp = false;
+    const char *cpu_variant = NULL;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1350,6 +1414,8 @@ int main(int argc, char **argv)
             if (!parse_count(a, argv[++i], &n))
                 return 2;
             ot_add_n_cpu(n, strcmp(a, "--n-cpu-moe") == 0 ? LLM_FFN_EXPS_REGEX : LLM_FFN_DENSE_REGEX);
+        } else if (strcmp(a, "--cpu-variant") == 0 && has_next) {
+            cpu_variant = argv[++i];
         } else if (strcmp(a, "--fake-gpu") == 0 && has_next) {
             const char *k = argv[++i];
             if (strcmp(k, "metal") == 0) fake_gpu = FAKE_GPU_METAL;
@@ -1435,7 +1501,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "ggufmap-oracle: cannot locate the ggml backend directory\n");
         return 2;
     }
-    ggml_backend_load_all_from_path(dir);
+    if (cpu_variant) {
+        char path[PATH_MAX];
+        bool no_amx = strcmp(cpu_variant, "no-amx") == 0;
+        if (!pick_cpu_variant(dir, no_amx ? NULL : cpu_variant, no_amx ? "sapphirerapids" : NULL, path, sizeof path)) {
+            fprintf(stderr, "ggufmap-oracle: no CPU variant '%s' in %s runs on this CPU\n", cpu_variant, dir);
+            printf("RESULT fail\n");
+            return 1;
+        }
+        ggml_backend_load(path);
+    } else {
+        ggml_backend_load_all_from_path(dir);
+    }
     if (!ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU)) {
         fprintf(stderr, "ggufmap-oracle: no CPU backend could be loaded from %s\n", dir);
         printf("RESULT fail\n");
@@ -1449,6 +1526,7 @@ int main(int argc, char **argv)
     }
 
     if (list_bufts) {
+        print_cpu_variant();
         visit_bufts(list_visit, stdout);
         return 0;
     }
