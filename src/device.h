@@ -76,4 +76,46 @@ bool gm_amx_packs(int32_t type);
  * computes wrong products with such a weight (placement warns). */
 uint64_t gm_amx_alloc_size(int32_t type, const int64_t ne[4]);
 
+/* ------------------------------------------------------------------------ */
+/* The CUDA GPU (device_cuda.c; measured on an H200: docs/cuda.md)           */
+/* ------------------------------------------------------------------------ */
+
+/* A FLASH_ATTN_EXT node as ggml-cuda looks at it: Q [d_k, n_q, n_head,
+ * q_ne3], K [d_k, n_kv, n_head_kv, ...] of type_k, V [d_v, ...] of type_v. */
+typedef struct gm_cuda_fattn {
+    int64_t d_k, d_v;       /* K->ne[0], V->ne[0] */
+    int64_t n_q, q_ne3;     /* Q->ne[1], Q->ne[3] */
+    int64_t n_kv;           /* K->ne[1] */
+    int64_t gqa;            /* Q->ne[2] / K->ne[2] */
+    int32_t type_k, type_v;
+    int64_t nel_k, nel_v;   /* ggml_nelements of K and V */
+    bool mask;              /* a KQ mask is given */
+    bool rows_aligned;      /* Q, K, V and the mask (those not quantized) have strides of 16 bytes */
+    bool v_is_k_view;       /* V views K's data (MLA) */
+} gm_cuda_fattn;
+
+typedef enum gm_cuda_fa_kernel { GM_CUDA_FA_NONE, GM_CUDA_FA_VEC, GM_CUDA_FA_TILE, GM_CUDA_FA_MMA } gm_cuda_fa_kernel;
+
+/* ggml_cuda_get_best_fattn_kernel: GM_CUDA_FA_NONE where CUDA has no kernel
+ * (its supports_op refuses the node: a head size without kernels, a K or V
+ * type such as IQ4_NL, a 192/320/512/576 head without the GQA the kernel
+ * needs); the kernel it runs otherwise. */
+gm_cuda_fa_kernel gm_cuda_fattn_kernel(const gm_cuda_fattn *fa);
+
+/* A K or V type ggml-cuda's flash attention takes (f32, f16, bf16, q4_0,
+ * q4_1, q5_0, q5_1, q8_0; not iq4_nl) */
+bool gm_cuda_fattn_type(int32_t type);
+
+/* ggml_cuda_flash_attn_ext_get_alloc_size: the output's nbytes plus, 128
+ * bytes aligned, f16 copies of K and of V where the kernel needs them
+ * (tensor-core kernels for a K or V not in F16; the vector kernel for F32
+ * or a K/V pair it was not compiled for). */
+uint64_t gm_cuda_fattn_alloc_size(const gm_cuda_fattn *fa, uint64_t nbytes);
+
+/* supports_op for SSM_CONV (the channels, conv_x->ne[1], a multiple of
+ * 128) and SSM_SCAN (Mamba-2: d_state 128 or 256 and head_dim a multiple
+ * of 16; Mamba-1: d_state 16, one group, n_head a multiple of 128). */
+bool gm_cuda_ssm_conv(int64_t channels);
+bool gm_cuda_ssm_scan(int64_t d_state, int64_t head_dim, int64_t n_head, int64_t n_group, bool mamba2);
+
 #endif

@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "fit_internal.h"
 #include "ggufmap/types.h"
 #include "internal.h"
@@ -221,8 +222,13 @@ static uint64_t attention_term(const ggufmap_fit *fit, reserve_shape r) {
             /* V read from a cache that is not transposed is copied transposed; MLA's V is a view of K */
             if (!s->v_trans || hp->is_mla) t += gm_row_size(hp->is_mla ? cp->type_k : cp->type_v, gm_n_embd_v_gqa(hp, il)) * cells;
         } else {
-            if (cp->type_k == 0) t += 2 * gm_n_embd_k_gqa(hp, il) * cells;
-            if (cp->type_v == 0) t += 2 * gm_n_embd_v_gqa(hp, il) * cells;
+            /* f16 copies of an f32 cache; on CUDA of any cache not in f16
+             * (its tensor-core kernel converts K and V: device_cuda.c) */
+            const bool cuda = fit->device == GGUFMAP_DEVICE_CUDA;
+            enum { F32 = 0, F16 = 1 };
+            if (cp->type_k == F32 || (cuda && cp->type_k != F16)) t += 2 * gm_n_embd_k_gqa(hp, il) * cells;
+            if (!hp->is_mla && (cp->type_v == F32 || (cuda && cp->type_v != F16)))
+                t += 2 * gm_n_embd_v_gqa(hp, il) * cells;
             if (attends_ubatch(hp)) t += 2 * (gm_n_embd_k_gqa(hp, il) + gm_n_embd_v_gqa(hp, il)) * r.T;
         }
         /* the indexer's scores, the sparse mask it fills and the mask it adds, over every stream's cells */
@@ -294,6 +300,30 @@ static layout layout_of(const ggufmap_fit *fit) {
     return lo;
 }
 
+/* Ops of a GPU layer CUDA refuses run on the CPU (device_cuda.c): the
+ * Mamba-2 and short-conv kernels' shapes, the DSA lightning indexer
+ * outside 128-wide keys of 32 or 64 heads (lightning-indexer.cu:536-570),
+ * flash attention without a kernel (forced on).  The CPU then computes a
+ * share of the GPU's layers. */
+static bool cuda_refuses_layer_ops(const ggufmap_fit *fit) {
+    const gm_hparams *hp = fit->hp;
+    if (fit->device != GGUFMAP_DEVICE_CUDA) return false;
+    if (fit->cp.sizes.flash_attn && gm_fit_cuda_lacks_fa_kernel(fit, true)) return true;
+    if (hp->indexer_head_size &&
+        !(hp->indexer_head_size == 128 && (hp->indexer_n_head == 32 || hp->indexer_n_head == 64)))
+        return true;
+    switch (hp->arch) {
+    case GM_ARCH_LFM2: return !gm_cuda_ssm_conv(hp->n_embd);
+    case GM_ARCH_MAMBA2: case GM_ARCH_GRANITEHYBRID: case GM_ARCH_NEMOTRON_H: case GM_ARCH_NEMOTRON_H_MOE:
+    case GM_ARCH_FALCON_H1: {
+        const uint32_t n_head = hp->ssm_dt_rank ? hp->ssm_dt_rank : 1, groups = hp->ssm_n_group ? hp->ssm_n_group : 1;
+        return !gm_cuda_ssm_conv((int64_t)hp->ssm_d_inner + 2ll * groups * hp->ssm_d_state) ||
+               !gm_cuda_ssm_scan(hp->ssm_d_state, hp->ssm_d_inner / n_head, n_head, groups, true);
+    }
+    default: return false;
+    }
+}
+
 /* one reserve's bound per backend: [0] the GPU's, [1] the CPU's */
 static void bound_reserve(const ggufmap_fit *fit, const weight_sums *w, reserve_shape r, uint64_t out[2]) {
     const layout lo = layout_of(fit);
@@ -315,7 +345,8 @@ static void bound_reserve(const ggufmap_fit *fit, const weight_sums *w, reserve_
         if (offload || !fit->cp.offload_kqv) out[0] += b.kv_copy;
     }
     out[1] = b.inputs + b.embed;
-    if (!lo.gpu || lo.cpu_layers || !fit->cp.offload_kqv) out[1] += work;
+    if (!lo.gpu || lo.cpu_layers || !fit->cp.offload_kqv || (lo.gpu_layers && cuda_refuses_layer_ops(fit)))
+        out[1] += work;
     if (!lo.gpu || !lo.output_on_gpu) out[1] += b.output;
 }
 

@@ -20,6 +20,7 @@
 
 #include "fit_arch_recurrent.h"
 #include "fit_graph_dump.h"
+#include "device.h"
 #include "fit_internal.h"
 #include "fit_llm.h"
 #include "internal.h"
@@ -72,7 +73,8 @@ static void setup_backends(const ggufmap_fit *fit, gm_backends *be) {
     if (gpu) {
         be->buft[0] = GM_BUFT_GPU;
         be->alignment[0] = gm_buft_alignment(gm_fit_gpu_buft(fit));
-        be->cuda_padding[0] = cuda;
+        be->cuda_alloc[0] = cuda;
+        be->cuda_fusion = cuda && !fit->opts.no_cuda_fusion;
     }
     be->buft[be->n - 1] = cuda ? GM_BUFT_HOST : GM_BUFT_CPU;
     be->alignment[be->n - 1] = 32;
@@ -227,6 +229,16 @@ int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
     /* no pooling head is modelled op for op */
     const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0;
     arch_graph build = pooled ? NULL : fit->hp->ctx_mtp ? mtp_graph_of(fit->hp) : graph_of(fit->hp);
+    /* flash attention forced on (-fa on) over a cache type CUDA's kernels
+     * refuse (iq4_nl), for a CPU layer, with op offload pulling that
+     * layer's neighbouring ops to the GPU: where they go around the refused
+     * node is not traced to the byte (qwen4exp in tests/fit's fidelity set,
+     * phi3 on the H200; docs/cuda.md): the bound */
+    const ggufmap_fit_context *sz = &fit->cp.sizes;
+    if (fit->device == GGUFMAP_DEVICE_CUDA && fit->opts.flash_attn == GGUFMAP_FA_ON && fit->cp.op_offload &&
+        sz->n_ubatch >= 32 && (!gm_cuda_fattn_type(fit->cp.type_k) || !gm_cuda_fattn_type(fit->cp.type_v)) &&
+        gm_fit_cuda_lacks_fa_kernel(fit, false))
+        build = NULL;
     if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);

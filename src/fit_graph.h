@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device.h"
+
 #define GM_MAX_SRC 10   /* GGML_MAX_SRC */
 #define GM_NONE (-1)    /* no tensor */
 
@@ -145,6 +147,9 @@ int32_t gm_fill_inplace(gm_graph *g, int32_t a);
 int32_t gm_op_shaped(gm_graph *g, gm_op op, int32_t type, int n_dims, const int64_t ne[4], const int32_t *srcs,
                      int n_srcs);
 
+/* A FLASH_ATTN_EXT node's shapes as ggml-cuda reads them (device.h) */
+void gm_cuda_fattn_of(const gm_graph *g, int32_t t, gm_cuda_fattn *fa);
+
 /* ggml_build_forward_expand */
 void gm_expand(gm_graph *g, int32_t t);
 
@@ -160,7 +165,8 @@ typedef struct gm_backends {
     bool op_offload;
     gm_buft buft[GM_MAX_BACKENDS];     /* the buffer type each backend computes in */
     uint64_t alignment[GM_MAX_BACKENDS];
-    bool cuda_padding[GM_MAX_BACKENDS]; /* CUDA's row padding of quantized tensors */
+    bool cuda_alloc[GM_MAX_BACKENDS];   /* CUDA0's get_alloc_size (quantized rows, flash attention) */
+    bool cuda_fusion;         /* the CUDA GPU's fused-MoE allocation dependencies (fit_sched.c) */
 } gm_backends;
 
 /* The split graph: its nodes and leafs (indices into the graph's tensors)

@@ -75,6 +75,9 @@ int gm_fit_compute_bound(ggufmap_fit *fit);
 /* fit.c helpers for the modules above */
 ggufmap_fit_buffer *gm_fit_add_buffer(ggufmap_fit *fit, ggufmap_fit_kind kind, const char *buft, uint64_t bytes);
 bool gm_fit_layer_on_gpu(const ggufmap_fit *fit, uint32_t il);
+/* CUDA has no flash-attention kernel for the attention of some layer on
+ * the GPU (on_gpu) or on the CPU (fit_context.c; device_cuda.c's rule) */
+bool gm_fit_cuda_lacks_fa_kernel(const ggufmap_fit *fit, bool on_gpu);
 /* The buffer type llama.cpp gives a layer's cache ("CPU", "MTL0", "CUDA0"). */
 const char *gm_fit_layer_buft(const ggufmap_fit *fit, uint32_t il, bool offload);
 /* The GPU's default buffer type name, or NULL without a GPU. */

@@ -101,6 +101,38 @@ static bool metal_supports(const ggufmap_tensor *t, gm_op o) {
     }
 }
 
+/* A u32 hyperparameter <arch>.SUFFIX of the model, dflt when absent */
+static int64_t arch_u32(const ggufmap_placement *p, const char *suffix, int64_t dflt) {
+    char key[160];
+    snprintf(key, sizeof key, "%s.%s", p->arch, suffix);
+    const ggufmap_kv *kv = ggufmap_model_find_kv(p->model, key);
+    int64_t v;
+    return kv && ggufmap_kv_int(kv, &v) == GGUFMAP_OK ? v : dflt;
+}
+
+/* CUDA's supports_op for the test op of a weight (weight_buft_supported,
+ * llama-model-loader.cpp:946-1120; ggml-cuda.cu:5132-5489): the SSM kernels'
+ * shapes (device_cuda.c: a Mamba-2 model whose d_state is not 128 or 256,
+ * or whose conv channels are not a multiple of 128, keeps ssm_a or
+ * ssm_conv1d on the CPU), GET_ROWS of IQ4_NL/MXFP4 rows not a multiple of
+ * 256, element-wise ops of a weight that is not F32/F16. */
+static bool cuda_supports(const ggufmap_placement *p, const ggufmap_tensor *t, gm_op o) {
+    enum { F32 = 0, F16 = 1, IQ4_NL = 20, MXFP4 = 39 };
+    switch (o) {
+    case GM_OP_SSM_CONV: return gm_cuda_ssm_conv(t->ne[1]);
+    case GM_OP_SSM_SCAN: {
+        const bool mamba2 = t->ne[0] == 1;   /* ssm_a [1, n_head]; Mamba-1's is [d_state, d_inner] */
+        const int64_t n_head = t->ne[1];
+        const int64_t d_inner = arch_u32(p, "ssm.inner_size", 0), n_group = arch_u32(p, "ssm.group_count", 0);
+        const int64_t d_state = mamba2 ? arch_u32(p, "ssm.state_size", 0) : t->ne[0];
+        return gm_cuda_ssm_scan(d_state, n_head ? d_inner / n_head : 0, n_head, n_group ? n_group : 1, mamba2);
+    }
+    case GM_OP_GET_ROWS: return (t->type != IQ4_NL && t->type != MXFP4) || t->ne[0] % 256 == 0;
+    case GM_OP_ADD: case GM_OP_MUL: case GM_OP_DIV: return t->type == F32 || t->type == F16;
+    default: return true;
+    }
+}
+
 /* Does buffer type b accept tensor t used by op o?  (weight_buft_supported) */
 static bool supports(const ggufmap_placement *p, buft b, const ggufmap_tensor *t, gm_op o) {
     switch (b) {
@@ -110,7 +142,7 @@ static bool supports(const ggufmap_placement *p, buft b, const ggufmap_tensor *t
         return gm_cpu_repacks(p->cpu, t->type, t->ne[1]);
     }
     case BUFT_AMX: return gm_amx_takes(t->type, t->ne, o == GM_OP_MUL_MAT);
-    case BUFT_GPU: return p->opts.device == GGUFMAP_DEVICE_METAL ? metal_supports(t, o) : true;
+    case BUFT_GPU: return p->opts.device == GGUFMAP_DEVICE_METAL ? metal_supports(t, o) : cuda_supports(p, t, o);
     default: return true; /* CPU and the CUDA host type accept every weight */
     }
 }

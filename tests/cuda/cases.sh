@@ -29,6 +29,7 @@
 #   weights every architecture x 4 weight types x -ngl all and 2, + f16 at
 #           -ngl 0 (each with a context)
 #   drawn   every other architecture, 5 drawn as `exact` does
+#   more    every architecture, 4 more drawn (y-A-I)
 #   nofusion the cases above of MoE architectures with a GPU layer, again
 #           with GGML_CUDA_DISABLE_FUSION=1
 set -euo pipefail
@@ -152,9 +153,10 @@ fas=(auto auto on off)
 ubs=("" "" "-ub 32" "-ub 128" "-ub 1024" "-b 256" "-b 64 -ub 64")
 flags=("" "" "" "--swa-full" "-kvu" "-nkvo" "--no-op-offload")
 ngls=(all all 0 1 2 3)
-# draw A N: N cases of architecture A; fixtures A-TYPE, A-n and (exact) A-h128
+# draw A N [PREFIX]: N cases of architecture A named PREFIX-A-I (default x);
+# fixtures A-TYPE, A-n and (exact) A-h128
 draw() {
-  local a=$1 n=$2 i fx ctk ctv ctx np fa ub fl ngl extra
+  local a=$1 n=$2 p=${3:-x} i fx ctk ctv ctx np fa ub fl ngl extra
   for ((i = 0; i < n; i++)); do
     pick 8
     case $R in 0|1) fx=$a-q4_K ;; 2) fx=$a-f16 ;; 3) fx=$a-q8_0 ;; 4) fx=$a-q4_0 ;; 5) fx=$a-n ;;
@@ -176,7 +178,7 @@ draw() {
     # a 256K context over several streams of f32 is GiBs of cache: keep it to f16 and smaller
     if [ "$ctx" = 262144 ] && { [ "$np" -gt 1 ] || [ "$ctk" = f32 ]; }; then ctx=32768; fi
     # shellcheck disable=SC2086 # the optional groups split into words
-    add "x-$a-$i" "$fx" -c $ctx -np $np -ctk $ctk -ctv $ctv -fa $fa $ub $fl $extra --device cuda -ngl $ngl
+    add "$p-$a-$i" "$fx" -c $ctx -np $np -ctk $ctk -ctv $ctv -fa $fa $ub $fl $extra --device cuda -ngl $ngl
   done
 }
 for a in "${EXACT[@]}"; do draw "$a" 64; done
@@ -200,6 +202,13 @@ done
 # ------------------------------------------------------------------ drawn --
 for a in "${ARCHS[@]}"; do
   is_exact "$a" || draw "$a" 5
+done
+
+# ------------------------------------------------------------------- more --
+# a second walk over every architecture (the second device run)
+seed=20251204
+for a in "${ARCHS[@]}"; do
+  draw "$a" 4 y
 done
 
 # --------------------------------------------------------------- nofusion --

@@ -8,6 +8,8 @@
 # keeps fit's CUDA rules honest.
 #
 # usage: compare.sh GGUFMAP FIXTURE RESULTS_DIR WORKDIR [STRIDE] [--list]
+#   (RESULTS_DIR/known.txt, when there, lists the mismatches docs/cuda.md
+#   explains: compare.js --known)
 #   RESULTS_DIR  results.txt (CASE lines and llama.cpp's buffers) and
 #                fixtures.sha256
 #   STRIDE       compare every STRIDE-th case only (default 1: all)
@@ -15,7 +17,7 @@
 set -uo pipefail
 
 [ $# -ge 4 ] || { echo "usage: compare.sh GGUFMAP FIXTURE RESULTS_DIR WORKDIR [STRIDE] [--list]" >&2; exit 2; }
-GGUFMAP=$1 FIXTURE=$2 RESULTS=$3/results.txt SUMS=$3/fixtures.sha256 WORK=$4 STRIDE=${5:-1} LIST=${6:-}
+GGUFMAP=$1 FIXTURE=$2 RESULTS=$(cd "$3" && pwd)/results.txt SUMS=$(cd "$3" && pwd)/fixtures.sha256 WORK=$4 STRIDE=${5:-1} LIST=${6:-}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command -v node >/dev/null || { echo "FAIL: node not found (scripts/deps.sh installs nodejs)" >&2; exit 1; }
 [ -f "$RESULTS" ] && [ -f "$SUMS" ] || { echo "FAIL: $3 lacks results.txt or fixtures.sha256" >&2; exit 1; }
@@ -35,7 +37,8 @@ while IFS=$'\t' read -r name args; do
   # shellcheck disable=SC2086 # the maker's arguments split into words
   "$FIXTURE" $args -o "$WORK/fx/$name.gguf" >/dev/null || { echo "FAIL: fixture $name: $args" >&2; exit 1; }
 done <"$WORK/fixtures.tsv"
-if ! (cd "$WORK/fx" && grep -F -f <(sed 's/$/.gguf/' "$WORK/used") "$SUMS" | sha256sum --quiet -c -); then
+if ! (cd "$WORK/fx" && awk 'NR == FNR { used[$1 ".gguf"] = 1; next } $2 in used' "$WORK/used" "$SUMS" |
+      sha256sum --quiet -c -); then
   echo "FAIL: the fixtures made here differ from those the device ran (fixtures.sha256)" >&2
   exit 1
 fi
@@ -45,9 +48,14 @@ i=0
 while IFS=$'\t' read -r tag name fx env args; do
   [ "$tag" = CASE ] || continue
   i=$((i + 1))
+  envs=()
+  [ "$env" = - ] || envs=("$env")   # fit reads GGML_CUDA_DISABLE_FUSION as llama.cpp does
   # shellcheck disable=SC2086 # fit's flags split into words
-  "$GGUFMAP" fit "$WORK/fx/$fx.gguf" $args -nr --page 1B --json >"$WORK/json/$i.json" 2>"$WORK/json/$i.err"
+  env ${envs[@]+"${envs[@]}"} "$GGUFMAP" fit "$WORK/fx/$fx.gguf" $args -nr --page 1B --json >"$WORK/json/$i.json" 2>"$WORK/json/$i.err"
   echo $? >"$WORK/json/$i.rc"
 done < <(grep '^CASE' "$WORK/results.txt")
 
-node "$HERE/compare.js" "$WORK/results.txt" "$WORK/json" $LIST
+known=()
+[ -f "$3/known.txt" ] && known=(--known "$3/known.txt")
+# shellcheck disable=SC2086 # --list or nothing
+node "$HERE/compare.js" "$WORK/results.txt" "$WORK/json" $LIST ${known[@]+"${known[@]}"}

@@ -4,7 +4,10 @@
 # the ignored folders a call names, nothing else, and the device has no
 # network.
 #
-# usage: pack.sh BUILD_DIR DEST [LLAMA_GIT_DIR]
+# usage: pack.sh [--only-missing RESULTS] BUILD_DIR DEST [LLAMA_GIT_DIR]
+#
+#   --only-missing RESULTS  leave out the cases RESULTS (a results.txt)
+#                  already holds (not those it marks SKIPPED): a second run
 #
 #   BUILD_DIR      this repository's build tree (make build): its
 #                  ggufmap-fixture objects and libggufmap.a
@@ -25,7 +28,9 @@
 #                  /work/llama-src)
 set -euo pipefail
 
-[ $# -ge 2 ] || { echo "usage: pack.sh BUILD_DIR DEST [LLAMA_GIT_DIR]" >&2; exit 2; }
+DONE=""
+if [ "${1:-}" = --only-missing ]; then DONE=$2; shift 2; fi
+[ $# -ge 2 ] || { echo "usage: pack.sh [--only-missing RESULTS] BUILD_DIR DEST [LLAMA_GIT_DIR]" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd) DEST=$2
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -94,6 +99,13 @@ done <"$DEST/fixtures.tsv"
   }
   print $1, $2, $3, $4, substr(o, 2)
 }' >"$DEST/cases.tsv"
+if [ -n "$DONE" ]; then
+  awk -F'\t' '/^CASE\t/ { c = $2; done[c] = 1 } /^SKIPPED/ { delete done[c] }
+               END { for (c in done) print c }' "$DONE" >"$DEST/done.txt"
+  awk -F'\t' 'NR == FNR { done[$1] = 1; next } !($1 in done)' "$DEST/done.txt" "$DEST/cases.tsv" >"$DEST/cases.tmp"
+  mv "$DEST/cases.tmp" "$DEST/cases.tsv"
+  rm -f "$DEST/done.txt"
+fi
 # the scheduler's graphs (--graph) of a few cases, for the rules that move ops
 printf '%s\n' d-gemma4-on-ngl2 d-gemma4-off-ngl2 b-qwen3moe-all b-qwen3moe-all~nofusion c-gemma4-auto \
   e-nemotron_h-all a-llama-q8-4k >"$DEST/graphs.txt"
