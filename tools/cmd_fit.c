@@ -205,7 +205,7 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     /* llama.cpp's own switch for CUDA's fusions (ggml-cuda.cu:4508), read
      * the same way: set and not 0, the fused MoE keeps nothing alive */
     const char *no_fusion = getenv("GGML_CUDA_DISABLE_FUSION");
-    f->fit.no_cuda_fusion = no_fusion && atoi(no_fusion) != 0;
+    f->fit.no_cuda_fusion = no_fusion && (int)strtol(no_fusion, NULL, 10) != 0; /* atoi */
     model_arg_init(&f->model, cmd->name);
     int first, rc = cli_parse(cmd, argc, argv, apply, f, CLI_ANY_OPERANDS, &first);
     if (rc == EXIT_OK) rc = model_arg_take(&f->model, argc, argv, first);
