@@ -131,21 +131,16 @@ static bool can_inplace(uint8_t op) {
     }
 }
 
-/* ggml_backend_buft_get_alloc_size: nbytes; in CUDA's device type also
- * the f16 copies of K and V its flash-attention kernel converts into the
- * output's allocation (device_cuda.c), and the row padding of quantized
- * tensors to 512 elements */
+/* ggml_backend_buft_get_alloc_size of backend b's buffer type: nbytes,
+ * plus what the device adds (device.h: CUDA's row padding of quantized
+ * tensors; its alloc_extra hook: the f16 copies of K and V its
+ * flash-attention kernel converts into the output's allocation) */
 static uint64_t alloc_size(const galloc *a, int b, int32_t t) {
-    uint64_t size = gm_nbytes(a->g, t);
     const gm_tensor *x = &a->g->t[t];
-    if (a->be->cuda_alloc[b] && x->op == GM_OP_FLASH_ATTN_EXT) {
-        gm_cuda_fattn fa;
-        gm_cuda_fattn_of(a->g, t, &fa);
-        size = gm_cuda_fattn_alloc_size(&fa, size);
-    }
-    const ggufmap_type_info *ti = ggufmap_type(x->type);
-    if (a->be->cuda_alloc[b] && ti && ti->block_size > 1 && x->ne[0] % 512 != 0)
-        size += (uint64_t)ti->type_size * (uint64_t)((512 - x->ne[0] % 512) / ti->block_size);
+    const ggufmap_buft_kind kind = gm_loc_kind(a->be->buft[b]);
+    const gm_backend_def *d = gm_backend(a->be->device);
+    uint64_t size = gm_nbytes(a->g, t) + gm_buft_row_pad(a->be->device, kind, x->type, x->ne[0]);
+    if (kind == GGUFMAP_BUFT_GPU && d->alloc_extra) size += d->alloc_extra(a->g, t);
     return size;
 }
 

@@ -33,7 +33,7 @@ static int32_t attention(gm_llm *l, const gm_attn_inp *base, const gm_attn_inp *
     const gm_hparams *hp = l->hp;
     const int64_t head = gm_head_k(hp, (uint32_t)il), n_head = hp->n_head[il], n_head_kv = hp->n_head_kv[il];
     const int64_t n = l->ub.n_tokens;
-    const int32_t freq = hp->is_swa[il] ? GM_NONE : gm_w(l, "rope_freqs.weight", 0);
+    const int32_t freq = hp->is_swa[il] ? GM_NONE : gm_w_layer(l, "rope_freqs.weight", il);
     int32_t q = gm_build_lora_mm(l, gm_w(l, "blk.%d.attn_q.weight", il), cur);
     q = gm_reshape_3d(g, q, head, n_head, n);
     q = gm_build_norm_rms(l, q, gm_w(l, "blk.%d.attn_q_norm.weight", il), il);

@@ -46,7 +46,10 @@
  * the split copies of the host weights its offloaded ops read (the largest
  * CPU layer's and the output head's), of one cache layer's K and V (-nkvo,
  * offload), and room for a second layer's scores beside the fragments the
- * splits leave (ggml-backend.cpp's split inputs; measured on DSA).  Each
+ * splits leave (ggml-backend.cpp's split inputs; measured on DSA).  With
+ * several GPUs each holds the inputs and hidden rows the split before it
+ * hands over, and with pipeline parallelism four copies of every input on
+ * every backend that reads it, never freed (ggml-backend.cpp:1375-1416).  Each
  * buffer gets 1% and 64 KiB on top for what the terms do not name (norm
  * results, small inputs, alignment).  Every buffer is labelled an upper
  * bound (exact = false); tests/fit/archs.sh checks it is never below what
@@ -56,7 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device.h"
+#include "fit_graph.h"
 #include "fit_internal.h"
 #include "ggufmap/types.h"
 #include "internal.h"
@@ -97,7 +100,7 @@ static bool in_context(const gm_hparams *hp, int32_t il) {
     return il >= 0 && (uint32_t)il < hp->n_layer_all && ((uint32_t)il < hp->n_layer) != hp->ctx_mtp;
 }
 
-static bool sum_weights(const ggufmap_fit *fit, weight_sums *w) {
+static bool sum_weights(const gm_fit_ctx *fit, weight_sums *w) {
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
     const ggufmap_model *m = ggufmap_placement_model(pl);
     uint64_t *width = calloc(GM_MAX_LAYERS, sizeof *width), *bytes = calloc(GM_MAX_LAYERS, sizeof *bytes);
@@ -113,8 +116,8 @@ static bool sum_weights(const ggufmap_fit *fit, weight_sums *w) {
         const ggufmap_context *ctx = ggufmap_placement_context(pl, in->context);
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)t->name_len, t->name); /* names are not NUL-terminated */
-        const bool host = strncmp(ctx->buft, "CPU", 3) == 0 || strcmp(ctx->buft, "CUDA_Host") == 0;
-        const uint64_t nbytes = gm_buft_alloc_size(ctx->buft, t->type, t->ne);
+        const bool host = !ctx->gpu;
+        const uint64_t nbytes = gm_buft_alloc_size(fit->device, ctx->kind, t->type, t->ne);
         const uint64_t ow = output_width(fit->hp, t, name);
         if (in->cls == GGUFMAP_CLASS_LAYER && in->layer >= 0 && in->layer < GM_MAX_LAYERS) {
             if (!in_context(fit->hp, in->layer)) continue;
@@ -152,7 +155,7 @@ typedef struct reserve_shape {
 } reserve_shape;
 
 typedef struct bound_terms {
-    uint64_t inputs, embed, layer, attention, recurrent, output, kv_copy;
+    uint64_t inputs, embed, layer, attention, recurrent, output, kv_copy, bias;
 } bound_terms;
 
 static bool has_attention_cache(const gm_hparams *hp) {
@@ -160,7 +163,7 @@ static bool has_attention_cache(const gm_hparams *hp) {
 }
 
 /* the KV cache sizes the graph attends over: full, SWA, indexer */
-static void cache_sizes(const ggufmap_fit *fit, uint64_t n_kv[3]) {
+static void cache_sizes(const gm_fit_ctx *fit, uint64_t n_kv[3]) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const uint64_t n_stream = s->n_stream;
@@ -172,16 +175,16 @@ static void cache_sizes(const ggufmap_fit *fit, uint64_t n_kv[3]) {
 /* encoders attend over the ubatch itself (build_attn_inp_no_cache), even
  * t5encoder, whose KV cache the graph never reads */
 static bool attends_ubatch(const gm_hparams *hp) {
-    return !has_attention_cache(hp) || hp->arch == GM_ARCH_T5ENCODER;
+    return !has_attention_cache(hp) || hp->traits.cache_unread;
 }
 
 /* T5's relative position bias: kq + kq_b keeps flash attention off for
  * every layer (llama-graph.cpp:2626), and the bias is a get_rows result, its
  * contiguous copy and, when the GPU computes it, a split copy, each the size
  * of the scores (t5.cpp:147, :306) */
-static bool has_position_bias(const gm_hparams *hp) { return hp->arch == GM_ARCH_T5 || hp->arch == GM_ARCH_T5ENCODER; }
+static bool has_position_bias(const gm_hparams *hp) { return hp->traits.position_bias; }
 
-static uint64_t inputs_term(const ggufmap_fit *fit, reserve_shape r) {
+static uint64_t inputs_term(const gm_fit_ctx *fit, reserve_shape r) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
     uint64_t n_kv[3], bytes = r.T * 4 + r.T * hp->n_embd * 4 + r.T * 16 + r.O * 4 + r.np * 16;
@@ -194,7 +197,7 @@ static uint64_t inputs_term(const ggufmap_fit *fit, reserve_shape r) {
     }
     if (attends_ubatch(hp) && hp->n_head[0]) bytes += r.T * r.T * 4;          /* no cache: [T, T] */
     if (has_position_bias(hp)) bytes += r.T * r.T * 4; /* the encoder's position buckets */
-    if (hp->arch == GM_ARCH_T5) /* the decoder's; the encoder output and the cross mask over n_ctx_train rows */
+    if (hp->traits.encoder_decoder) /* the decoder's; the encoder output and the cross mask over n_ctx_train rows */
         bytes += n_kv[0] / s->n_stream * r.T * 4 + 4ull * hp->n_ctx_train * (hp->n_embd + r.T);
     const uint64_t head = gm_head_k(hp, 0) > gm_head_v(hp, 0) ? gm_head_k(hp, 0) : gm_head_v(hp, 0);
     bytes += 2 * head * head * 4;                                                /* Hadamard rotations */
@@ -203,7 +206,7 @@ static uint64_t inputs_term(const ggufmap_fit *fit, reserve_shape r) {
 
 
 /* one attention layer's transient tensors, the largest over the layers */
-static uint64_t attention_term(const ggufmap_fit *fit, reserve_shape r) {
+static uint64_t attention_term(const gm_fit_ctx *fit, reserve_shape r) {
     const gm_hparams *hp = fit->hp;
     const gm_cparams *cp = &fit->cp;
     const ggufmap_fit_context *s = &cp->sizes;
@@ -214,7 +217,7 @@ static uint64_t attention_term(const ggufmap_fit *fit, reserve_shape r) {
         if (hp->n_head[il] == 0) continue;
         uint64_t kv = hp->is_swa[il] && n_kv[1] ? n_kv[1] / s->n_stream : n_kv[0] / s->n_stream;
         if (attends_ubatch(hp) || kv < r.T) kv = kv > r.T ? kv : r.T;
-        if (hp->arch == GM_ARCH_T5 && kv < hp->n_ctx_train) kv = hp->n_ctx_train; /* cross attention */
+        if (hp->traits.encoder_decoder && kv < hp->n_ctx_train) kv = hp->n_ctx_train; /* cross attention */
         const uint64_t heads = hp->n_head[il], cells = kv * s->n_stream;
         uint64_t t = 4 * r.T * heads * (gm_head_v(hp, il) + gm_head_k(hp, il)) * 2;
         if (!fa) {
@@ -222,25 +225,50 @@ static uint64_t attention_term(const ggufmap_fit *fit, reserve_shape r) {
             /* V read from a cache that is not transposed is copied transposed; MLA's V is a view of K */
             if (!s->v_trans || hp->is_mla) t += gm_row_size(hp->is_mla ? cp->type_k : cp->type_v, gm_n_embd_v_gqa(hp, il)) * cells;
         } else {
-            /* f16 copies of an f32 cache; on CUDA of any cache not in f16
-             * (its tensor-core kernel converts K and V: device_cuda.c) */
-            const bool cuda = fit->device == GGUFMAP_DEVICE_CUDA;
+            /* f16 copies of an f32 cache; of any cache not in f16 where the
+             * device's kernels convert K and V (CUDA's tensor-core kernels) */
+            const bool converts = gm_backend(fit->device)->fa_f16_copies;
             enum { F32 = 0, F16 = 1 };
-            if (cp->type_k == F32 || (cuda && cp->type_k != F16)) t += 2 * gm_n_embd_k_gqa(hp, il) * cells;
-            if (!hp->is_mla && (cp->type_v == F32 || (cuda && cp->type_v != F16)))
+            if (cp->type_k == F32 || (converts && cp->type_k != F16)) t += 2 * gm_n_embd_k_gqa(hp, il) * cells;
+            if (!hp->is_mla && (cp->type_v == F32 || (converts && cp->type_v != F16)))
                 t += 2 * gm_n_embd_v_gqa(hp, il) * cells;
             if (attends_ubatch(hp)) t += 2 * (gm_n_embd_k_gqa(hp, il) + gm_n_embd_v_gqa(hp, il)) * r.T;
         }
         /* the indexer's scores, the sparse mask it fills and the mask it adds, over every stream's cells */
         if (n_kv[2] && hp->indexer_n_head) t += 4 * n_kv[2] * r.T * (hp->indexer_n_head + 3ull);
-        if (hp->arch == GM_ARCH_T5) t += 4 * 4ull * hp->n_ctx_train * hp->n_embd; /* cross K and V of the encoder rows */
+        if (hp->traits.encoder_decoder) t += 4 * 4ull * hp->n_ctx_train * hp->n_embd; /* cross K and V of the encoder rows */
         if (t > best) best = t;
     }
     return best;
 }
 
+/* T5's position bias with pipeline parallelism: the bias (computed by the
+ * first layer's device, [n_kv, T, n_head] f32 like one layer's scores) draws
+ * the score ops of the layers on the other GPUs to that device (the
+ * scheduler's expansion), so scores-sized tensors cross between the GPUs as
+ * split inputs, each kept four times and never freed.  Measured on the t5
+ * fixture over two devices: 3.5, 7.8 and 12.1 scores more on the first GPU
+ * with 0, 1 and 2 layers on the second.  The term: one scores per
+ * attention layer of the context plus one, each of the four copies. */
+static uint64_t bias_term(const gm_fit_ctx *fit, reserve_shape r) {
+    const gm_hparams *hp = fit->hp;
+    const ggufmap_fit_context *s = &fit->cp.sizes;
+    uint64_t n_kv[3], best = 0, layers = 1;
+    if (!has_position_bias(hp)) return 0;
+    cache_sizes(fit, n_kv);
+    for (uint32_t il = 0; il < hp->n_layer_all; il++) {
+        if (hp->n_head[il] == 0 || !in_context(hp, (int32_t)il)) continue;
+        uint64_t kv = n_kv[0] / s->n_stream;
+        if (attends_ubatch(hp) || kv < r.T) kv = r.T;
+        const uint64_t b = 4 * kv * r.T * hp->n_head[il];
+        if (b > best) best = b;
+        layers++;
+    }
+    return layers * best;
+}
+
 /* the K and V of the largest cache layer, as a split copies them to the GPU */
-static uint64_t kv_layer_bytes(const ggufmap_fit *fit) {
+static uint64_t kv_layer_bytes(const gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
     const gm_cparams *cp = &fit->cp;
     const uint64_t cells = (uint64_t)cp->sizes.kv_size * cp->sizes.n_stream;
@@ -265,7 +293,7 @@ static uint64_t recurrent_term(const gm_hparams *hp, reserve_shape r) {
     return 4 * (r.T * (3 * conv_dim + 3 * inner) + 3 * r.np * ((uint64_t)gm_n_embd_r(hp) + gm_n_embd_s(hp)));
 }
 
-static bound_terms terms_of(const ggufmap_fit *fit, const weight_sums *w, reserve_shape r) {
+static bound_terms terms_of(const gm_fit_ctx *fit, const weight_sums *w, reserve_shape r) {
     const gm_hparams *hp = fit->hp;
     bound_terms b;
     b.inputs = inputs_term(fit, r);
@@ -276,6 +304,7 @@ static bound_terms terms_of(const ggufmap_fit *fit, const weight_sums *w, reserv
     b.recurrent = recurrent_term(hp, r);
     b.output = 4 * r.O * ((uint64_t)hp->n_vocab + 2ull * hp->n_embd_out);
     b.kv_copy = 2 * kv_layer_bytes(fit);
+    b.bias = bias_term(fit, r);
     return b;
 }
 
@@ -284,93 +313,138 @@ static bound_terms terms_of(const ggufmap_fit *fit, const weight_sums *w, reserv
 /* ------------------------------------------------------------------------ */
 
 /* the model's devices: whether any layer (with its share of the graph) or
- * the output head is on the GPU, and on the CPU */
+ * the output head is on a GPU, and on the CPU */
 typedef struct layout {
     bool gpu, gpu_layers, cpu_layers, output_on_gpu;
+    uint32_t n_gpu_layers;
 } layout;
 
-static layout layout_of(const ggufmap_fit *fit) {
-    layout lo = { .gpu = gm_fit_gpu_buft(fit) != NULL };
+static layout layout_of(const gm_fit_ctx *fit) {
+    layout lo = { .gpu = gm_fit_has_gpu(fit) };
     for (uint32_t il = 0; il < fit->hp->n_layer_all; il++) {
         if (!in_context(fit->hp, (int32_t)il)) continue;
-        if (gm_fit_layer_on_gpu(fit, il)) lo.gpu_layers = true;
+        if (gm_fit_layer_on_gpu(fit, il)) lo.gpu_layers = true, lo.n_gpu_layers++;
         else lo.cpu_layers = true;
     }
     lo.output_on_gpu = gm_fit_layer_on_gpu(fit, fit->hp->n_layer_all);
     return lo;
 }
 
-/* Ops of a GPU layer CUDA refuses run on the CPU (device_cuda.c): the
- * Mamba-2 and short-conv kernels' shapes, the DSA lightning indexer
- * outside 128-wide keys of 32 or 64 heads (lightning-indexer.cu:536-570),
- * flash attention without a kernel (forced on).  The CPU then computes a
- * share of the GPU's layers. */
-static bool cuda_refuses_layer_ops(const ggufmap_fit *fit) {
+/* Ops of a GPU layer the device refuses run on the CPU, which then
+ * computes a share of the GPU's layers: flash attention without a kernel
+ * (forced on), the DSA lightning indexer outside the shapes it has kernels
+ * for (CUDA: 128-wide keys of 32 or 64 heads), the SSM kernels' shapes (the
+ * row's weight_supported for the architecture's SSM_CONV and SSM_SCAN,
+ * device_cuda.c). */
+static bool device_refuses_layer_ops(const gm_fit_ctx *fit) {
+    const gm_backend_def *d = gm_backend(fit->device);
     const gm_hparams *hp = fit->hp;
-    if (fit->device != GGUFMAP_DEVICE_CUDA) return false;
-    if (fit->cp.sizes.flash_attn && gm_fit_cuda_lacks_fa_kernel(fit, true)) return true;
-    if (hp->indexer_head_size &&
-        !(hp->indexer_head_size == 128 && (hp->indexer_n_head == 32 || hp->indexer_n_head == 64)))
+    enum { F32 = 0 };
+    if (fit->cp.sizes.flash_attn && gm_fit_lacks_fa_kernel(fit, true)) return true;
+    if (hp->indexer_head_size && d->runs_indexer && !d->runs_indexer(hp->indexer_head_size, hp->indexer_n_head))
         return true;
-    switch (hp->arch) {
-    case GM_ARCH_LFM2: return !gm_cuda_ssm_conv(hp->n_embd);
-    case GM_ARCH_MAMBA2: case GM_ARCH_GRANITEHYBRID: case GM_ARCH_NEMOTRON_H: case GM_ARCH_NEMOTRON_H_MOE:
-    case GM_ARCH_FALCON_H1: {
-        const uint32_t n_head = hp->ssm_dt_rank ? hp->ssm_dt_rank : 1, groups = hp->ssm_n_group ? hp->ssm_n_group : 1;
-        return !gm_cuda_ssm_conv((int64_t)hp->ssm_d_inner + 2ll * groups * hp->ssm_d_state) ||
-               !gm_cuda_ssm_scan(hp->ssm_d_state, hp->ssm_d_inner / n_head, n_head, groups, true);
+    if (!d->weight_supported || hp->traits.ssm_ops == GM_SSM_OPS_NONE) return false;
+    const int64_t groups = hp->ssm_n_group ? hp->ssm_n_group : 1, n_head = hp->ssm_dt_rank ? hp->ssm_dt_rank : 1;
+    const gm_ssm_dims dims = {hp->ssm_d_state, hp->ssm_d_inner, groups};
+    if (hp->traits.ssm_ops == GM_SSM_OPS_SHORT_CONV) {
+        const int64_t conv[4] = {hp->shortconv_l_cache, hp->n_embd, 1, 1};
+        return !d->weight_supported(F32, conv, GM_WOP_SSM_CONV, &dims);
     }
-    default: return false;
-    }
+    const int64_t conv[4] = {hp->ssm_d_conv, (int64_t)hp->ssm_d_inner + 2 * groups * hp->ssm_d_state, 1, 1};
+    const int64_t a[4] = {1, n_head, 1, 1}; /* Mamba-2's A */
+    return !d->weight_supported(F32, conv, GM_WOP_SSM_CONV, &dims) || !d->weight_supported(F32, a, GM_WOP_SSM_SCAN, &dims);
 }
 
-/* one reserve's bound per backend: [0] the GPU's, [1] the CPU's */
-static void bound_reserve(const ggufmap_fit *fit, const weight_sums *w, reserve_shape r, uint64_t out[2]) {
+/* Whether GPU `ordinal` runs any of this context's layers or the output
+ * head: each GPU of a split gets a compute buffer of its own for them.  The
+ * output "layer" is work only where it has weights (an encoder's pooled
+ * output has none: a GPU given only that layer computes nothing). */
+static bool gpu_has_work(const gm_fit_ctx *fit, uint32_t ordinal) {
+    for (uint32_t il = 0; il < fit->hp->n_layer_all; il++)
+        if (in_context(fit->hp, (int32_t)il) && gm_fit_layer_gpu(fit, il) == (int32_t)ordinal) return true;
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
+    for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
+        const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
+        const ggufmap_context *c = ggufmap_placement_context(pl, in->context);
+        if (in->cls == GGUFMAP_CLASS_OUTPUT && c->gpu && c->ordinal == ordinal) return true;
+    }
+    return false;
+}
+
+/* one reserve's bound: *gpu for a GPU that computes (every GPU with layers
+ * or the output head, and the first one when it takes the CPU layers'
+ * offloaded ops), *cpu for the CPU */
+static void bound_reserve(const gm_fit_ctx *fit, const weight_sums *w, reserve_shape r, uint64_t *gpu, uint64_t *cpu,
+                          bool *offload_out) {
     const layout lo = layout_of(fit);
     const bound_terms b = terms_of(fit, w, r);
+    const uint64_t n_copies = gm_fit_pipeline_parallel(fit) ? GM_SCHED_MAX_COPIES : 1;
     const uint64_t work = b.layer + b.attention + b.recurrent;
     const bool offload = lo.gpu && fit->cp.op_offload && r.T >= 32 && lo.cpu_layers;
     /* -nkvo without flash attention pins everything from the KV store to the
      * attention output to the CPU (build_attn_mha, llama-graph.cpp:2730-2733);
      * MLA's scores follow its offloaded absorption matmuls instead */
     const bool attention_on_cpu = !fit->cp.offload_kqv && !fit->cp.sizes.flash_attn && !fit->hp->is_mla &&
-                                  !attends_ubatch(fit->hp) && !(offload && fit->device == GGUFMAP_DEVICE_CUDA);
-    out[0] = out[1] = 0;
+                                  !attends_ubatch(fit->hp) &&
+                                  !(offload && gm_backend(fit->device)->offload == GM_OFFLOAD_ALL_BUT_ROWS);
+    *gpu = *cpu = 0;
+    *offload_out = offload;
     if (lo.gpu && (lo.gpu_layers || lo.output_on_gpu || offload)) {
-        out[0] = b.inputs + b.embed + work - (attention_on_cpu ? b.attention : 0) + b.output;
+        *gpu = b.inputs + b.embed + work - (attention_on_cpu ? b.attention : 0) + b.output;
         /* the weights its offloaded ops read, and room for the scores of one
          * layer beside the hole another's left: splits interleave their
          * input copies with the attention tensors (measured on DSA) */
-        if (offload) out[0] += w->cpu_layer_bytes + w->cpu_output_bytes + b.attention / 2;
-        if (offload || !fit->cp.offload_kqv) out[0] += b.kv_copy;
+        if (offload) *gpu += w->cpu_layer_bytes + w->cpu_output_bytes + b.attention / 2;
+        if (offload || !fit->cp.offload_kqv) *gpu += b.kv_copy;
+        /* several GPUs: each also holds the copies of the activations the split before it hands over,
+         * with pipeline parallelism GM_SCHED_MAX_COPIES of them and of every input, kept to the end */
+        if (ggufmap_placement_n_gpus(ggufmap_plan_placement(fit->plan)) > 1)
+            *gpu += n_copies * (b.inputs + b.embed) + (n_copies > 1 ? n_copies * b.bias : 0);
     }
-    out[1] = b.inputs + b.embed;
-    if (!lo.gpu || lo.cpu_layers || !fit->cp.offload_kqv || (lo.gpu_layers && cuda_refuses_layer_ops(fit)))
-        out[1] += work;
-    if (!lo.gpu || !lo.output_on_gpu) out[1] += b.output;
+    *cpu = b.inputs + b.embed + (n_copies - 1) * b.inputs; /* the graph inputs' copies stay where they are */
+    const bool refused = lo.gpu_layers && device_refuses_layer_ops(fit);
+    if (!lo.gpu || lo.cpu_layers || !fit->cp.offload_kqv || refused) *cpu += work;
+    /* ops of every GPU layer run on the CPU: with pipeline parallelism the scheduler keeps
+     * GM_SCHED_MAX_COPIES copies of each such split's inputs to the end, on the CPU (a layer's
+     * activations and its cache views) and on the GPU the results come back to (activations) */
+    if (refused && n_copies > 1) {
+        *cpu += n_copies * lo.n_gpu_layers * (b.layer + b.kv_copy / 2);
+        if (*gpu) *gpu += n_copies * lo.n_gpu_layers * b.layer;
+    }
+    if (!lo.gpu || !lo.output_on_gpu) *cpu += b.output;
 }
 
-int gm_fit_compute_bound(ggufmap_fit *fit) {
+static ggufmap_fit_buffer *add_bound(gm_fit_ctx *fit, gm_buft_id buft, uint64_t size, uint64_t T) {
+    size += size / 100 + 65536; /* what the terms do not name: norms' results, small inputs, alignment */
+    ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, buft, gm_pad(size, 32));
+    if (!x) return NULL;
+    x->exact = false;
+    snprintf(x->what, sizeof x->what, "at most: inputs, a layer's activations and attention, the output head "
+             "(%llu-token ubatch)", (unsigned long long)T);
+    return x;
+}
+
+int gm_fit_compute_bound(gm_fit_ctx *fit) {
     const ggufmap_fit_context *s = &fit->cp.sizes;
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
     weight_sums w;
     if (!sum_weights(fit, &w)) return GGUFMAP_ENOMEM;
     const uint64_t np = s->n_seq_max;
     uint64_t T = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
     const uint64_t O = T < s->n_outputs_max ? T : s->n_outputs_max;
     T = (T + np - 1) / np * np;
-    uint64_t pp[2], tg[2];
-    bound_reserve(fit, &w, (reserve_shape){ T, O, np }, pp);
-    bound_reserve(fit, &w, (reserve_shape){ np, np, np }, tg);
-    for (int b = 0; b < 2; b++) {
-        uint64_t size = pp[b] > tg[b] ? pp[b] : tg[b];
-        if (size == 0) continue;
-        size += size / 100 + 65536; /* what the terms do not name: norms' results, small inputs, alignment */
-        const char *buft = b == 0 ? gm_fit_gpu_buft(fit) : fit->device == GGUFMAP_DEVICE_CUDA ? "CUDA_Host" : "CPU";
-        ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, buft, gm_pad(size, 32));
-        if (!x) return GGUFMAP_ENOMEM;
-        x->exact = false;
-        snprintf(x->what, sizeof x->what, "at most: inputs, a layer's activations and attention, the output head "
-                 "(%llu-token ubatch)", (unsigned long long)T);
+    uint64_t pp_gpu, pp_cpu, tg_gpu, tg_cpu;
+    bool pp_off, tg_off;
+    bound_reserve(fit, &w, (reserve_shape){ T, O, np }, &pp_gpu, &pp_cpu, &pp_off);
+    bound_reserve(fit, &w, (reserve_shape){ np, np, np }, &tg_gpu, &tg_cpu, &tg_off);
+    const uint64_t gpu = pp_gpu > tg_gpu ? pp_gpu : tg_gpu, cpu = pp_cpu > tg_cpu ? pp_cpu : tg_cpu;
+    /* the scheduler's backends in order: the run's GPUs, then the CPU */
+    for (uint32_t i = 0; gpu && i < ggufmap_placement_n_gpus(pl); i++) {
+        const uint32_t ord = ggufmap_placement_gpu(pl, i);
+        if (!gpu_has_work(fit, ord) && !(i == 0 && (pp_off || tg_off))) continue;
+        if (!add_bound(fit, (gm_buft_id){GGUFMAP_BUFT_GPU, ord}, gpu, T)) return GGUFMAP_ENOMEM;
     }
+    const gm_buft_id host = {gm_fit_has_gpu(fit) ? gm_cpu_compute_buft(fit->device) : GGUFMAP_BUFT_CPU, 0};
+    if (cpu && !add_bound(fit, host, cpu, T)) return GGUFMAP_ENOMEM;
     return GGUFMAP_OK;
 }

@@ -20,7 +20,6 @@
 
 #include "fit_arch_recurrent.h"
 #include "fit_graph_dump.h"
-#include "device.h"
 #include "fit_internal.h"
 #include "fit_llm.h"
 #include "internal.h"
@@ -59,29 +58,43 @@ static arch_graph graph_of(const gm_hparams *hp) {
     }
 }
 
-/* llama_context's backends: every model device (the GPU, present at any
- * -ngl) then the CPU, which computes in the GPU's host buffer type when it
- * has one (CUDA_Host) (:330-421) */
-static void setup_backends(const ggufmap_fit *fit, gm_backends *be) {
+/* llama_context's pipeline parallelism (llama-context.cpp:427-456): several
+ * GPUs, every layer and the output on them (n_gpu_layers > n_layer_all),
+ * -sm layer, the KV cache offloaded, no tensor override (-ot, --n-cpu-moe),
+ * and every GPU backend with async compute and events, which CUDA, ROCm and
+ * Metal all have (ggml-cuda.cu:5099-5112 unless built with
+ * GGML_CUDA_NO_PEER_COPY, ggml-metal.cpp:695-701).  The scheduler then keeps
+ * GGML_SCHED_MAX_COPIES (4) copies of every input (ggml-backend.cpp:1872). */
+bool gm_fit_pipeline_parallel(const gm_fit_ctx *fit) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
+    const ggufmap_placement_opts *o = ggufmap_placement_options(pl);
+    const int32_t n_layer_all = ggufmap_placement_n_layers(pl);
+    return ggufmap_placement_n_gpus(pl) > 1 && (o->n_gpu_layers < 0 || o->n_gpu_layers > n_layer_all) &&
+           o->split_mode == GGUFMAP_SPLIT_LAYER && fit->cp.offload_kqv && o->n_overrides == 0;
+}
+
+/* llama_context's backends: every model device (the run's GPUs, present
+ * at any -ngl) in order, then the CPU, which computes in the first GPU's
+ * host buffer type when it has one (CUDA_Host) (:330-421) */
+static void setup_backends(const gm_fit_ctx *fit, gm_backends *be) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
     memset(be, 0, sizeof *be);
-    const bool gpu = fit->device != GGUFMAP_DEVICE_CPU;
-    const bool cuda = fit->device == GGUFMAP_DEVICE_CUDA;
-    be->n = gpu ? 2 : 1;
-    be->gpu = gpu;
-    be->gpu_metal = fit->device == GGUFMAP_DEVICE_METAL;
+    be->device = fit->device;
     be->op_offload = fit->cp.op_offload;
-    if (gpu) {
-        be->buft[0] = GM_BUFT_GPU;
-        be->alignment[0] = gm_buft_alignment(gm_fit_gpu_buft(fit));
-        be->cuda_alloc[0] = cuda;
-        be->cuda_fusion = cuda && !fit->opts.no_cuda_fusion;
+    be->n_copies = gm_fit_pipeline_parallel(fit) ? GM_SCHED_MAX_COPIES : 1;
+    be->no_fusion = fit->opts.no_cuda_fusion;
+    for (uint32_t i = 0; i < ggufmap_placement_n_gpus(pl); i++) {
+        be->buft[be->n] = gm_loc_of((gm_buft_id){GGUFMAP_BUFT_GPU, ggufmap_placement_gpu(pl, i)});
+        be->alignment[be->n++] = gm_buft_alignment(fit->device, GGUFMAP_BUFT_GPU);
     }
-    be->buft[be->n - 1] = cuda ? GM_BUFT_HOST : GM_BUFT_CPU;
-    be->alignment[be->n - 1] = 32;
+    be->gpu = be->n > 0;
+    const ggufmap_buft_kind cpu = be->gpu ? gm_cpu_compute_buft(fit->device) : GGUFMAP_BUFT_CPU;
+    be->buft[be->n] = gm_loc_of((gm_buft_id){cpu, 0});
+    be->alignment[be->n++] = gm_buft_alignment(fit->device, cpu);
 }
 
 /* Per model tensor, the context of its instance and of its output copy. */
-static bool weight_contexts(const ggufmap_fit *fit, int32_t **ctx_of, int32_t **dup_of) {
+static bool weight_contexts(const gm_fit_ctx *fit, int32_t **ctx_of, int32_t **dup_of) {
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
     const int64_t n = ggufmap_model_n_tensors(ggufmap_placement_model(pl));
     *ctx_of = malloc((size_t)(n + 1) * sizeof **ctx_of);
@@ -101,7 +114,7 @@ static bool weight_contexts(const ggufmap_fit *fit, int32_t **ctx_of, int32_t **
 /* ------------------------------------------------------------------------ */
 
 static gm_buft layer_buft(const gm_llm *l, uint32_t il) {
-    return l->cp->offload_kqv && gm_fit_layer_on_gpu(l->fit, il) ? GM_BUFT_GPU : GM_BUFT_CPU;
+    return gm_loc_of(gm_fit_layer_buft(l->fit, il, l->cp->offload_kqv));
 }
 
 static void make_cache(gm_llm *l, gm_kv_cache *kv, gm_cache cache, int64_t kv_size) {
@@ -165,7 +178,7 @@ static void make_memory(gm_llm *l) {
  * refuses it and no GPU takes it; ggml_backend_sched_split_graph asserts
  * (ggml-backend.cpp:1293), llama.cpp aborts creating the context. */
 static void unrunnable(gm_llm *l, int32_t t) {
-    ggufmap_fit *fit = (ggufmap_fit *)l->fit;
+    gm_fit_ctx *fit = (gm_fit_ctx *)l->fit;
     if (fit->refusal[0]) return;
     snprintf(fit->refusal, sizeof fit->refusal, "no backend runs a node of the graph (op %d): the CPU's extra buffer "
              "type (AMX or CPU_REPACK) that holds its weight refuses it and no GPU takes it; ggml asserts in "
@@ -173,9 +186,24 @@ static void unrunnable(gm_llm *l, int32_t t) {
     fit->aborts = true;
 }
 
+/* resolve_fused_ops' check (llama-context.cpp:506-560): a flash-attention
+ * node the scheduler put on another device than its layer's
+ * (llama_model::dev_layer, whatever -nkvo says) */
+static bool fa_moved(const gm_llm *l, const gm_graph *g, const gm_split_graph *sg) {
+    for (int32_t i = 0; i < sg->n_nodes; i++) {
+        const gm_tensor *x = &g->t[sg->nodes[i]];
+        if (x->op != GM_OP_FLASH_ATTN_EXT || x->il < 0) continue;
+        const int b = sg->node_backend[i];
+        const int32_t device = b == l->be.n - 1 ? -1 : (int32_t)gm_loc_gpu(l->be.buft[b]);
+        if (device != gm_fit_layer_gpu(l->fit, (uint32_t)x->il)) return true;
+    }
+    return false;
+}
+
 /* llama_context::graph_reserve: the graph for this ubatch, split and
- * allocated; the peak of each backend's buffer into size[] */
-static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS]) {
+ * allocated; the peak of each backend's buffer into size[]; with moved,
+ * whether a flash-attention node left its layer's device */
+static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_MAX_BACKENDS], bool *moved) {
     const int64_t n_models = ggufmap_model_n_tensors(ggufmap_placement_model(ggufmap_plan_placement(l->fit->plan)));
     gm_graph g;
     gm_split_graph sg;
@@ -192,23 +220,24 @@ static bool reserve(gm_llm *l, arch_graph build, gm_ubatch ub, uint64_t size[GM_
 #ifdef GGUFMAP_GRAPH_DUMP
     int32_t *srcs = gm_graph_dump_save_srcs(&g);
     bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
-    if (ok) gm_graph_dump(&g, srcs, &sg, l->be.gpu);
+    if (ok) gm_graph_dump(&g, srcs, &sg, &l->be);
     free(srcs);
 #else
     bool ok = !g.oom && gm_sched_split(&g, &l->be, &sg) && gm_alloc_reserve(&g, &sg, &l->be, size);
 #endif
     if (!ok && sg.unrunnable != GM_NONE) unrunnable(l, sg.unrunnable);
+    if (ok && moved) *moved = fa_moved(l, &g, &sg);
     gm_split_graph_free(&sg);
     gm_graph_free(&g);
     l->g = NULL;
     return ok;
 }
 
-static void add_compute_buffers(ggufmap_fit *fit, const gm_backends *be, const uint64_t size[GM_MAX_BACKENDS]) {
+static void add_compute_buffers(gm_fit_ctx *fit, const gm_backends *be, const uint64_t size[GM_MAX_BACKENDS]) {
     for (int b = 0; b < be->n; b++) {
         if (size[b] == 0) continue;
-        const char *buft = be->gpu && b == 0 ? gm_fit_gpu_buft(fit) : be->buft[b] == GM_BUFT_HOST ? "CUDA_Host" : "CPU";
-        ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, buft, size[b]);
+        const gm_buft_id id = {gm_loc_kind(be->buft[b]), gm_loc_gpu(be->buft[b])};
+        ggufmap_fit_buffer *x = gm_fit_add_buffer(fit, GGUFMAP_FIT_COMPUTE, id, size[b]);
         if (!x) return;
         snprintf(x->what, sizeof x->what, "ggml-alloc's peak for the worst-case graph (%u-token ubatch)",
                  fit->cp.sizes.n_ubatch < fit->cp.sizes.n_ctx ? fit->cp.sizes.n_ubatch : fit->cp.sizes.n_ctx);
@@ -225,19 +254,19 @@ static arch_graph mtp_graph_of(const gm_hparams *hp) {
     }
 }
 
-int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
+int gm_fit_compute(gm_fit_ctx *fit, ggufmap_error *err) {
     /* no pooling head is modelled op for op */
     const bool pooled = fit->cp.embeddings && fit->hp->pooling_type != 0;
     arch_graph build = pooled ? NULL : fit->hp->ctx_mtp ? mtp_graph_of(fit->hp) : graph_of(fit->hp);
-    /* flash attention forced on (-fa on) over a cache type CUDA's kernels
-     * refuse (iq4_nl), for a CPU layer, with op offload pulling that
+    /* flash attention forced on (-fa on) over a cache type the GPU's kernels
+     * refuse (CUDA: iq4_nl), for a CPU layer, with op offload pulling that
      * layer's neighbouring ops to the GPU: where they go around the refused
      * node is not traced to the byte (qwen4exp in tests/fit's fidelity set,
      * phi3 on the H200; docs/cuda.md): the bound */
+    const gm_backend_def *dev = gm_backend(fit->device);
     const ggufmap_fit_context *sz = &fit->cp.sizes;
-    if (fit->device == GGUFMAP_DEVICE_CUDA && fit->opts.flash_attn == GGUFMAP_FA_ON && fit->cp.op_offload &&
-        sz->n_ubatch >= 32 && (!gm_cuda_fattn_type(fit->cp.type_k) || !gm_cuda_fattn_type(fit->cp.type_v)) &&
-        gm_fit_cuda_lacks_fa_kernel(fit, false))
+    if (dev->fa_kv_type && fit->opts.flash_attn == GGUFMAP_FA_ON && fit->cp.op_offload && sz->n_ubatch >= 32 &&
+        (!dev->fa_kv_type(fit->cp.type_k) || !dev->fa_kv_type(fit->cp.type_v)) && gm_fit_lacks_fa_kernel(fit, false))
         build = NULL;
     if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
@@ -261,8 +290,15 @@ int gm_fit_compute(ggufmap_fit *fit, ggufmap_error *err) {
     const int64_t n_tokens = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
     const int64_t np = s->n_seq_max;
     const int64_t n_outputs = n_tokens < s->n_outputs_max ? n_tokens : s->n_outputs_max;
-    ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp);
-    ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg);
+    /* -fa auto: llama.cpp reserves a probe graph of one token per sequence (the token-generation
+       reserve's shape) and turns flash attention off when a flash-attention node left its layer's
+       device (resolve_fused_ops: an -ot that sends a CPU layer's weights to a GPU, say) */
+    bool moved = false;
+    const bool probe = fit->cp.fa_auto && s->flash_attn && gm_fit_has_gpu(fit);
+    if (probe && (ok = reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg, &moved)) && moved)
+        fit->cp.sizes.flash_attn = false;
+    ok = ok && reserve(&l, build, (gm_ubatch){ n_tokens, np, 0, n_outputs }, pp, NULL);
+    if (!probe || moved) ok = ok && reserve(&l, build, (gm_ubatch){ np, np, 0, np }, tg, NULL);
     if (!ok && fit->refusal[0]) ok = true; /* a refusal, not an error: the context has no buffers */
     for (int b = 0; b < GM_MAX_BACKENDS; b++) final[b] = pp[b] > tg[b] ? pp[b] : tg[b];
     if (ok && !fit->refusal[0]) add_compute_buffers(fit, &l.be, final);

@@ -15,7 +15,6 @@
  */
 #include <stdio.h>
 
-#include "device.h"
 #include "fit_internal.h"
 #include "ggufmap/types.h"
 #include "internal.h"
@@ -34,7 +33,7 @@ static const char *type_name(int32_t type) {
  * head size (:3776-3812): MLA takes one type for both, a quantized cache
  * needs heads that are whole blocks, and a quantized V needs flash
  * attention. */
-static bool cache_types_refused(ggufmap_fit *fit, ggufmap_flash_attn *fa) {
+static bool cache_types_refused(gm_fit_ctx *fit, ggufmap_flash_attn *fa) {
     const gm_hparams *hp = fit->hp;
     const int32_t tk = fit->opts.type_k, tv = fit->opts.type_v;
     if (hp->is_mla && tk != tv) { /* one latent tensor stands for both (:3776-3779) */
@@ -65,7 +64,7 @@ static bool cache_types_refused(ggufmap_fit *fit, ggufmap_flash_attn *fa) {
     return false;
 }
 
-static bool refused_before_constructor(ggufmap_fit *fit, ggufmap_flash_attn *fa) {
+static bool refused_before_constructor(gm_fit_ctx *fit, ggufmap_flash_attn *fa) {
     const ggufmap_fit_opts *o = &fit->opts;
     if (o->n_batch == 0 && o->n_ubatch == 0) {
         snprintf(fit->refusal, sizeof fit->refusal, "n_batch and n_ubatch cannot both be zero");
@@ -84,7 +83,7 @@ static bool refused_before_constructor(ggufmap_fit *fit, ggufmap_flash_attn *fa)
 }
 
 /* llama_context::llama_context (:91-305). */
-static void derive_sizes(ggufmap_fit *fit, ggufmap_flash_attn fa) {
+static void derive_sizes(gm_fit_ctx *fit, ggufmap_flash_attn fa) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_opts *o = &fit->opts;
     gm_cparams *cp = &fit->cp;
@@ -134,7 +133,7 @@ static void derive_sizes(ggufmap_fit *fit, ggufmap_flash_attn fa) {
  *     the CPU's with -nkvo (the state stays there);
  *   - falcon-h1, whose attention follows its CPU-side state under -nkvo;
  *   - t5, whose decoder attention runs on the GPU whenever one is present. */
-static bool hybrid_fa_moves(const ggufmap_fit *fit) {
+static bool hybrid_fa_moves(const gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
     for (uint32_t il = 0; il + 1 < hp->n_layer; il++) {
         if (hp->is_recr[il] || !hp->is_recr[il + 1] || !gm_cache_has_layer(hp, GM_CACHE_KV, il)) continue;
@@ -144,11 +143,11 @@ static bool hybrid_fa_moves(const ggufmap_fit *fit) {
     return false;
 }
 
-/* A layer's attention as ggml-cuda's flash attention sees it in the probe
+/* A layer's attention as a device's flash attention sees it in the probe
  * graph: K of the cache type (f16 where there is no cache: the encoders'
  * activations are cast), V a view of K with MLA, the KV cells padded to
  * 256. */
-static void layer_fattn(const ggufmap_fit *fit, uint32_t il, gm_cuda_fattn *fa) {
+static void layer_fa_shape(const gm_fit_ctx *fit, uint32_t il, gm_fa_shape *fa) {
     const gm_hparams *hp = fit->hp;
     enum { T_F16 = 1 };
     const bool cache = hp->memory != GM_MEMORY_NONE;
@@ -166,42 +165,41 @@ static void layer_fattn(const ggufmap_fit *fit, uint32_t il, gm_cuda_fattn *fa) 
     fa->v_is_k_view = hp->is_mla;
 }
 
-/* Flash attention where CUDA has no kernel for a GPU layer (its head size
- * or the cache types: device_cuda.c) runs on the CPU in the probe graph, so
- * "auto" turns off (measured on the H200: gemma2/3/3n/4's 16-wide heads,
- * deepseek2/32 and glm-dsa's MLA, every 16-wide fixture head; docs/cuda.md). */
-bool gm_fit_cuda_lacks_fa_kernel(const ggufmap_fit *fit, bool on_gpu) {
+/* The device's own answer (device.h runs_fa): flash attention without a
+ * kernel for a layer on a GPU (on_gpu) or on the CPU (its head size or the
+ * cache types) runs on the CPU in the probe graph (measured on the H200:
+ * gemma2/3/3n/4's 16-wide heads, deepseek2/32 and glm-dsa's MLA, every
+ * 16-wide fixture head; docs/cuda.md).  An architecture whose every
+ * attention has a position bias (t5encoder) has no fused op to probe. */
+bool gm_fit_lacks_fa_kernel(const gm_fit_ctx *fit, bool on_gpu) {
+    const gm_backend_def *d = gm_backend(fit->device);
     const gm_hparams *hp = fit->hp;
-    /* t5encoder's attention is all position-biased: no fused op to probe */
-    if (fit->device != GGUFMAP_DEVICE_CUDA || hp->arch == GM_ARCH_T5ENCODER) return false;
+    if (!d->runs_fa || (hp->traits.position_bias && !hp->traits.encoder_decoder)) return false;
     /* the MTP draft context's graph runs its NextN layers, the main one its trunk */
     const uint32_t first = hp->ctx_mtp ? hp->n_layer : 0, end = hp->ctx_mtp ? hp->n_layer_all : hp->n_layer;
     for (uint32_t il = first; il < end; il++) {
         if (gm_fit_layer_on_gpu(fit, il) != on_gpu || hp->n_head[il] == 0) continue;
         if (!hp->ctx_mtp && hp->is_recr[il] && hp->attn_filter != GM_ATTN_ALL) continue;
         if (!hp->ctx_mtp && hp->attn_filter == GM_ATTN_NEMOTRON && hp->n_ff[il] != 0) continue;
-        gm_cuda_fattn fa;
-        layer_fattn(fit, il, &fa);
-        if (gm_cuda_fattn_kernel(&fa) == GM_CUDA_FA_NONE) return true;
+        gm_fa_shape fa;
+        layer_fa_shape(fit, il, &fa);
+        if (!d->runs_fa(&fa)) return true;
     }
     return false;
 }
 
-static bool auto_fa_turns_off(const ggufmap_fit *fit) {
+static bool auto_fa_turns_off(const gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
-    if (gm_fit_cuda_lacks_fa_kernel(fit, true)) return true;
+    if (gm_fit_lacks_fa_kernel(fit, true)) return true;
     bool gpu_layer = false, cpu_layer = false;
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         if (gm_fit_layer_on_gpu(fit, il)) gpu_layer = true;
         else cpu_layer = true;
     }
-    switch (hp->arch) {
-    case GM_ARCH_FALCON_H1: return gpu_layer && fit->opts.no_kv_offload;
-    case GM_ARCH_T5: return gm_fit_gpu_buft(fit) && cpu_layer;
-    case GM_ARCH_GRANITEHYBRID:
-    case GM_ARCH_LFM2:
-    case GM_ARCH_NEMOTRON_H:
-    case GM_ARCH_NEMOTRON_H_MOE: return gm_fit_gpu_buft(fit) && hybrid_fa_moves(fit);
+    switch (hp->traits.fa_auto) {
+    case GM_FA_OFF_GPU_NKVO: return gpu_layer && fit->opts.no_kv_offload;
+    case GM_FA_OFF_GPU_WITH_CPU_LAYER: return gm_fit_has_gpu(fit) && cpu_layer;
+    case GM_FA_OFF_WHEN_MOVED: return gm_fit_has_gpu(fit) && hybrid_fa_moves(fit);
     default: return false;
     }
 }
@@ -212,28 +210,18 @@ static bool auto_fa_turns_off(const ggufmap_fit *fit) {
  * pooling multiplies the last layer's n_outputs rows by a [n_tokens, n_seqs]
  * matrix, and graph_reserve rounds n_tokens up to a multiple of n_seq_max
  * after n_outputs was taken (llama-context.cpp:2492, llama-graph.cpp:3711,
- * ggml.c:3345). */
-/* The MTP draft graphs that assert a single NextN block
- * (GGML_ASSERT(hparams.n_layer_nextn == 1), e.g. qwen35.cpp:489,
- * nemotron-h-moe.cpp:13, glm4-moe.cpp:135); hy_v3 and step35 build one
- * block per graph and take any count. */
-static bool mtp_graph_asserts_one_block(gm_arch a) {
-    static const gm_arch one_block[] = { GM_ARCH_QWEN35, GM_ARCH_QWEN35MOE, GM_ARCH_QWEN3NEXT, GM_ARCH_NEMOTRON_H_MOE,
-                                         GM_ARCH_GLM4MOE, GM_ARCH_COHERE2MOE, GM_ARCH_DEEPSEEK2, GM_ARCH_DEEPSEEK32,
-                                         GM_ARCH_GLM_DSA };
-    for (size_t i = 0; i < sizeof one_block / sizeof one_block[0]; i++)
-        if (one_block[i] == a) return true;
-    return false;
-}
-
-static void graph_aborts(ggufmap_fit *fit) {
+ * ggml.c:3345); the MTP draft graphs of the architectures whose row says
+ * mtp_one_block assert a single NextN block (qwen35.cpp:489,
+ * nemotron-h-moe.cpp:13, glm4-moe.cpp:135; hy_v3 and step35 build one
+ * block per graph and take any count). */
+static void graph_aborts(gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const uint32_t n_tokens = s->n_ctx < s->n_ubatch ? s->n_ctx : s->n_ubatch;
-    if (hp->ctx_mtp && hp->n_layer_nextn != 1 && mtp_graph_asserts_one_block(hp->arch))
+    if (hp->ctx_mtp && hp->n_layer_nextn != 1 && hp->traits.mtp_one_block)
         snprintf(fit->refusal, sizeof fit->refusal, "the %s MTP draft graph supports a single MTP block, the model "
                  "has %u: llama.cpp asserts (GGML_ASSERT(hparams.n_layer_nextn == 1))", hp->arch_name, hp->n_layer_nextn);
-    else if (hp->arch == GM_ARCH_T5 && s->n_stream > 1)
+    else if (hp->traits.encoder_decoder && s->n_stream > 1)
         snprintf(fit->refusal, sizeof fit->refusal, "T5's position bias over %u KV streams: ggml asserts "
                  "(ggml_can_repeat; use --kv-unified or -np 1)", s->n_stream);
     else if (hp->pooling_type == 1 && fit->cp.embeddings && n_tokens % s->n_seq_max != 0)
@@ -244,7 +232,7 @@ static void graph_aborts(ggufmap_fit *fit) {
     fit->aborts = true;
 }
 
-void gm_fit_context(ggufmap_fit *fit) {
+void gm_fit_context(gm_fit_ctx *fit) {
     gm_cparams *cp = &fit->cp;
     ggufmap_flash_attn fa = fit->opts.flash_attn;
     cp->type_k = fit->opts.type_k;
@@ -256,9 +244,11 @@ void gm_fit_context(ggufmap_fit *fit) {
     cp->embeddings = fit->opts.embeddings;
     cp->causal = fit->hp->causal;
     cp->n_rs_seq = 0;
+    cp->fa_auto = false;
     if (refused_before_constructor(fit, &fa)) return;
     derive_sizes(fit, fa);
     if (fit->refusal[0]) return;
     if (fa == GGUFMAP_FA_AUTO && auto_fa_turns_off(fit)) cp->sizes.flash_attn = false;
+    cp->fa_auto = fa == GGUFMAP_FA_AUTO; /* a quantized V made "auto" "on": no probe then */
     graph_aborts(fit);
 }

@@ -79,6 +79,7 @@ static int32_t new_tensor(gm_graph *g, int32_t type, int n_dims, const int64_t *
     t->view_src = view_src;
     t->view_offs = offs;
     t->user_backend = GM_NONE;
+    t->il = -1;
     t->buft = view_src != GM_NONE ? g->t[view_src].buft : GM_BUFT_NONE;
     t->weight = view_src != GM_NONE && g->t[view_src].weight;
     return id;
@@ -521,38 +522,4 @@ void gm_expand(gm_graph *g, int32_t root) {
         push_order(g, g->t[t].op == GM_OP_NONE, t);
     }
     free(stack);
-}
-
-/* ------------------------------------------------------------------------ */
-/* A node as a device's rules see it                                         */
-/* ------------------------------------------------------------------------ */
-
-static bool strides_16(const gm_graph *g, int32_t t) {
-    if (t == GM_NONE) return true;
-    const ggufmap_type_info *ti = ggufmap_type(g->t[t].type);
-    if (ti && ti->block_size > 1) return true; /* quantized tensors are not checked */
-    for (int i = 1; i < 4; i++)
-        if (g->t[t].nb[i] % 16 != 0) return false;
-    return true;
-}
-
-void gm_cuda_fattn_of(const gm_graph *g, int32_t t, gm_cuda_fattn *fa) {
-    const gm_tensor *x = &g->t[t];
-    const gm_tensor *q = &g->t[x->src[0]], *k = &g->t[x->src[1]], *v = &g->t[x->src[2]];
-    const int32_t mask = x->src[3];
-    fa->d_k = k->ne[0];
-    fa->d_v = v->ne[0];
-    fa->n_q = q->ne[1];
-    fa->q_ne3 = q->ne[3];
-    fa->n_kv = k->ne[1];
-    fa->gqa = k->ne[2] > 0 ? q->ne[2] / k->ne[2] : 1;
-    fa->type_k = k->type;
-    fa->type_v = v->type;
-    fa->nel_k = k->ne[0] * k->ne[1] * k->ne[2] * k->ne[3];
-    fa->nel_v = v->ne[0] * v->ne[1] * v->ne[2] * v->ne[3];
-    fa->mask = mask != GM_NONE;
-    fa->rows_aligned = strides_16(g, x->src[0]) && strides_16(g, x->src[1]) && strides_16(g, x->src[2]) &&
-                       strides_16(g, mask);
-    fa->v_is_k_view = v->view_src != GM_NONE &&
-                      (v->view_src == x->src[1] || (v->view_src == k->view_src && v->view_offs == k->view_offs));
 }

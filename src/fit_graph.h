@@ -45,16 +45,17 @@ typedef enum gm_op {
     GM_OP_COUNT
 } gm_op;
 
-/* Buffer types a pre-allocated tensor can be in, as the scheduler tells
- * them apart: which backends accept them, whether they are host memory. */
-typedef enum gm_buft {
-    GM_BUFT_NONE = 0,     /* not allocated: the graph allocator places it */
-    GM_BUFT_CPU,          /* CPU, CPU_Mapped: host */
-    GM_BUFT_REPACK,       /* CPU_REPACK: the CPU's extra type, not host */
-    GM_BUFT_HOST,         /* CUDA_Host: host */
-    GM_BUFT_GPU,          /* MTL0, MTL0_Mapped, CUDA0 */
-    GM_BUFT_AMX           /* AMX: the CPU's other extra type, not host */
-} gm_buft;
+/* The buffer type a pre-allocated tensor is in (weights, caches): the one
+ * enum of buffer kinds (ggufmap_buft_kind) with the GPU's ordinal, packed
+ * (device.h gm_loc); the scheduler asks which backends accept it and
+ * whether it is host memory. */
+typedef gm_loc gm_buft;
+#define GM_BUFT_NONE GM_LOC_NONE                      /* not allocated: the graph allocator places it */
+#define GM_BUFT_CPU ((gm_buft)GGUFMAP_BUFT_CPU)        /* CPU, CPU_Mapped: host */
+#define GM_BUFT_REPACK ((gm_buft)GGUFMAP_BUFT_CPU_REPACK) /* CPU_REPACK: the CPU's extra type, not host */
+#define GM_BUFT_AMX ((gm_buft)GGUFMAP_BUFT_CPU_AMX)    /* AMX: the CPU's other extra type, not host */
+#define GM_BUFT_HOST ((gm_buft)GGUFMAP_BUFT_GPU_HOST)  /* CUDA_Host: host */
+#define GM_BUFT_GPU ((gm_buft)GGUFMAP_BUFT_GPU)        /* the first GPU's own: MTL0, MTL0_Mapped, CUDA0 */
 
 enum { GM_FLAG_INPUT = 1, GM_FLAG_OUTPUT = 2 };
 
@@ -67,6 +68,7 @@ typedef struct gm_tensor {
     uint8_t buft;           /* gm_buft of its memory (views: their source's) */
     bool weight;            /* its buffer is a weights buffer (usage WEIGHTS) */
     int8_t user_backend;    /* ggml_backend_sched_set_tensor_backend, GM_NONE if not set */
+    int16_t il;             /* a fused node's layer (llm_graph_result::add_fused_node), -1 */
     int32_t src[GM_MAX_SRC];
     int32_t view_src;       /* the root tensor this is a view of, GM_NONE */
     uint64_t view_offs;
@@ -147,26 +149,26 @@ int32_t gm_fill_inplace(gm_graph *g, int32_t a);
 int32_t gm_op_shaped(gm_graph *g, gm_op op, int32_t type, int n_dims, const int64_t ne[4], const int32_t *srcs,
                      int n_srcs);
 
-/* A FLASH_ATTN_EXT node's shapes as ggml-cuda reads them (device.h) */
-void gm_cuda_fattn_of(const gm_graph *g, int32_t t, gm_cuda_fattn *fa);
-
 /* ggml_build_forward_expand */
 void gm_expand(gm_graph *g, int32_t t);
 
 /* ---- scheduler and allocator ---- */
 
-#define GM_MAX_BACKENDS 2
+#define GM_MAX_BACKENDS (GGUFMAP_MAX_GPUS + 1)
+#define GM_SCHED_MAX_COPIES 4 /* GGML_SCHED_MAX_COPIES, ggml/CMakeLists.txt:188 */
 
-/* The scheduler's backends, highest priority first, the CPU last. */
+/* The scheduler's backends, highest priority first: the run's GPUs in
+ * llama.cpp's order, then the CPU. */
 typedef struct gm_backends {
     int n;
-    bool gpu;                 /* backend 0 is a GPU */
-    bool gpu_metal;           /* its offload rule is Metal's (else CUDA's) */
+    bool gpu;                 /* backends 0..n-2 are GPUs */
+    ggufmap_device device;    /* their kind: its rules (device.h) */
     bool op_offload;
+    int n_copies;             /* the scheduler's copies of its inputs: GGML_SCHED_MAX_COPIES (4) with
+                                 pipeline parallelism, else 1 (0 counts as 1) */
     gm_buft buft[GM_MAX_BACKENDS];     /* the buffer type each backend computes in */
     uint64_t alignment[GM_MAX_BACKENDS];
-    bool cuda_alloc[GM_MAX_BACKENDS];   /* CUDA0's get_alloc_size (quantized rows, flash attention) */
-    bool cuda_fusion;         /* the CUDA GPU's fused-MoE allocation dependencies (fit_sched.c) */
+    bool no_fusion;           /* the GPUs' graph_optimize fuses nothing (GGML_CUDA_DISABLE_FUSION=1) */
 } gm_backends;
 
 /* The split graph: its nodes and leafs (indices into the graph's tensors)

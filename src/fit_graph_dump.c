@@ -43,9 +43,19 @@ static const char *op_name(uint8_t op) {
     return op < GM_OP_COUNT && OP_NAMES[op] ? OP_NAMES[op] : "OP?";
 }
 
+/* the oracle's --graph tags of a buffer kind (tests/fit/graph_diff.py) */
 static const char *buft_name(uint8_t b) {
-    static const char *const n[] = { "-", "CPU", "REPACK", "HOST", "GPU" };
-    return b < sizeof n / sizeof n[0] ? n[b] : "?";
+    static const char *const n[] = {
+        [GGUFMAP_BUFT_CPU_REPACK] = "REPACK", [GGUFMAP_BUFT_GPU_HOST] = "HOST", [GGUFMAP_BUFT_GPU] = "GPU",
+        [GGUFMAP_BUFT_CPU_AMX] = "REPACK",
+    };
+    static char gpu[16]; /* debug builds only */
+    if (b == GM_BUFT_NONE) return "-";
+    if (gm_loc_kind(b) == GGUFMAP_BUFT_GPU && gm_loc_gpu(b) > 0) {
+        snprintf(gpu, sizeof gpu, "GPU%u", gm_loc_gpu(b));
+        return gpu;
+    }
+    return gm_loc_kind(b) == GGUFMAP_BUFT_CPU ? gm_cpu_buft_name() : n[gm_loc_kind(b)] ? n[gm_loc_kind(b)] : "?";
 }
 
 /* nI, lI or - as the oracle refers to tensors */
@@ -56,8 +66,19 @@ static void ref(const int32_t *node_of, const int32_t *leaf_of, int32_t t, char 
     else snprintf(out, cap, "x:%" PRId32, t);
 }
 
+/* a backend as the oracle names it, GPUs by their ordinal (GPU for the first) */
+static const char *backend_name(const gm_backends *bes, int be, char *buf, size_t cap) {
+    if (be < 0) return "-";
+    if (be == bes->n - 1) return gm_cpu_buft_name();
+    const uint32_t ord = gm_loc_gpu(bes->buft[be]);
+    if (ord == 0) snprintf(buf, cap, "GPU");
+    else snprintf(buf, cap, "GPU%u", ord);
+    return buf;
+}
+
 static void line(FILE *f, const gm_graph *g, const char *kw, int32_t i, int32_t t, const int32_t *srcs,
-                 const int32_t *node_of, const int32_t *leaf_of, int be, bool gpu) {
+                 const int32_t *node_of, const int32_t *leaf_of, int be, const gm_backends *bes) {
+    char bname[16];
     const gm_tensor *x = &g->t[t];
     const ggufmap_type_info *ti = ggufmap_type(x->type);
     char view[32], s[4][32];
@@ -68,7 +89,7 @@ static void line(FILE *f, const gm_graph *g, const char *kw, int32_t i, int32_t 
             ",%" PRIu64 ",%" PRIu64 " view=%s:%" PRIu64 " src=%s,%s,%s,%s flags=%d buf=%s be=%s name=-\n",
             kw, i, op_name(x->op), ti ? ti->name : "?", x->ne[0], x->ne[1], x->ne[2], x->ne[3], x->nb[0], x->nb[1],
             x->nb[2], x->nb[3], view, x->view_offs, s[0], s[1], s[2], s[3], x->flags & 3, buft_name(x->buft),
-            be < 0 ? "-" : gpu && be == 0 ? "GPU" : "CPU");
+            backend_name(bes, be, bname, sizeof bname));
 }
 
 int32_t *gm_graph_dump_save_srcs(const gm_graph *g) {
@@ -78,7 +99,7 @@ int32_t *gm_graph_dump_save_srcs(const gm_graph *g) {
     return s;
 }
 
-void gm_graph_dump(const gm_graph *g, const int32_t *srcs, const gm_split_graph *sg, bool gpu) {
+void gm_graph_dump(const gm_graph *g, const int32_t *srcs, const gm_split_graph *sg, const gm_backends *bes) {
     static int n_graphs; /* debug builds only: numbers the graphs of a process */
     int32_t *node_of = malloc((size_t)g->n * sizeof *node_of), *leaf_of = malloc((size_t)g->n * sizeof *leaf_of);
     int8_t *be = malloc((size_t)g->n);
@@ -93,10 +114,10 @@ void gm_graph_dump(const gm_graph *g, const int32_t *srcs, const gm_split_graph 
             sg->n_splits);
     for (int32_t i = 0; i < g->n_leafs; i++) {
         const int32_t t = g->leafs[i];
-        line(stderr, g, "GLEAF", i, t, g->t[t].src, node_of, leaf_of, be[t], gpu);
+        line(stderr, g, "GLEAF", i, t, g->t[t].src, node_of, leaf_of, be[t], bes);
     }
     for (int32_t i = 0; i < g->n_nodes; i++)
-        line(stderr, g, "GNODE", i, g->nodes[i], &srcs[(size_t)i * GM_MAX_SRC], node_of, leaf_of, be[g->nodes[i]], gpu);
+        line(stderr, g, "GNODE", i, g->nodes[i], &srcs[(size_t)i * GM_MAX_SRC], node_of, leaf_of, be[g->nodes[i]], bes);
 done:
     free(node_of);
     free(leaf_of);

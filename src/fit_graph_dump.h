@@ -11,7 +11,7 @@
 /* The nodes' sources before the scheduler rewrites them (free() them). */
 int32_t *gm_graph_dump_save_srcs(const gm_graph *g);
 /* The graph on stderr in the oracle's --graph format. */
-void gm_graph_dump(const gm_graph *g, const int32_t *srcs, const gm_split_graph *sg, bool gpu);
+void gm_graph_dump(const gm_graph *g, const int32_t *srcs, const gm_split_graph *sg, const gm_backends *be);
 #endif
 
 #endif

@@ -26,13 +26,8 @@ enum { T_F32 = 0, T_F16 = 1, T_I32 = 26, T_I64 = 27 };
 
 static gm_buft buft_of_context(const gm_llm *l, int32_t ctx) {
     const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
-    switch (ggufmap_placement_context(pl, (uint32_t)ctx)->kind) {
-    case GGUFMAP_BUFT_CPU: return GM_BUFT_CPU;
-    case GGUFMAP_BUFT_CPU_REPACK: return GM_BUFT_REPACK;
-    case GGUFMAP_BUFT_CPU_AMX: return GM_BUFT_AMX;
-    case GGUFMAP_BUFT_CUDA_HOST: return GM_BUFT_HOST;
-    default: return GM_BUFT_GPU;
-    }
+    const ggufmap_context *c = ggufmap_placement_context(pl, (uint32_t)ctx);
+    return gm_loc_of((gm_buft_id){c->kind, c->ordinal});
 }
 
 static const ggufmap_model *model_of(const gm_llm *l) {
@@ -80,21 +75,38 @@ int32_t gm_w_output(gm_llm *l) {
 /* the instance of a weight that layer il's context holds: a TENSOR_DUPLICATED
  * copy (rope_freqs, rope_factors_long/short: create_tensor gives every layer
  * but the first its own copy in the layer's context), else the weight */
+/* The copy of a per-layer tensor (TENSOR_DUPLICATED: rope_freqs) layer il
+ * uses: the one created for il, else the one its device's context already
+ * held (llama.cpp reuses a copy a context has, llama-model-loader.cpp
+ * create_tensor), else the first. */
 int32_t gm_w_layer(gm_llm *l, const char *fmt, int il) {
     const int64_t ti = find_weight(l, fmt, il);
     if (ti < 0) return GM_NONE;
     const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
+    const int32_t gpu = gm_fit_layer_gpu(l->fit, (uint32_t)il);
+    int32_t same_device = -1;
     for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
         const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
-        if (in->tensor != ti || !in->duplicate || in->layer != il) continue;
-        int32_t fresh = GM_NONE;
-        return weight_tensor(l, ti, (int32_t)in->context, &fresh, NULL);
+        if (in->tensor != ti) continue;
+        const ggufmap_context *c = ggufmap_placement_context(pl, in->context);
+        if (in->duplicate && in->layer == il) {
+            same_device = (int32_t)in->context;
+            break;
+        }
+        if (same_device < 0 && (gpu >= 0 ? c->gpu && c->ordinal == (uint32_t)gpu : !c->gpu))
+            same_device = (int32_t)in->context;
     }
-    return gm_w(l, fmt, il);
+    if (same_device < 0 || same_device == l->ctx_of[ti]) return gm_w(l, fmt, il);
+    int32_t fresh = GM_NONE;
+    return weight_tensor(l, ti, same_device, &fresh, NULL);
 }
 
 int gm_layer_backend(const gm_llm *l, int il) {
-    return l->be.gpu && gm_fit_layer_on_gpu(l->fit, (uint32_t)il) ? 0 : l->be.n - 1;
+    const int32_t gpu = gm_fit_layer_gpu(l->fit, (uint32_t)il);
+    const gm_buft own = gpu >= 0 ? gm_loc_of((gm_buft_id){GGUFMAP_BUFT_GPU, (uint32_t)gpu}) : GM_BUFT_NONE;
+    for (int b = 0; b + 1 < l->be.n; b++)
+        if (l->be.buft[b] == own) return b;
+    return l->be.n - 1;
 }
 
 void gm_cb_norm(gm_llm *l, int32_t t, int il) {
@@ -287,6 +299,14 @@ static int32_t get_v(gm_llm *l, const gm_kv_cache *kv, int il) {
                       row_size(type, size * n_embd_gqa), 0);
 }
 
+/* The layer of the FLASH_ATTN_EXT node under build_attn_mha's result (a
+ * reshape of it), as llama.cpp records it for resolve_fused_ops
+ * (llama-graph.cpp:2645). */
+void gm_tag_fused(gm_graph *g, int32_t cur, int il) {
+    const int32_t root = g->t[cur].view_src;
+    if (root != GM_NONE && g->t[root].op == GM_OP_FLASH_ATTN_EXT) g->t[root].il = (int16_t)il;
+}
+
 /* build_attn_mha (llama-graph.cpp:2602-2738): flash attention unless off
  * or a KQ bias is given; without it the scores, soft-capped, biased,
  * soft-maxed (with the sinks), times V */
@@ -353,6 +373,7 @@ int32_t gm_build_attn_opts(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts
     if (v != GM_NONE) gm_expand(g, cpy_v(l, inp->kv, v, inp->v_idxs, il));
     int32_t cur = gm_build_attn_mha(l, q, get_k(l, inp->kv, il), get_v(l, inp->kv, il), o->kq_b, inp->kq_mask, o->sinks,
                                     o->soft_cap);
+    gm_tag_fused(g, cur, il);
     if (inp->v_rot != GM_NONE) cur = mul_mat_hadamard(g, cur, inp->v_rot);
     if (o->wo != GM_NONE) cur = gm_build_lora_mm(l, o->wo, cur);
     if (o->wo_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, o->wo_b);

@@ -29,7 +29,7 @@ typedef struct gm_kv_cache {
 
 typedef struct gm_llm {
     gm_graph *g;
-    const ggufmap_fit *fit;
+    const gm_fit_ctx *fit;
     const gm_hparams *hp;
     const gm_cparams *cp;
     gm_backends be;
@@ -125,6 +125,10 @@ int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, bool rms, in
  * n_tokens], each RMS-normed (enorm, hnorm), concatenated and projected by
  * eh_proj: [n_embd, n_tokens] */
 int32_t gm_build_mtp_eh_proj(gm_llm *l, int il);
+
+/* records the layer of build_attn_mha's flash-attention node (cur: its
+ * result), for -fa auto's probe; blocks that attend call it */
+void gm_tag_fused(gm_graph *g, int32_t cur, int il);
 
 /* marks the graph's outputs as llm_graph_result::set_outputs does */
 void gm_set_outputs(gm_llm *l);

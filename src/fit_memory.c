@@ -38,14 +38,15 @@
 /* Output buffer                                                             */
 /* ------------------------------------------------------------------------ */
 
-static void add_output(ggufmap_fit *fit) {
+static void add_output(gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
-    const bool embd = fit->cp.embeddings || hp->arch == GM_ARCH_T5; /* "hacky enc-dec support" (:2121-2125) */
+    const bool embd = fit->cp.embeddings || hp->traits.encoder_decoder; /* "hacky enc-dec support" (:2121-2125) */
     const uint64_t row = 4ull * (hp->n_vocab + (embd ? hp->n_embd_out : 0));
-    const bool host = fit->device == GGUFMAP_DEVICE_CUDA && gm_fit_layer_on_gpu(fit, hp->n_layer_all);
+    const bool host = gm_backend(fit->device)->host_buft && gm_fit_layer_on_gpu(fit, hp->n_layer_all);
     const uint64_t rows_max = s->n_outputs_max > s->n_seq_max ? s->n_outputs_max : s->n_seq_max;
-    ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, GGUFMAP_FIT_OUTPUT, host ? "CUDA_Host" : "CPU", row * s->n_seq_max);
+    const gm_buft_id buft = {host ? GGUFMAP_BUFT_GPU_HOST : GGUFMAP_BUFT_CPU, 0};
+    ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, GGUFMAP_FIT_OUTPUT, buft, row * s->n_seq_max);
     if (!b) return;
     b->bytes_max = row * rows_max;
     snprintf(b->what, sizeof b->what, "%s of %u row%s (%llu rows at the first full batch)",
@@ -57,17 +58,19 @@ static void add_output(ggufmap_fit *fit) {
 /* Cache tensors, grouped per buffer type                                    */
 /* ------------------------------------------------------------------------ */
 
-/* One memory module's buffers: at most the CPU's and the GPU's. */
+/* One memory module's buffers: the CPU's and each GPU's. */
 typedef struct module_bufs {
-    const char *buft[2];
-    uint64_t bytes[2];
-    uint32_t layers[2];
+    gm_buft_id buft[GM_MAX_DEVICES];
+    char name[GM_MAX_DEVICES][16];
+    uint64_t bytes[GM_MAX_DEVICES];
+    uint32_t layers[GM_MAX_DEVICES];
     uint32_t n;
 } module_bufs;
 
-static uint32_t slot_for(module_bufs *m, const char *buft) {
+static uint32_t slot_for(const gm_fit_ctx *fit, module_bufs *m, gm_buft_id buft) {
     for (uint32_t i = 0; i < m->n; i++)
-        if (strcmp(m->buft[i], buft) == 0) return i;
+        if (m->buft[i].kind == buft.kind && m->buft[i].gpu == buft.gpu) return i;
+    gm_buft_name(fit->device, buft, false, m->name[m->n], sizeof m->name[m->n]);
     m->buft[m->n] = buft;
     m->bytes[m->n] = 0;
     m->layers[m->n] = 0;
@@ -76,7 +79,7 @@ static uint32_t slot_for(module_bufs *m, const char *buft) {
 
 /* A cache tensor of ne0 elements per row: false (and an abort recorded) when
  * a quantized row is not whole blocks. */
-static bool add_tensor(ggufmap_fit *fit, module_bufs *m, uint32_t slot, int32_t type, int64_t ne0, int64_t ne1,
+static bool add_tensor(gm_fit_ctx *fit, module_bufs *m, uint32_t slot, int32_t type, int64_t ne0, int64_t ne1,
                        int64_t ne2) {
     const ggufmap_type_info *t = ggufmap_type(type);
     if (!t || t->block_size == 0 || ne0 % t->block_size != 0) {
@@ -86,22 +89,29 @@ static bool add_tensor(ggufmap_fit *fit, module_bufs *m, uint32_t slot, int32_t 
         return false;
     }
     const int64_t ne[4] = { ne0, ne1, ne2, 1 };
-    const char *buft = m->buft[slot];
-    m->bytes[slot] += gm_pad(gm_buft_alloc_size(buft, type, ne), gm_buft_alignment(buft));
+    const ggufmap_buft_kind kind = m->buft[slot].kind;
+    m->bytes[slot] += gm_pad(gm_buft_alloc_size(fit->device, kind, type, ne), gm_buft_alignment(fit->device, kind));
     return true;
 }
 
+/* llama.cpp's buffers of a module come in the order of its ctx_map: by the
+ * buffer types' names */
 static void sort_by_name(module_bufs *m) {
-    if (m->n == 2 && strcmp(m->buft[0], m->buft[1]) > 0) {
-        const char *b = m->buft[0];
-        uint64_t x = m->bytes[0];
-        uint32_t l = m->layers[0];
-        m->buft[0] = m->buft[1], m->bytes[0] = m->bytes[1], m->layers[0] = m->layers[1];
-        m->buft[1] = b, m->bytes[1] = x, m->layers[1] = l;
-    }
+    for (uint32_t i = 1; i < m->n; i++)
+        for (uint32_t j = i; j > 0 && strcmp(m->name[j - 1], m->name[j]) > 0; j--) {
+            const gm_buft_id b = m->buft[j];
+            const uint64_t x = m->bytes[j];
+            const uint32_t l = m->layers[j];
+            char name[16];
+            memcpy(name, m->name[j], sizeof name);
+            m->buft[j] = m->buft[j - 1], m->bytes[j] = m->bytes[j - 1], m->layers[j] = m->layers[j - 1];
+            memcpy(m->name[j], m->name[j - 1], sizeof name);
+            m->buft[j - 1] = b, m->bytes[j - 1] = x, m->layers[j - 1] = l;
+            memcpy(m->name[j - 1], name, sizeof name);
+        }
 }
 
-static void emit_module(ggufmap_fit *fit, module_bufs *m, ggufmap_fit_kind kind, const char *what, uint32_t cells) {
+static void emit_module(gm_fit_ctx *fit, module_bufs *m, ggufmap_fit_kind kind, const char *what, uint32_t cells) {
     sort_by_name(m);
     for (uint32_t i = 0; i < m->n; i++) {
         ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, kind, m->buft[i], m->bytes[i]);
@@ -161,14 +171,14 @@ bool gm_cache_has_layer(const gm_hparams *hp, gm_cache cache, uint32_t il) {
 }
 
 int32_t gm_cache_reuse(const gm_hparams *hp, uint32_t il) {
-    if ((hp->arch != GM_ARCH_GEMMA4 && hp->arch != GM_ARCH_GEMMA3N) || gm_has_kv(hp, il)) return -1;
+    if (!hp->traits.kv_shared || gm_has_kv(hp, il)) return -1;
     return hp->n_layer_kv_from_start - (hp->is_swa[il] ? 2 : 1);
 }
 
 /* A llama_kv_cache over the layers of a cache with kv_size cells; the
  * indexers' are K-only (one head of indexer_head_size), and so is an MLA
  * model's (the compressed K, llama-kv-cache.cpp:223-227). */
-static bool add_kv_cache(ggufmap_fit *fit, gm_cache cache, uint32_t kv_size) {
+static bool add_kv_cache(gm_fit_ctx *fit, gm_cache cache, uint32_t kv_size) {
     const bool idx = cache == GM_CACHE_IDX;
     const gm_hparams *hp = fit->hp;
     const gm_cparams *cp = &fit->cp;
@@ -177,7 +187,7 @@ static bool add_kv_cache(ggufmap_fit *fit, gm_cache cache, uint32_t kv_size) {
     module_bufs m = { .n = 0 };
     for (uint32_t il = 0; il < hp->n_layer_all; il++) {
         if (!gm_cache_has_layer(hp, cache, il)) continue;
-        uint32_t slot = slot_for(&m, gm_fit_layer_buft(fit, il, cp->offload_kqv));
+        uint32_t slot = slot_for(fit, &m, gm_fit_layer_buft(fit, il, cp->offload_kqv));
         m.layers[slot]++;
         const int64_t k_row = idx ? hp->indexer_head_size : gm_n_embd_k_gqa(hp, il);
         if (!add_tensor(fit, &m, slot, cp->type_k, k_row, kv_size, n_stream)) return false;
@@ -197,14 +207,14 @@ static bool add_kv_cache(ggufmap_fit *fit, gm_cache cache, uint32_t kv_size) {
     return true;
 }
 
-static void add_recurrent(ggufmap_fit *fit) {
+static void add_recurrent(gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
     const gm_cparams *cp = &fit->cp;
     const int64_t rows = (int64_t)(cp->sizes.n_seq_max > 0 ? cp->sizes.n_seq_max : 1) * (1 + cp->n_rs_seq);
     module_bufs m = { .n = 0 };
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         if (!gm_cache_has_layer(hp, GM_CACHE_RS, il)) continue;
-        uint32_t slot = slot_for(&m, gm_fit_layer_buft(fit, il, cp->offload_kqv));
+        uint32_t slot = slot_for(fit, &m, gm_fit_layer_buft(fit, il, cp->offload_kqv));
         m.layers[slot]++;
         add_tensor(fit, &m, slot, 0, gm_n_embd_r(hp), rows, 1);
         add_tensor(fit, &m, slot, 0, gm_n_embd_s(hp), rows, 1);
@@ -215,7 +225,7 @@ static void add_recurrent(ggufmap_fit *fit) {
     emit_module(fit, &m, GGUFMAP_FIT_RS, what, 0);
 }
 
-int gm_fit_memory(ggufmap_fit *fit, ggufmap_error *err) {
+int gm_fit_memory(gm_fit_ctx *fit, ggufmap_error *err) {
     (void)err;
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
@@ -227,5 +237,5 @@ int gm_fit_memory(ggufmap_fit *fit, ggufmap_error *err) {
     if (ok && hp->memory == GM_MEMORY_KV_DSA) ok = add_kv_cache(fit, GM_CACHE_IDX, s->kv_size);
     if (ok && (hp->memory == GM_MEMORY_RECURRENT || is_hybrid(hp))) add_recurrent(fit);
     if (ok && hp->memory == GM_MEMORY_HYBRID_IDX && hp->indexer_head_size > 0) add_kv_cache(fit, GM_CACHE_IDX, s->kv_size);
-    return fit->n_buffers > 0 ? GGUFMAP_OK : GGUFMAP_ENOMEM;
+    return fit->buffers.n > 0 ? GGUFMAP_OK : GGUFMAP_ENOMEM;
 }

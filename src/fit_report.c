@@ -20,7 +20,7 @@ static const char *base_name(const char *path) {
 }
 
 static const char *model_path(const ggufmap_fit *fit) {
-    const ggufmap_model *m = ggufmap_placement_model(ggufmap_plan_placement(fit->plan));
+    const ggufmap_model *m = ggufmap_placement_model(ggufmap_plan_placement(fit->run.plan));
     return ggufmap_source_path(ggufmap_model_shard(m, 0));
 }
 
@@ -47,7 +47,7 @@ static void text_sizes(FILE *out, const char *label, const ggufmap_fit_context *
 
 static void text_header(FILE *out, const ggufmap_fit *fit) {
     const ggufmap_fit_opts *o = &fit->opts;
-    const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);
+    const ggufmap_placement *pl = ggufmap_plan_placement(fit->run.plan);
     const ggufmap_placement_opts *po = ggufmap_placement_options(pl);
     char ngl[16] = "all"; /* llama.cpp's -ngl -1 */
     if (po->n_gpu_layers >= 0) snprintf(ngl, sizeof ngl, "%d", po->n_gpu_layers);
@@ -57,12 +57,12 @@ static void text_header(FILE *out, const ggufmap_fit *fit) {
             o->n_batch, o->n_ubatch, type_name(o->type_k), type_name(o->type_v), fa_name(o->flash_attn),
             o->swa_full ? " --swa-full" : "", o->kv_unified ? " --kv-unified" : "", o->no_kv_offload ? " -nkvo" : "",
             o->embeddings ? " --embedding" : "", o->mtp ? " --mtp" : "");
-    if (fit->refusal[0]) {
-        fprintf(out, "llama.cpp v0.5.0 %s: %s\n", fit->aborts ? "aborts creating this context" : "refuses this context",
-                fit->refusal);
+    if (fit->ctx[GM_CTX_MAIN].refusal[0]) {
+        fprintf(out, "llama.cpp v0.5.0 %s: %s\n", fit->ctx[GM_CTX_MAIN].aborts ? "aborts creating this context" : "refuses this context",
+                fit->ctx[GM_CTX_MAIN].refusal);
         return;
     }
-    text_sizes(out, "context", &fit->cp.sizes);
+    text_sizes(out, "context", &fit->ctx[GM_CTX_MAIN].cp.sizes);
     bool aborts;
     const char *why = ggufmap_fit_mtp_refusal(fit, &aborts);
     if (why)
@@ -76,10 +76,10 @@ static void text_buffers(FILE *out, const ggufmap_fit *fit) {
     char a[32], b[32];
     fprintf(out, "\nbuffers, in llama.cpp's order:\n  %-8s %-6s %-12s %15s %15s  %s\n", "kind", "device", "buffer",
             "llama.cpp", "planned / max", "what");
-    for (uint32_t i = 0; i < fit->n_buffers; i++) {
-        const ggufmap_fit_buffer *x = &fit->buffers[i];
+    for (uint32_t i = 0; i < fit->buffers.n; i++) {
+        const ggufmap_fit_buffer *x = &fit->buffers.v[i];
         const uint64_t second = x->kind == GGUFMAP_FIT_WEIGHTS ? x->planned : x->bytes_max;
-        fprintf(out, "  %-8s %-6s %-12s %15s %15s  %s%s%s\n", ggufmap_fit_kind_name(x->kind), fit->devices[x->device].name,
+        fprintf(out, "  %-8s %-6s %-12s %15s %15s  %s%s%s\n", ggufmap_fit_kind_name(x->kind), fit->run.devices[x->device].name,
                 x->buft, gm_fmt_mib(a, sizeof a, x->bytes), second != x->bytes ? gm_fmt_mib(b, sizeof b, second) : "",
                 x->mtp ? "MTP draft: " : "", x->exact ? "" : "(upper bound) ", x->what);
     }
@@ -88,13 +88,13 @@ static void text_buffers(FILE *out, const ggufmap_fit *fit) {
 static void text_devices(FILE *out, const ggufmap_fit *fit) {
     static const char *const heads[] = { "weights", "planned", "kv", "rs", "output", "compute", "total", "planned" };
     char v[8][32];
-    const uint64_t page = ggufmap_plan_options(fit->plan)->page;
+    const uint64_t page = ggufmap_plan_options(fit->run.plan)->page;
     fprintf(out, "\nper device (MiB; output at its full size; totals with llama.cpp's and the planned weights%s):\n  %-6s",
-            fit->device == GGUFMAP_DEVICE_METAL && page > 1 ? "; GPU buffers in whole pages" : "", "");
+            page > 1 ? "; GPU buffers in whole pages" : "", "");
     for (int i = 0; i < 8; i++) fprintf(out, " %12s", heads[i]);
     fputs("\n", out);
-    for (uint32_t i = 0; i < fit->n_devices; i++) {
-        const ggufmap_fit_device *d = &fit->devices[i];
+    for (uint32_t i = 0; i < fit->run.n_devices; i++) {
+        const ggufmap_fit_device *d = &fit->run.devices[i];
         const uint64_t x[8] = { d->weights, d->weights_planned, d->kv, d->rs, d->output_max, d->compute, d->total,
                                 d->total_planned };
         fprintf(out, "  %-6s", d->name);
@@ -125,21 +125,33 @@ static void text_max_ctx(FILE *out, const ggufmap_fit_report_opts *ro) {
 }
 
 static void text_verdict(FILE *out, const ggufmap_fit *fit, const ggufmap_fit_report_opts *ro) {
-    const ggufmap_fit_device *d = &fit->devices[ggufmap_fit_limited_device(fit)];
-    const uint64_t limit = fit->opts.limit;
-    if (limit && !ggufmap_fit_refusal(fit, NULL)) {
-        fprintf(out, "\n%s (%s):\n", d->gpu && fit->device == GGUFMAP_DEVICE_METAL ? "working set" : "memory", d->name);
-        text_verdict_line(out, "llama.cpp today", d->total, limit);
-        text_verdict_line(out, "repacked (planned)", d->total_planned, limit);
+    char a[32];
+    for (uint32_t i = 0; i < fit->n_checks && !ggufmap_fit_refusal(fit, NULL); i++) {
+        const ggufmap_fit_check *c = &fit->checks[i];
+        fprintf(out, "\n%s:\n", c->what);
+        text_verdict_line(out, "llama.cpp today", c->total, c->limit);
+        text_verdict_line(out, "repacked (planned)", c->total_planned, c->limit);
     }
+    if (fit->n_checks > 1 && !ggufmap_fit_refusal(fit, NULL))
+        fprintf(out, "verdict: %s (every check must pass)\n", ggufmap_fit_fits(fit, false) ? "FITS" : "DOES NOT FIT");
     if (ro && ro->searched)
         text_max_ctx(out, ro);
     if (ro && ro->n_suggestions) {
-        char a[32];
+        char b[32];
         fprintf(out, "\nto make it fit, cheapest first (each step keeps the ones before it):\n");
-        for (uint32_t i = 0; i < ro->n_suggestions; i++)
-            fprintf(out, "  %u. %-34s total %s  %s\n", i + 1, ro->suggestions[i].flags,
-                    gm_fmt_mib(a, sizeof a, ro->suggestions[i].total), ro->suggestions[i].fits ? "fits" : "does not fit");
+        for (uint32_t i = 0; i < ro->n_suggestions; i++) {
+            const ggufmap_fit_suggestion *x = &ro->suggestions[i];
+            if (x->n_gpus > 1) {
+                fprintf(out, "  %u. %-34s", i + 1, x->flags);
+                for (uint32_t g = 0; g < x->n_gpus && g + 1 < fit->run.n_devices; g++)
+                    fprintf(out, "%s%s %s", g ? ", " : " ", fit->run.devices[g + 1].name,
+                            gm_fmt_mib(a, sizeof a, x->gpu_total[g]));
+            } else {
+                fprintf(out, "  %u. %-34s total %s", i + 1, x->flags, gm_fmt_mib(a, sizeof a, x->total));
+            }
+            if (fit->opts.mem) fprintf(out, ", RAM %s", gm_fmt_mib(b, sizeof b, x->resident));
+            fprintf(out, "  %s\n", x->fits ? "fits" : "does not fit");
+        }
     }
 }
 
@@ -165,6 +177,9 @@ static void json_options(json *j, const ggufmap_fit *fit) {
     json_key(j, "mtp"); json_bool(j, o->mtp);
     json_key(j, "limit");
     if (o->limit) json_uint(j, o->limit);
+    else json_null(j);
+    json_key(j, "mem");
+    if (o->mem) json_uint(j, o->mem);
     else json_null(j);
     json_end_object(j);
 }
@@ -204,10 +219,10 @@ static void json_sizes(json *j, const ggufmap_fit_context *s) {
 
 /* the main context's refusal and sizes; with --mtp the draft's beside them */
 static void json_context(json *j, const ggufmap_fit *fit) {
-    json_refusal(j, fit->refusal[0] ? fit->refusal : NULL, fit->aborts);
-    json_sizes(j, fit->refusal[0] ? NULL : &fit->cp.sizes);
+    json_refusal(j, fit->ctx[GM_CTX_MAIN].refusal[0] ? fit->ctx[GM_CTX_MAIN].refusal : NULL, fit->ctx[GM_CTX_MAIN].aborts);
+    json_sizes(j, fit->ctx[GM_CTX_MAIN].refusal[0] ? NULL : &fit->ctx[GM_CTX_MAIN].cp.sizes);
     json_key(j, "mtp");
-    if (!fit->mtp_built) {
+    if (fit->n_ctx <= GM_CTX_DRAFT) {
         json_null(j);
         return;
     }
@@ -222,12 +237,12 @@ static void json_context(json *j, const ggufmap_fit *fit) {
 static void json_buffers(json *j, const ggufmap_fit *fit) {
     json_key(j, "buffers");
     json_begin_array(j);
-    for (uint32_t i = 0; i < fit->n_buffers; i++) {
-        const ggufmap_fit_buffer *b = &fit->buffers[i];
+    for (uint32_t i = 0; i < fit->buffers.n; i++) {
+        const ggufmap_fit_buffer *b = &fit->buffers.v[i];
         json_begin_object(j);
         json_key(j, "kind"); json_string(j, ggufmap_fit_kind_name(b->kind));
         json_key(j, "context"); json_string(j, b->kind == GGUFMAP_FIT_WEIGHTS ? "model" : b->mtp ? "mtp" : "main");
-        json_key(j, "device"); json_string(j, fit->devices[b->device].name);
+        json_key(j, "device"); json_string(j, fit->run.devices[b->device].name);
         json_key(j, "buft"); json_string(j, b->buft);
         json_key(j, "bytes"); json_uint(j, b->bytes);
         json_key(j, "planned"); json_uint(j, b->planned);
@@ -242,8 +257,8 @@ static void json_buffers(json *j, const ggufmap_fit *fit) {
 static void json_devices(json *j, const ggufmap_fit *fit) {
     json_key(j, "devices");
     json_begin_array(j);
-    for (uint32_t i = 0; i < fit->n_devices; i++) {
-        const ggufmap_fit_device *d = &fit->devices[i];
+    for (uint32_t i = 0; i < fit->run.n_devices; i++) {
+        const ggufmap_fit_device *d = &fit->run.devices[i];
         json_begin_object(j);
         json_key(j, "name"); json_string(j, d->name);
         json_key(j, "gpu"); json_bool(j, d->gpu);
@@ -262,18 +277,41 @@ static void json_devices(json *j, const ggufmap_fit *fit) {
     json_end_array(j);
 }
 
+static void json_check(json *j, const ggufmap_fit *fit, const ggufmap_fit_check *c) {
+    json_key(j, "what"); json_string(j, c->what);
+    json_key(j, "device"); json_string(j, c->device < 0 ? "RAM" : fit->run.devices[c->device].name);
+    json_key(j, "total"); json_uint(j, c->total);
+    json_key(j, "total_planned"); json_uint(j, c->total_planned);
+    json_key(j, "limit"); json_uint(j, c->limit);
+}
+
+/* the verdict: every check passes (fits), its first check's figures (the
+ * limited GPU, or the RAM), and every check */
 static void json_verdict(json *j, const ggufmap_fit *fit, const ggufmap_fit_report_opts *ro) {
-    const ggufmap_fit_device *d = &fit->devices[ggufmap_fit_limited_device(fit)];
+    const ggufmap_fit_device *d = &fit->run.devices[ggufmap_fit_limited_device(fit)];
     json_key(j, "verdict");
     json_begin_object(j);
-    json_key(j, "device"); json_string(j, d->name);
-    json_key(j, "total"); json_uint(j, d->total);
-    json_key(j, "total_planned"); json_uint(j, d->total_planned);
-    json_key(j, "limit");
-    if (fit->opts.limit) json_uint(j, fit->opts.limit);
-    else json_null(j);
+    if (fit->n_checks) {
+        json_check(j, fit, &fit->checks[0]);
+    } else {
+        json_key(j, "device"); json_string(j, d->name);
+        json_key(j, "total"); json_uint(j, d->total);
+        json_key(j, "total_planned"); json_uint(j, d->total_planned);
+        json_key(j, "limit"); json_null(j);
+    }
     json_key(j, "fits"); json_bool(j, ggufmap_fit_fits(fit, false));
     json_key(j, "fits_planned"); json_bool(j, ggufmap_fit_fits(fit, true));
+    json_key(j, "checks");
+    json_begin_array(j);
+    for (uint32_t i = 0; i < fit->n_checks; i++) {
+        const ggufmap_fit_check *c = &fit->checks[i];
+        json_begin_object(j);
+        json_check(j, fit, c);
+        json_key(j, "fits"); json_bool(j, c->total <= c->limit);
+        json_key(j, "fits_planned"); json_bool(j, c->total_planned <= c->limit);
+        json_end_object(j);
+    }
+    json_end_array(j);
     json_end_object(j);
     json_key(j, "max_ctx");
     if (ro && ro->searched) json_uint(j, ro->max_ctx);
@@ -287,6 +325,18 @@ static void json_verdict(json *j, const ggufmap_fit *fit, const ggufmap_fit_repo
         json_begin_object(j);
         json_key(j, "flags"); json_string(j, ro->suggestions[i].flags);
         json_key(j, "total"); json_uint(j, ro->suggestions[i].total);
+        json_key(j, "devices");
+        json_begin_array(j);
+        for (uint32_t g = 0; g < ro->suggestions[i].n_gpus && g + 1 < fit->run.n_devices; g++) {
+            json_begin_object(j);
+            json_key(j, "device"); json_string(j, fit->run.devices[g + 1].name);
+            json_key(j, "total"); json_uint(j, ro->suggestions[i].gpu_total[g]);
+            json_end_object(j);
+        }
+        json_end_array(j);
+        json_key(j, "resident");
+        if (fit->opts.mem) json_uint(j, ro->suggestions[i].resident);
+        else json_null(j);
         json_key(j, "fits"); json_bool(j, ro->suggestions[i].fits);
         json_end_object(j);
     }
@@ -301,7 +351,7 @@ static void report_json(FILE *out, const ggufmap_fit *fit, const ggufmap_fit_rep
     json_key(&j, "model"); json_string(&j, model_path(fit));
     json_key(&j, "architecture"); json_string(&j, fit->hp->arch_name);
     json_key(&j, "device");
-    json_string(&j, ggufmap_device_name(ggufmap_placement_options(ggufmap_plan_placement(fit->plan))->device));
+    json_string(&j, ggufmap_device_name(ggufmap_placement_options(ggufmap_plan_placement(fit->run.plan))->device));
     json_options(&j, fit);
     json_context(&j, fit);
     json_buffers(&j, fit);

@@ -4,7 +4,8 @@
  * graph splits, and which tensors are copied into a split's backend.
  *
  * Backends are in priority order, the GPU (if any) first and the CPU last.
- * A GPU runs every op but those CUDA refuses (device_cuda.c); the CPU runs every op
+ * A GPU runs every op its row's supports_node takes (device.h; CUDA's
+ * refusals in device_cuda.c); the CPU runs every op
  * but one whose first sources hold a weight in one of its extra buffer
  * types, which that type judges (CPU_REPACK: the matrix products it
  * repacked, of F32 inputs; AMX: 2-D products of F32 contiguous inputs).
@@ -20,7 +21,13 @@
  *           type the split's backend cannot read gets a copy in the split
  * The copies are new tensors (ggml_dup_tensor_layout: same type, shape and
  * strides); the split graph lists, per split, a dependency view and the copy
- * for each input, then the split's nodes (n_copies is 1: no pipelining).
+ * for each input, then the split's nodes.  With pipeline parallelism
+ * (be->n_copies > 1) the scheduler keeps n_copies of each: every graph input
+ * (GGML_TENSOR_FLAG_INPUT) a node reads gets n_copies - 1 copies beside
+ * itself on its own backend, each split input n_copies copies on the
+ * split's backend, all marked input and output (never freed) and listed
+ * first among the leafs (ggml-backend.cpp:1375-1416, 1547-1574); the graph
+ * reads copy 0 (cur_copy at a reserve: ggml_backend_sched_synchronize).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,21 +39,33 @@ typedef struct sched {
     gm_graph *g;
     const gm_backends *be;
     int8_t *backend;      /* per tensor, -1 unassigned */
-    int32_t *copy;        /* per tensor x backend: its copy there, GM_NONE */
+    int32_t *copy;        /* per tensor x backend x copy: its copy there, GM_NONE */
     int32_t unrunnable;   /* the first node no backend runs, GM_NONE */
-    int32_t *uses;        /* per tensor, its uses by the graph's nodes as built (NULL: not needed) */
+    int n_copies;
+    int32_t *graph_inputs; /* the graph inputs copied (n_copies > 1), in order */
+    int32_t n_graph_inputs, cap_graph_inputs;
+    int32_t *uses;        /* per tensor, its uses by the graph's nodes as built (NULL: the GPUs fuse nothing) */
 } sched;
+
+/* the slot of copy c of tensor t on backend b */
+static int32_t *copy_of(const sched *s, int32_t t, int b, int c) {
+    return &s->copy[((size_t)t * (size_t)s->be->n + (size_t)b) * (size_t)s->n_copies + (size_t)c];
+}
 
 static bool is_view_op(uint8_t op) {
     return op == GM_OP_VIEW || op == GM_OP_RESHAPE || op == GM_OP_PERMUTE || op == GM_OP_TRANSPOSE;
 }
 
-static bool supports_buft(const sched *s, int b, gm_buft buft) {
-    if (s->be->gpu && b == 0) return buft == GM_BUFT_GPU;
-    return buft == GM_BUFT_CPU || buft == GM_BUFT_REPACK || buft == GM_BUFT_AMX || buft == GM_BUFT_HOST;
-}
-
 static int last(const sched *s) { return s->be->n - 1; }
+
+/* supports_buft: a GPU computes on its own type alone (ggml-cuda's and
+ * ggml-metal's, buft->device == dev); the CPU on host memory and its
+ * extra types (ggml-cpu.cpp:486-489) */
+static bool supports_buft(const sched *s, int b, gm_buft buft) {
+    if (b != last(s)) return buft == s->be->buft[b];
+    const ggufmap_buft_kind k = gm_loc_kind(buft);
+    return gm_buft_is_host(k) || k == GGUFMAP_BUFT_CPU_REPACK || k == GGUFMAP_BUFT_CPU_AMX;
+}
 
 static int n_dims(const gm_tensor *x) {
     for (int i = 3; i >= 1; i--)
@@ -66,34 +85,14 @@ static bool extra_supports(const sched *s, int32_t t, gm_buft extra, int32_t w) 
     return x->op == GM_OP_MUL_MAT && gm_is_contiguous(s->g, in) && gm_amx_takes(wt->type, wt->ne, true);
 }
 
-/* ggml-cuda's supports_op (ggml-cuda.cu:5132-5489) for the ops of the
- * modelled graphs it refuses: flash attention without a kernel for the
- * head size or K/V types, and the SSM kernels' shapes (device_cuda.c).
- * Metal is modelled running every op. */
-static bool gpu_supports_op(const sched *s, int32_t t) {
-    const gm_graph *g = s->g;
-    const gm_tensor *x = &g->t[t];
-    if (s->be->gpu_metal) return true;
-    switch (x->op) {
-    case GM_OP_FLASH_ATTN_EXT: {
-        gm_cuda_fattn fa;
-        gm_cuda_fattn_of(g, t, &fa);
-        return gm_cuda_fattn_kernel(&fa) != GM_CUDA_FA_NONE;
-    }
-    case GM_OP_SSM_CONV: return gm_cuda_ssm_conv(g->t[x->src[0]].ne[1]);
-    case GM_OP_SSM_SCAN: {
-        const gm_tensor *st = &g->t[x->src[0]];
-        return gm_cuda_ssm_scan(st->ne[0], st->ne[1], st->ne[2], g->t[x->src[4]].ne[1], g->t[x->src[3]].ne[0] == 1);
-    }
-    default: return true;
-    }
-}
-
-/* ggml_backend_supports_op of backend b for node t: the GPU's rules; the
- * CPU defers to the extra buffer type of the first of src[0..3] in one
- * (ggml-cpu.cpp:432-440) */
+/* ggml_backend_supports_op of backend b for node t: a GPU's supports_node
+ * hook (device.h; CUDA's refusals: device_cuda.c); the CPU defers to the
+ * extra buffer type of the first of src[0..3] in one (ggml-cpu.cpp:432-440) */
 static bool supports_op(const sched *s, int b, int32_t t) {
-    if (b != last(s)) return gpu_supports_op(s, t);
+    if (b != last(s)) {
+        const gm_backend_def *d = gm_backend(s->be->device);
+        return !d->supports_node || d->supports_node(s->g, t);
+    }
     const gm_tensor *x = &s->g->t[t];
     if (x->op == GM_OP_NONE || is_view_op(x->op)) return true;
     for (int i = 0; i < 4; i++) {
@@ -116,19 +115,22 @@ static int backend_from_buffer(const sched *s, int32_t t, int32_t op) {
     return -1;
 }
 
-/* ggml-metal.cpp / ggml-cuda.cu get_op_batch_size and offload_op (>= 32 rows) */
+/* ggml-metal.cpp / ggml-cuda.cu get_op_batch_size and offload_op: the
+ * device's rule and batch threshold (device.c) */
 static bool offload_op(const sched *s, int32_t t) {
     const gm_tensor *x = &s->g->t[t];
+    const gm_backend_def *d = gm_backend(s->be->device);
+    const bool metal = d->offload == GM_OFFLOAD_MATMUL;
     int64_t rows;
     switch (x->op) {
     case GM_OP_MUL_MAT: rows = x->ne[1]; break;
     case GM_OP_MUL_MAT_ID: rows = x->ne[2]; break;
-    case GM_OP_GET_ROWS: rows = s->be->gpu_metal ? gm_nrows(s->g, t) : 0; break;
-    case GM_OP_ROPE: rows = s->be->gpu_metal ? gm_nrows(s->g, t) : x->ne[2]; break;
+    case GM_OP_GET_ROWS: rows = metal ? gm_nrows(s->g, t) : 0; break;
+    case GM_OP_ROPE: rows = metal ? gm_nrows(s->g, t) : x->ne[2]; break;
     default: rows = gm_nrows(s->g, t);
     }
-    if (s->be->gpu_metal && x->op != GM_OP_MUL_MAT && x->op != GM_OP_MUL_MAT_ID) return false;
-    return rows >= 32;
+    if (metal && x->op != GM_OP_MUL_MAT && x->op != GM_OP_MUL_MAT_ID) return false;
+    return rows >= d->offload_min_batch;
 }
 
 /* ggml_backend_sched_backend_id_from_cur */
@@ -143,7 +145,7 @@ static int backend_from_cur(const sched *s, int32_t t) {
         if (src == GM_NONE || !s->g->t[src].weight || s->g->t[src].view_src != GM_NONE) continue;
         int sb = backend_from_buffer(s, src, t);
         gm_buft sbuft = (gm_buft)s->g->t[src].buft;
-        if (s->be->op_offload && sb == last(s) && (sbuft == GM_BUFT_CPU || sbuft == GM_BUFT_HOST))
+        if (s->be->op_offload && sb == last(s) && gm_buft_is_host(gm_loc_kind(sbuft)))
             for (int b2 = 0; b2 < sb; b2++)
                 if (supports_op(s, b2, t) && offload_op(s, t)) return b2;
         return sb;
@@ -299,18 +301,46 @@ static bool weight_needs_new_split(const sched *s, int32_t t, int cur) {
     return false;
 }
 
+/* with pipeline parallelism: a graph input's copies on its own backend,
+ * itself the current one (copy 0) */
+static bool copy_graph_input(sched *s, int32_t src) {
+    gm_graph *g = s->g;
+    const int b = s->backend[src];
+    if (*copy_of(s, src, b, 0) != GM_NONE) return true;
+    for (int c = 0; c < s->n_copies; c++) {
+        const int32_t cp = c == 0 ? src : dup_layout(g, src); /* may move g->t */
+        if (g->oom) return false;
+        g->t[cp].flags |= GM_FLAG_INPUT | GM_FLAG_OUTPUT; /* ggml-alloc never overwrites it */
+        *copy_of(s, src, b, c) = cp;
+    }
+    if (s->n_graph_inputs == s->cap_graph_inputs) {
+        int32_t cap = s->cap_graph_inputs ? s->cap_graph_inputs * 2 : 16;
+        int32_t *n = realloc(s->graph_inputs, (size_t)cap * sizeof *n);
+        if (!n) return false;
+        s->graph_inputs = n;
+        s->cap_graph_inputs = cap;
+    }
+    s->graph_inputs[s->n_graph_inputs++] = src;
+    return true;
+}
+
 static bool copy_inputs(sched *s, split *sp, int32_t t, int cur) {
     gm_graph *g = s->g;
     for (int j = 0; j < GM_MAX_SRC; j++) {
         int32_t src = g->t[t].src[j];
-        if (src == GM_NONE || s->backend[src] == cur || buffer_supported(s, src, cur)) continue;
-        int32_t *c = &s->copy[(size_t)src * GM_MAX_BACKENDS + (size_t)cur];
-        if (*c == GM_NONE) {
-            int32_t cp = dup_layout(g, src); /* may move g->t */
-            if (g->oom || !push_input(sp, src)) return false;
-            s->copy[(size_t)src * GM_MAX_BACKENDS + (size_t)cur] = cp;
+        if (src == GM_NONE) continue;
+        if (s->n_copies > 1 && (g->t[src].flags & GM_FLAG_INPUT) && !copy_graph_input(s, src)) return false;
+        if (s->backend[src] == cur || buffer_supported(s, src, cur)) continue;
+        if (*copy_of(s, src, cur, 0) == GM_NONE) {
+            for (int c = 0; c < s->n_copies; c++) {
+                int32_t cp = dup_layout(g, src); /* may move g->t */
+                if (g->oom) return false;
+                if (s->n_copies > 1) g->t[cp].flags |= GM_FLAG_INPUT | GM_FLAG_OUTPUT;
+                *copy_of(s, src, cur, c) = cp;
+            }
+            if (!push_input(sp, src)) return false;
         }
-        g->t[t].src[j] = s->copy[(size_t)src * GM_MAX_BACKENDS + (size_t)cur];
+        g->t[t].src[j] = *copy_of(s, src, cur, 0);
     }
     return true;
 }
@@ -349,130 +379,70 @@ static bool add_node(gm_split_graph *o, int32_t t, int b, int32_t cap) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* CUDA's fused MoE reduction keeps its inputs alive                         */
+/* A GPU's fusions keep their inputs alive                                   */
 /* ------------------------------------------------------------------------ */
 
-/* ggml_backend_cuda_graph_optimize (ggml-cuda.cu:4505-4535) asks the
- * scheduler to keep the inputs of a fusion it will run alive until the
- * fusion's last node (ggml-backend.cpp:1442-1540: a view node listing them
- * right after that node).  The fusion that changes llama.cpp's buffers is
- * the weighted expert reduction (ggml_cuda_match_moe_weighted_reduction,
- * :3047-3175): experts * router weights (optionally * a scale first), then
- * the views of each used expert summed with ADDs; without the dependency
- * the product runs in place of the experts' tensor.  (Its top-k gating
- * fusion keeps [n_expert, n_tokens] tensors alive and is not modelled.)
- * GGML_CUDA_DISABLE_FUSION=1 turns both off (opts.no_cuda_fusion). */
-typedef struct fusion_dep {
-    int32_t until;
-    int32_t keep[3];
-    int n_keep;
-} fusion_dep;
+/* The dependencies a GPU backend's graph_optimize adds over its own splits
+ * (ggml-cuda.cu:4505-4535 asks the scheduler to keep a fusion's inputs
+ * alive until its last node, ggml-backend.cpp:1442-1540: a view node
+ * listing them right after that node).  Which fusions: the row's fusion
+ * hook (CUDA's fused MoE reduction, device_cuda.c); none with
+ * be->no_fusion (GGML_CUDA_DISABLE_FUSION=1). */
+typedef gm_fusion fusion_dep;
 
-static bool f32_contiguous(const gm_graph *g, int32_t t) { return g->t[t].type == 0 && gm_is_contiguous(g, t); }
-
-/* mul's sources as (experts shaped like mul, weights [1, ne1, ne2, ne3]) */
-static bool split_mul(const gm_graph *g, int32_t mul, int32_t *full, int32_t *bcast) {
-    const gm_tensor *m = &g->t[mul];
-    for (int o = 0; o < 2; o++) {
-        const int32_t e = m->src[o], w = m->src[1 - o];
-        if (e == GM_NONE || w == GM_NONE || !f32_contiguous(g, e) || !f32_contiguous(g, w)) continue;
-        if (memcmp(g->t[e].ne, m->ne, sizeof m->ne) != 0) continue;
-        if (g->t[w].ne[0] != 1 || g->t[w].ne[1] != m->ne[1] || g->t[w].ne[2] != m->ne[2] || g->t[w].ne[3] != m->ne[3])
-            continue;
-        *full = e;
-        *bcast = w;
-        return true;
-    }
-    return false;
-}
-
-/* ggml_can_fuse_subgraph: every node but the last is no graph output and
- * has all its uses inside [i, i + n); uses are counted as the graph was
- * built (cgraph->use_counts), before the scheduler pointed consumers in
- * other splits at copies */
-static bool only_used_inside(const gm_graph *g, const int32_t *uses, int32_t i, int32_t n) {
-    for (int32_t k = i; k < i + n - 1; k++) {
-        const int32_t t = g->nodes[k];
-        if (g->t[t].flags & GM_FLAG_OUTPUT) return false;
-        int32_t inside = 0;
-        for (int32_t j = k + 1; j < i + n; j++)
-            for (int x = 0; x < GM_MAX_SRC; x++)
-                if (g->t[g->nodes[j]].src[x] == t) inside++;
-        if (inside != uses[t]) return false;
-    }
-    return true;
-}
-
-/* the match at node i of [i, end): its node count, or 0 */
-static int32_t match_moe_reduction(const gm_graph *g, const int32_t *uses, int32_t i, int32_t end, fusion_dep *d) {
-    const int32_t first = g->nodes[i];
-    if (g->t[first].op != GM_OP_MUL || !f32_contiguous(g, first)) return 0;
-    int32_t weighted = first, experts = GM_NONE, weights = GM_NONE, scale = GM_NONE, a, b, raw, sc;
-    int mul_count = 1;
-    if (i + 1 < end) {
-        const int32_t second = g->nodes[i + 1];
-        if (g->t[second].op == GM_OP_MUL && f32_contiguous(g, second) && split_mul(g, second, &a, &b) && a == first &&
-            split_mul(g, first, &raw, &sc)) {
-            weighted = second, experts = raw, scale = sc, weights = b, mul_count = 2;
-        }
-    }
-    if (experts == GM_NONE && !split_mul(g, first, &experts, &weights)) return 0;
-    const gm_tensor *w = &g->t[weighted];
-    const int64_t k = w->ne[1], n_tokens = w->ne[2] * w->ne[3];
-    if (k < 2 || k > 15 || n_tokens <= 0) return 0;
-    const int32_t count = (int32_t)(2 * k + mul_count - 1);
-    if (i + count > end) return 0;
-    int64_t n_views = 0, n_adds = 0;
-    int32_t views[15], prev = GM_NONE;
-    for (int32_t o = mul_count; o < count; o++) {
-        const int32_t c = g->nodes[i + o];
-        const gm_tensor *x = &g->t[c];
-        if (x->op == GM_OP_VIEW) {
-            if (n_views >= k || x->src[0] != weighted || x->view_src != weighted || x->type != 0 ||
-                x->ne[0] != w->ne[0] || x->ne[1] != n_tokens || x->ne[2] != 1 || x->ne[3] != 1 ||
-                x->nb[0] != w->nb[0] || x->nb[1] != w->nb[2] || x->view_offs != (uint64_t)n_views * w->nb[1])
-                return 0;
-            views[n_views++] = c;
-            continue;
-        }
-        if (x->op != GM_OP_ADD || n_views < 2 || n_adds + 1 >= n_views) return 0;
-        if (x->src[0] != (n_adds == 0 ? views[0] : prev) || x->src[1] != views[n_adds + 1] || x->type != 0) return 0;
-        prev = c;
-        n_adds++;
-    }
-    if (n_views != k || n_adds != k - 1 || prev == GM_NONE || !gm_is_contiguous(g, prev)) return 0;
-    if (g->t[prev].ne[0] != w->ne[0] || g->t[prev].ne[1] != n_tokens || g->t[prev].ne[2] != 1 || g->t[prev].ne[3] != 1)
-        return 0;
-    if (!only_used_inside(g, uses, i, count)) return 0;
-    d->until = prev;
-    d->n_keep = 0;
-    d->keep[d->n_keep++] = experts;
-    d->keep[d->n_keep++] = weights;
-    if (scale != GM_NONE) d->keep[d->n_keep++] = scale;
-    return count;
-}
-
-/* the dependencies the CUDA backend adds over its splits */
 static bool fusion_deps(const sched *s, const splits *sp, fusion_dep **out, int32_t *n_out) {
     *out = NULL;
     *n_out = 0;
-    if (!s->be->gpu || s->be->gpu_metal || !s->be->cuda_fusion) return true;
+    if (!s->uses) return true;
+    const gm_backend_def *dev = gm_backend(s->be->device);
     int32_t cap = 0;
     for (int32_t k = 0; k < sp->n; k++) {
         const split *x = &sp->v[k];
-        if (x->backend != 0) continue;
+        if (x->backend == last(s)) continue; /* the CPU's */
         for (int32_t i = x->i_start; i < x->i_end; i++) {
             fusion_dep d;
-            const int32_t n = match_moe_reduction(s->g, s->uses, i, x->i_end, &d);
+            const int32_t n = dev->fusion(s->g, s->uses, i, x->i_end, &d);
             if (n == 0) continue;
             if (*n_out == cap) {
                 cap = cap ? cap * 2 : 16;
                 fusion_dep *grown = realloc(*out, (size_t)cap * sizeof *grown);
-                if (!grown) return false;
+                if (!grown) {
+                    free(*out);
+                    *out = NULL;
+                    return false;
+                }
                 *out = grown;
             }
             (*out)[(*n_out)++] = d;
             i += n - 1;
+        }
+    }
+    return true;
+}
+
+/* Split x in the split graph: a dependency view and the copy for each of
+ * its inputs, then its nodes, each followed by the dependency of a fusion
+ * ending there. */
+static bool add_split(sched *s, const split *x, gm_split_graph *o, int32_t cap, const fusion_dep *deps,
+                      int32_t n_deps) {
+    gm_graph *g = s->g;
+    for (int32_t j = 0; j < x->n_inputs; j++) {
+        int32_t in = x->inputs[j];
+        int32_t dep = gm_view_tensor(g, in); /* keeps the source alive until the copy */
+        if (g->oom) return false;
+        g->t[dep].src[0] = in;
+        if (!add_node(o, dep, s->backend[in], cap)) return false;
+        if (!add_node(o, *copy_of(s, in, x->backend, 0), x->backend, cap)) return false;
+    }
+    for (int32_t i = x->i_start; i < x->i_end; i++) {
+        const int32_t t = g->nodes[i];
+        if (!add_node(o, t, s->backend[t], cap)) return false;
+        for (int32_t d = 0; d < n_deps; d++) {
+            if (deps[d].until != t) continue;
+            int32_t dep = gm_view_tensor(g, deps[d].keep[0]); /* keeps them alive past t */
+            if (g->oom) return false;
+            for (int j = 0; j < deps[d].n_keep; j++) g->t[dep].src[j] = deps[d].keep[j];
+            if (!add_node(o, dep, x->backend, cap)) return false;
         }
     }
     return true;
@@ -486,34 +456,33 @@ static bool build_split_graph(sched *s, const splits *sp, gm_split_graph *o) {
     int32_t n_deps;
     if (!fusion_deps(s, sp, &deps, &n_deps)) return false;
     const int32_t cap = g->n_nodes + 2 * total_inputs + n_deps + 1;
+    const size_t cap_leafs = (size_t)g->n_leafs + 1 +
+                             (s->n_copies > 1 ? (size_t)(s->n_graph_inputs + total_inputs) * (size_t)s->n_copies : 0);
     o->nodes = malloc((size_t)cap * sizeof *o->nodes);
     o->node_backend = malloc((size_t)cap);
-    o->leafs = malloc(((size_t)g->n_leafs + 1) * sizeof *o->leafs);
-    o->leaf_backend = malloc((size_t)g->n_leafs + 1);
-    if (!o->nodes || !o->node_backend || !o->leafs || !o->leaf_backend) return false;
-    for (int32_t k = 0; k < sp->n; k++) {
-        const split *x = &sp->v[k];
-        for (int32_t j = 0; j < x->n_inputs; j++) {
-            int32_t in = x->inputs[j];
-            int32_t dep = gm_view_tensor(g, in); /* keeps the source alive until the copy */
-            if (g->oom) return false;
-            g->t[dep].src[0] = in;
-            if (!add_node(o, dep, s->backend[in], cap)) return false;
-            if (!add_node(o, s->copy[(size_t)in * GM_MAX_BACKENDS + (size_t)x->backend], x->backend, cap)) return false;
-        }
-        for (int32_t i = x->i_start; i < x->i_end; i++) {
-            const int32_t t = g->nodes[i];
-            if (!add_node(o, t, s->backend[t], cap)) { free(deps); return false; }
-            for (int32_t d = 0; d < n_deps; d++) {
-                if (deps[d].until != t) continue;
-                int32_t dep = gm_view_tensor(g, deps[d].keep[0]); /* keeps them alive past t */
-                if (g->oom) { free(deps); return false; }
-                for (int j = 0; j < deps[d].n_keep; j++) g->t[dep].src[j] = deps[d].keep[j];
-                if (!add_node(o, dep, x->backend, cap)) { free(deps); return false; }
+    o->leafs = malloc(cap_leafs * sizeof *o->leafs);
+    o->leaf_backend = malloc(cap_leafs);
+    bool ok = o->nodes && o->node_backend && o->leafs && o->leaf_backend;
+    for (int32_t k = 0; ok && k < sp->n; k++) ok = add_split(s, &sp->v[k], o, cap, deps, n_deps);
+    free(deps);
+    if (!ok) return false;
+    if (s->n_copies > 1) { /* the input copies as leafs, allocated first */
+        for (int32_t i = 0; i < s->n_graph_inputs; i++) {
+            const int32_t in = s->graph_inputs[i];
+            for (int c = 0; c < s->n_copies; c++) {
+                o->leafs[o->n_leafs] = *copy_of(s, in, s->backend[in], c);
+                o->leaf_backend[o->n_leafs++] = s->backend[in];
             }
         }
+        for (int32_t k = 0; k < sp->n; k++) {
+            const split *x = &sp->v[k];
+            for (int32_t j = 0; j < x->n_inputs; j++)
+                for (int c = 0; c < s->n_copies; c++) {
+                    o->leafs[o->n_leafs] = *copy_of(s, x->inputs[j], x->backend, c);
+                    o->leaf_backend[o->n_leafs++] = (int8_t)x->backend;
+                }
+        }
     }
-    free(deps);
     for (int32_t i = 0; i < g->n_leafs; i++) {
         o->leafs[o->n_leafs] = g->leafs[i];
         o->leaf_backend[o->n_leafs++] = s->backend[g->leafs[i]];
@@ -528,18 +497,22 @@ bool gm_sched_split(gm_graph *g, const gm_backends *be, gm_split_graph *out) {
     /* per-tensor state for the tensors the graph has now (copies and
      * dependency views added below are never looked up by index) */
     const size_t n_max = (size_t)g->n + 1;
-    sched s = { g, be, malloc(n_max), malloc(n_max * GM_MAX_BACKENDS * sizeof(int32_t)), GM_NONE, NULL };
-    if (be->gpu && !be->gpu_metal && be->cuda_fusion) {
+    const int n_copies = be->n_copies > 1 ? be->n_copies : 1;
+    sched s = { g, be, malloc(n_max), malloc(n_max * (size_t)be->n * (size_t)n_copies * sizeof(int32_t)), GM_NONE,
+                n_copies, NULL, 0, 0, NULL };
+    const gm_backend_def *dev = gm_backend(be->device);
+    const bool fuses = be->gpu && dev->fusion && !be->no_fusion;
+    if (fuses) {
         s.uses = calloc(n_max, sizeof *s.uses);
         for (int32_t j = 0; s.uses && j < g->n_nodes; j++)
             for (int x = 0; x < GM_MAX_SRC; x++)
                 if (g->t[g->nodes[j]].src[x] != GM_NONE) s.uses[g->t[g->nodes[j]].src[x]]++;
     }
     splits sp = { NULL, 0, 0 };
-    bool ok = s.backend && s.copy && (s.uses || !(be->gpu && !be->gpu_metal && be->cuda_fusion));
+    bool ok = s.backend && s.copy && (s.uses || !fuses);
     if (ok) {
         memset(s.backend, -1, n_max);
-        for (size_t i = 0; i < n_max * GM_MAX_BACKENDS; i++) s.copy[i] = GM_NONE;
+        for (size_t i = 0; i < n_max * (size_t)be->n * (size_t)n_copies; i++) s.copy[i] = GM_NONE;
         for (int32_t i = 0; i < g->n; i++) s.backend[i] = g->t[i].user_backend;
         pass1(&s);
         expand(&s, true, true);
@@ -556,6 +529,7 @@ bool gm_sched_split(gm_graph *g, const gm_backends *be, gm_split_graph *out) {
     free(s.backend);
     free(s.copy);
     free(s.uses);
+    free(s.graph_inputs);
     return ok && !g->oom;
 }
 

@@ -322,10 +322,16 @@ static void read_granite(reader *r, gm_hparams *hp) {
     hp->no_rope = !rope_finetuned;
 }
 
-/* gemma3.cpp:3-16: SWA only with a window; logits soft-capped when set */
-static void read_olmo2_gemma3(reader *r, gm_hparams *hp) {
-    if (read_optional_window(r, hp)) read_swa_pattern(r, hp, hp->arch == GM_ARCH_GEMMA3 ? 6 : 4, false);
-    if (hp->arch == GM_ARCH_GEMMA3) get_f32(r, "final_logit_softcapping", &hp->final_logit_softcapping);
+/* olmo2.cpp: SWA only with a window, on 3 layers of 4 */
+static void read_olmo2(reader *r, gm_hparams *hp) {
+    if (read_optional_window(r, hp)) read_swa_pattern(r, hp, 4, false);
+}
+
+/* gemma3.cpp:3-16: SWA only with a window, on 5 layers of 6; logits
+ * soft-capped when set */
+static void read_gemma3(reader *r, gm_hparams *hp) {
+    if (read_optional_window(r, hp)) read_swa_pattern(r, hp, 6, false);
+    get_f32(r, "final_logit_softcapping", &hp->final_logit_softcapping);
 }
 
 /* exaone4.cpp:3-20: the 64-layer model has a 4096 window on 3 of 4 layers */
@@ -402,30 +408,44 @@ static void read_dsa(reader *r, gm_hparams *hp) {
     get_u32(r, "attention.indexer.head_count", &hp->indexer_n_head, true);
     get_u32(r, "attention.indexer.key_length", &hp->indexer_head_size, true);
     get_u32(r, "attention.indexer.top_k", &hp->indexer_top_k, true);
-    for (uint32_t il = 0; il < hp->n_layer; il++)
-        hp->is_indexer_full[il] = hp->arch != GM_ARCH_GLM_DSA || hp->n_ctx_train < 1048576 ||
-                                  (il < 78 && (il < 2 || (il - 2) % 4 == 0));
-    if (hp->arch == GM_ARCH_GLM_DSA) get_bool_or_arr(r, "attention.indexer.types", hp->is_indexer_full, hp->n_layer);
+    for (uint32_t il = 0; il < hp->n_layer; il++) hp->is_indexer_full[il] = true;
 }
 
-/* qwen3next.cpp, qwen35.cpp, qwen35moe.cpp: gated delta nets and attention */
-static void read_qwen35(reader *r, gm_hparams *hp) {
+static void read_glm_dsa(reader *r, gm_hparams *hp) {
+    read_dsa(r, hp);
+    for (uint32_t il = 0; il < hp->n_layer; il++)
+        hp->is_indexer_full[il] = hp->n_ctx_train < 1048576 || (il < 78 && (il < 2 || (il - 2) % 4 == 0));
+    get_bool_or_arr(r, "attention.indexer.types", hp->is_indexer_full, hp->n_layer);
+}
+
+/* qwen3next.cpp: gated delta nets and attention, NEOX rope */
+static void read_qwen3next(reader *r, gm_hparams *hp) {
     read_expert_ff(r, hp);
     read_ssm(r, hp);
     read_recurrent_interval(r, hp);
     hp->attn_filter = GM_ATTN_TRUNK_NOT_RECR;
-    hp->n_pos_per_embd = hp->arch == GM_ARCH_QWEN3NEXT ? 1 : 4; /* NEOX rope; qwen35*: IMROPE */
+    hp->n_pos_per_embd = 1;
 }
 
-/* granite-hybrid.cpp, nemotron-h.cpp: a layer is recurrent when it has no KV
- * heads (and, for nemotron, no FFN) */
+/* qwen35.cpp, qwen35moe.cpp: the same with IMROPE's four positions a token */
+static void read_qwen35(reader *r, gm_hparams *hp) {
+    read_qwen3next(r, hp);
+    hp->n_pos_per_embd = 4;
+}
+
+/* granite-hybrid.cpp: a layer is recurrent when it has no KV heads */
 static void read_mamba_hybrid(reader *r, gm_hparams *hp) {
-    const bool nemotron = hp->arch == GM_ARCH_NEMOTRON_H || hp->arch == GM_ARCH_NEMOTRON_H_MOE;
     read_expert_ff(r, hp);
     read_ssm(r, hp);
-    for (uint32_t i = 0; i < hp->n_layer; i++)
-        hp->is_recr[i] = hp->n_head_kv[i] == 0 && (!nemotron || hp->n_ff[i] == 0);
-    hp->attn_filter = nemotron ? GM_ATTN_NEMOTRON : GM_ATTN_NOT_RECR;
+    for (uint32_t i = 0; i < hp->n_layer; i++) hp->is_recr[i] = hp->n_head_kv[i] == 0;
+    hp->attn_filter = GM_ATTN_NOT_RECR;
+}
+
+/* nemotron-h.cpp: recurrent when it has neither KV heads nor an FFN */
+static void read_nemotron(reader *r, gm_hparams *hp) {
+    read_mamba_hybrid(r, hp);
+    for (uint32_t i = 0; i < hp->n_layer; i++) hp->is_recr[i] = hp->n_head_kv[i] == 0 && hp->n_ff[i] == 0;
+    hp->attn_filter = GM_ATTN_NEMOTRON;
 }
 
 /* lfm2.cpp:7-30: short convolutions where a layer has no KV heads; with a
@@ -505,60 +525,80 @@ static void read_qwen4exp(reader *r, gm_hparams *hp) {
 }
 
 /* One row per modelled architecture: its name, the memory create_memory
- * makes for it, and the reader of its own keys. */
+ * makes for it, the reader of its own keys, and what it does differently
+ * from the common path (gm_arch_traits, hparams.h: the parts of fit ask
+ * these, never the architecture's name). */
+#define T5_DECODER { .encoder_decoder = true, .position_bias = true, .fa_auto = GM_FA_OFF_GPU_WITH_CPU_LAYER }
+#define T5_ENCODER { .position_bias = true, .cache_unread = true }
+#define SHARED_KV { .kv_shared = true }
+#define MTP_PLAIN { .mtp_plain_cache = true, .mtp_one_block = true }
+#define MTP_ONE { .mtp_one_block = true }
+#define MAMBA2_HYBRID { .fa_auto = GM_FA_OFF_WHEN_MOVED, .ssm_ops = GM_SSM_OPS_MAMBA2 }
+#define SHORT_CONV_HYBRID { .fa_auto = GM_FA_OFF_WHEN_MOVED, .ssm_ops = GM_SSM_OPS_SHORT_CONV }
 static const struct arch_row {
     const char *name;
     gm_arch arch;
     gm_memory_kind memory;
     void (*read)(reader *r, gm_hparams *hp);
+    gm_arch_traits traits;
 } ARCHS[] = {
-    { "llama", GM_ARCH_LLAMA, GM_MEMORY_KV, read_plain },
-    { "qwen3moe", GM_ARCH_QWEN3MOE, GM_MEMORY_KV, read_plain },
-    { "gemma4", GM_ARCH_GEMMA4, GM_MEMORY_KV_ISWA, read_gemma4 },
-    { "qwen4exp", GM_ARCH_QWEN4EXP, GM_MEMORY_HYBRID_IDX, read_qwen4exp },
-    { "qwen2", GM_ARCH_QWEN2, GM_MEMORY_KV, read_plain },
-    { "qwen3", GM_ARCH_QWEN3, GM_MEMORY_KV, read_plain },
-    { "phi3", GM_ARCH_PHI3, GM_MEMORY_KV, read_plain },       /* a window key turns SWA off (phi3.cpp:13-24) */
-    { "mistral3", GM_ARCH_MISTRAL3, GM_MEMORY_KV, read_mistral3 },
-    { "granite", GM_ARCH_GRANITE, GM_MEMORY_KV, read_granite },
-    { "command-r", GM_ARCH_COMMAND_R, GM_MEMORY_KV, read_command_r },
-    { "cohere2", GM_ARCH_COHERE2, GM_MEMORY_KV_ISWA, read_cohere2 },
-    { "olmo2", GM_ARCH_OLMO2, GM_MEMORY_KV, read_olmo2_gemma3 },
-    { "starcoder2", GM_ARCH_STARCODER2, GM_MEMORY_KV, read_plain },
-    { "exaone4", GM_ARCH_EXAONE4, GM_MEMORY_KV, read_exaone4 },
-    { "smollm3", GM_ARCH_SMOLLM3, GM_MEMORY_KV, read_plain },
-    { "gpt-oss", GM_ARCH_GPT_OSS, GM_MEMORY_KV_ISWA, read_gpt_oss },
-    { "qwen2moe", GM_ARCH_QWEN2MOE, GM_MEMORY_KV, read_plain },
-    { "olmoe", GM_ARCH_OLMOE, GM_MEMORY_KV, read_plain },
-    { "phimoe", GM_ARCH_PHIMOE, GM_MEMORY_KV, read_plain },
-    { "ernie4_5-moe", GM_ARCH_ERNIE4_5_MOE, GM_MEMORY_KV, read_plain },
-    { "minimax-m2", GM_ARCH_MINIMAX_M2, GM_MEMORY_KV, read_plain },
-    { "granitemoe", GM_ARCH_GRANITEMOE, GM_MEMORY_KV, read_plain },
-    { "glm4moe", GM_ARCH_GLM4MOE, GM_MEMORY_KV, read_plain },
-    { "step35", GM_ARCH_STEP35, GM_MEMORY_KV_ISWA, read_step35 },
-    { "cohere2moe", GM_ARCH_COHERE2MOE, GM_MEMORY_KV_ISWA, read_cohere2moe },
-    { "hy_v3", GM_ARCH_HY_V3, GM_MEMORY_KV, read_plain },
-    { "deepseek2", GM_ARCH_DEEPSEEK2, GM_MEMORY_KV, read_mla },
-    { "deepseek32", GM_ARCH_DEEPSEEK32, GM_MEMORY_KV_DSA, read_dsa },
-    { "glm-dsa", GM_ARCH_GLM_DSA, GM_MEMORY_KV_DSA, read_dsa },
-    { "qwen35", GM_ARCH_QWEN35, GM_MEMORY_HYBRID, read_qwen35 },
-    { "qwen35moe", GM_ARCH_QWEN35MOE, GM_MEMORY_HYBRID, read_qwen35 },
-    { "qwen3next", GM_ARCH_QWEN3NEXT, GM_MEMORY_HYBRID, read_qwen35 },
-    { "granitehybrid", GM_ARCH_GRANITEHYBRID, GM_MEMORY_HYBRID, read_mamba_hybrid },
-    { "nemotron_h", GM_ARCH_NEMOTRON_H, GM_MEMORY_HYBRID, read_mamba_hybrid },
-    { "nemotron_h_moe", GM_ARCH_NEMOTRON_H_MOE, GM_MEMORY_HYBRID, read_mamba_hybrid },
-    { "lfm2", GM_ARCH_LFM2, GM_MEMORY_HYBRID, read_lfm2 },
-    { "falcon-h1", GM_ARCH_FALCON_H1, GM_MEMORY_HYBRID, read_falcon_h1 },
-    { "mamba2", GM_ARCH_MAMBA2, GM_MEMORY_RECURRENT, read_mamba2 },
-    { "rwkv7", GM_ARCH_RWKV7, GM_MEMORY_RECURRENT, read_rwkv7 },
-    { "gemma2", GM_ARCH_GEMMA2, GM_MEMORY_KV_ISWA, read_gemma2 },
-    { "gemma3", GM_ARCH_GEMMA3, GM_MEMORY_KV_ISWA, read_olmo2_gemma3 },
-    { "gemma3n", GM_ARCH_GEMMA3N, GM_MEMORY_KV_ISWA, read_gemma3n },
-    { "bert", GM_ARCH_BERT, GM_MEMORY_NONE, read_plain },
-    { "nomic-bert", GM_ARCH_NOMIC_BERT, GM_MEMORY_NONE, read_plain },
-    { "t5", GM_ARCH_T5, GM_MEMORY_KV, read_t5 },
-    { "t5encoder", GM_ARCH_T5ENCODER, GM_MEMORY_KV, read_t5 },
+    { "llama", GM_ARCH_LLAMA, GM_MEMORY_KV, read_plain, { 0 } },
+    { "qwen3moe", GM_ARCH_QWEN3MOE, GM_MEMORY_KV, read_plain, { 0 } },
+    { "gemma4", GM_ARCH_GEMMA4, GM_MEMORY_KV_ISWA, read_gemma4, SHARED_KV },
+    { "qwen4exp", GM_ARCH_QWEN4EXP, GM_MEMORY_HYBRID_IDX, read_qwen4exp, { 0 } },
+    { "qwen2", GM_ARCH_QWEN2, GM_MEMORY_KV, read_plain, { 0 } },
+    { "qwen3", GM_ARCH_QWEN3, GM_MEMORY_KV, read_plain, { 0 } },
+    { "phi3", GM_ARCH_PHI3, GM_MEMORY_KV, read_plain, { 0 } }, /* a window key turns SWA off (phi3.cpp:13-24) */
+    { "mistral3", GM_ARCH_MISTRAL3, GM_MEMORY_KV, read_mistral3, { 0 } },
+    { "granite", GM_ARCH_GRANITE, GM_MEMORY_KV, read_granite, { 0 } },
+    { "command-r", GM_ARCH_COMMAND_R, GM_MEMORY_KV, read_command_r, { 0 } },
+    { "cohere2", GM_ARCH_COHERE2, GM_MEMORY_KV_ISWA, read_cohere2, { 0 } },
+    { "olmo2", GM_ARCH_OLMO2, GM_MEMORY_KV, read_olmo2, { 0 } },
+    { "starcoder2", GM_ARCH_STARCODER2, GM_MEMORY_KV, read_plain, { 0 } },
+    { "exaone4", GM_ARCH_EXAONE4, GM_MEMORY_KV, read_exaone4, { 0 } },
+    { "smollm3", GM_ARCH_SMOLLM3, GM_MEMORY_KV, read_plain, { 0 } },
+    { "gpt-oss", GM_ARCH_GPT_OSS, GM_MEMORY_KV_ISWA, read_gpt_oss, { 0 } },
+    { "qwen2moe", GM_ARCH_QWEN2MOE, GM_MEMORY_KV, read_plain, { 0 } },
+    { "olmoe", GM_ARCH_OLMOE, GM_MEMORY_KV, read_plain, { 0 } },
+    { "phimoe", GM_ARCH_PHIMOE, GM_MEMORY_KV, read_plain, { 0 } },
+    { "ernie4_5-moe", GM_ARCH_ERNIE4_5_MOE, GM_MEMORY_KV, read_plain, { 0 } },
+    { "minimax-m2", GM_ARCH_MINIMAX_M2, GM_MEMORY_KV, read_plain, { 0 } },
+    { "granitemoe", GM_ARCH_GRANITEMOE, GM_MEMORY_KV, read_plain, { 0 } },
+    { "glm4moe", GM_ARCH_GLM4MOE, GM_MEMORY_KV, read_plain, MTP_ONE },
+    { "step35", GM_ARCH_STEP35, GM_MEMORY_KV_ISWA, read_step35, { 0 } },
+    { "cohere2moe", GM_ARCH_COHERE2MOE, GM_MEMORY_KV_ISWA, read_cohere2moe, MTP_ONE },
+    { "hy_v3", GM_ARCH_HY_V3, GM_MEMORY_KV, read_plain, { 0 } },
+    { "deepseek2", GM_ARCH_DEEPSEEK2, GM_MEMORY_KV, read_mla, MTP_ONE },
+    { "deepseek32", GM_ARCH_DEEPSEEK32, GM_MEMORY_KV_DSA, read_dsa, MTP_ONE },
+    { "glm-dsa", GM_ARCH_GLM_DSA, GM_MEMORY_KV_DSA, read_glm_dsa, MTP_ONE },
+    { "qwen35", GM_ARCH_QWEN35, GM_MEMORY_HYBRID, read_qwen35, MTP_PLAIN },
+    { "qwen35moe", GM_ARCH_QWEN35MOE, GM_MEMORY_HYBRID, read_qwen35, MTP_PLAIN },
+    { "qwen3next", GM_ARCH_QWEN3NEXT, GM_MEMORY_HYBRID, read_qwen3next, MTP_PLAIN },
+    { "granitehybrid", GM_ARCH_GRANITEHYBRID, GM_MEMORY_HYBRID, read_mamba_hybrid, MAMBA2_HYBRID },
+    { "nemotron_h", GM_ARCH_NEMOTRON_H, GM_MEMORY_HYBRID, read_nemotron, MAMBA2_HYBRID },
+    { "nemotron_h_moe", GM_ARCH_NEMOTRON_H_MOE, GM_MEMORY_HYBRID, read_nemotron,
+      { .mtp_plain_cache = true, .mtp_one_block = true, .fa_auto = GM_FA_OFF_WHEN_MOVED,
+        .ssm_ops = GM_SSM_OPS_MAMBA2 } },
+    { "lfm2", GM_ARCH_LFM2, GM_MEMORY_HYBRID, read_lfm2, SHORT_CONV_HYBRID },
+    { "falcon-h1", GM_ARCH_FALCON_H1, GM_MEMORY_HYBRID, read_falcon_h1,
+      { .fa_auto = GM_FA_OFF_GPU_NKVO, .ssm_ops = GM_SSM_OPS_MAMBA2 } },
+    { "mamba2", GM_ARCH_MAMBA2, GM_MEMORY_RECURRENT, read_mamba2, { .ssm_ops = GM_SSM_OPS_MAMBA2 } },
+    { "rwkv7", GM_ARCH_RWKV7, GM_MEMORY_RECURRENT, read_rwkv7, { 0 } },
+    { "gemma2", GM_ARCH_GEMMA2, GM_MEMORY_KV_ISWA, read_gemma2, { 0 } },
+    { "gemma3", GM_ARCH_GEMMA3, GM_MEMORY_KV_ISWA, read_gemma3, { 0 } },
+    { "gemma3n", GM_ARCH_GEMMA3N, GM_MEMORY_KV_ISWA, read_gemma3n, SHARED_KV },
+    { "bert", GM_ARCH_BERT, GM_MEMORY_NONE, read_plain, { 0 } },
+    { "nomic-bert", GM_ARCH_NOMIC_BERT, GM_MEMORY_NONE, read_plain, { 0 } },
+    { "t5", GM_ARCH_T5, GM_MEMORY_KV, read_t5, T5_DECODER },
+    { "t5encoder", GM_ARCH_T5ENCODER, GM_MEMORY_KV, read_t5, T5_ENCODER },
 };
+#undef T5_DECODER
+#undef T5_ENCODER
+#undef SHARED_KV
+#undef MTP_PLAIN
+#undef MTP_ONE
+#undef MAMBA2_HYBRID
+#undef SHORT_CONV_HYBRID
 
 /* create_memory picks the iswa pair by swa_type: an architecture whose SWA
  * is optional (olmo2, exaone4, gemma3) makes one only when its reader found
@@ -589,6 +629,7 @@ int gm_hparams_read(const ggufmap_model *model, gm_hparams *hp, ggufmap_error *e
                        sizeof ARCHS / sizeof ARCHS[0]);
     hp->arch = row->arch;
     hp->memory = row->memory;
+    hp->traits = row->traits;
     read_shared(&r, hp);
     if (r.status == GGUFMAP_OK) row->read(&r, hp);
     if (r.status == GGUFMAP_OK && hp->n_embd_out == 0) hp->n_embd_out = hp->n_embd;
@@ -598,9 +639,8 @@ int gm_hparams_read(const ggufmap_model *model, gm_hparams *hp, ggufmap_error *e
 
 void gm_hparams_for_mtp(gm_hparams *hp) {
     hp->ctx_mtp = true;
-    const bool plain_for_mtp = hp->arch == GM_ARCH_QWEN35 || hp->arch == GM_ARCH_QWEN35MOE ||
-                               hp->arch == GM_ARCH_QWEN3NEXT || hp->arch == GM_ARCH_NEMOTRON_H_MOE;
-    if (hp->memory == GM_MEMORY_KV_DSA || (hp->memory == GM_MEMORY_HYBRID && plain_for_mtp)) hp->memory = GM_MEMORY_KV;
+    if (hp->memory == GM_MEMORY_KV_DSA || (hp->memory == GM_MEMORY_HYBRID && hp->traits.mtp_plain_cache))
+        hp->memory = GM_MEMORY_KV;
 }
 
 /* ------------------------------------------------------------------------ */

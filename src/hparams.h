@@ -66,11 +66,50 @@ typedef enum gm_attn_filter {
     GM_ATTN_NEMOTRON        /* nemotron_h*: !is_recr(il) && n_ff(il) == 0 */
 } gm_attn_filter;
 
+/* When llama.cpp turns -fa auto off after the fact: the probe graph puts
+ * a layer's FLASH_ATTN_EXT on another device than the layer
+ * (resolve_fused_ops, llama-context.cpp:506-560; fit_context.c). */
+typedef enum gm_fa_auto {
+    GM_FA_STAYS = 0,             /* every other architecture keeps it (measured on the fixtures) */
+    GM_FA_OFF_WHEN_MOVED,        /* Mamba/short-conv hybrids: the op takes the next recurrent layer's device */
+    GM_FA_OFF_GPU_NKVO,          /* falcon-h1: with a GPU layer and -nkvo (its state stays on the CPU) */
+    GM_FA_OFF_GPU_WITH_CPU_LAYER /* t5: its decoder attention runs on the GPU whenever one is present */
+} gm_fa_auto;
+
+/* The state-space ops of its layers whose shapes a device's kernels judge
+ * (the compute bound asks the device's weight_supported with them). */
+typedef enum gm_ssm_ops {
+    GM_SSM_OPS_NONE = 0,
+    GM_SSM_OPS_SHORT_CONV,       /* lfm2: SSM_CONV over n_embd channels */
+    GM_SSM_OPS_MAMBA2            /* SSM_CONV over d_inner + 2 n_group d_state channels, then Mamba-2's SSM_SCAN */
+} gm_ssm_ops;
+
+/* What an architecture does differently from the common path, as data in
+ * its row (hparams.c): the parts of fit ask these, not its name. */
+typedef struct gm_arch_traits {
+    bool encoder_decoder;        /* t5: the decoder attends over the encoder's n_ctx_train rows, the output
+                                    buffer always holds embeddings ("hacky enc-dec support",
+                                    llama-context.cpp:2121-2125), and its position bias cannot broadcast over
+                                    KV streams (t5.cpp:147) */
+    bool position_bias;          /* t5, t5encoder: a relative position bias on the scores keeps flash
+                                    attention off (llama-graph.cpp:2626) */
+    bool cache_unread;           /* t5encoder: a KV cache its graph never reads (it attends over the ubatch) */
+    bool kv_shared;              /* gemma4, gemma3n: layers from n_layer_kv_from_start read an earlier layer's
+                                    cache (llama-model.cpp:2657-2666) */
+    bool mtp_plain_cache;        /* the MTP draft context makes a plain KV cache instead of the hybrid memory
+                                    (qwen35*, qwen3next, nemotron_h_moe) */
+    bool mtp_one_block;          /* its MTP draft graph asserts a single NextN block
+                                    (GGML_ASSERT(hparams.n_layer_nextn == 1), e.g. qwen35.cpp:489) */
+    gm_fa_auto fa_auto;
+    gm_ssm_ops ssm_ops;
+} gm_arch_traits;
+
 typedef enum gm_swa_type { GM_SWA_NONE = 0, GM_SWA_STANDARD = 1, GM_SWA_CHUNKED = 2, GM_SWA_SYMMETRIC = 3 } gm_swa_type;
 
 typedef struct gm_hparams {
-    gm_arch arch;
+    gm_arch arch;                /* for the graph builders' dispatch (fit_compute.c) */
     char arch_name[64];          /* general.architecture */
+    gm_arch_traits traits;       /* its row's differences */
     gm_memory_kind memory;
     gm_attn_filter attn_filter;
     bool ctx_mtp;                /* the MTP draft context's view (LLAMA_CONTEXT_TYPE_MTP): gm_hparams_for_mtp */

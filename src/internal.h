@@ -36,13 +36,6 @@ void gm_source_set_shard(ggufmap_source *src, uint32_t shard);
  * a key's meaning uses ggufmap_source_find_kv, ggml's rule. */
 int64_t gm_source_find_kv_bytes(const ggufmap_source *src, const char *key, size_t len);
 
-/* ---- placement.c ---- */
-
-/* The ggufmap_buft_kind of a buffer type's name as llama.cpp spells it
- * ("CPU", "CPU_REPACK", "CUDA_Host", "MTL0", "CUDA1", ...), or -1: the one
- * reading of a name, for names that come from outside a placement. */
-int gm_buft_kind_of_name(const char *name);
-
 /* ---- fileio.c ---- */
 
 /* pread/pwrite of all n bytes at pos, through short counts and EINTR.

@@ -25,6 +25,7 @@
 #include "ggufmap/load.h"
 #include "ggufmap/model.h"
 #include "ggufmap/placement.h"
+#include "device.h"
 #include "internal.h"
 #include "load_internal.h"
 

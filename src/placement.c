@@ -29,55 +29,25 @@
 /* Buffer types and ops                                                      */
 /* ------------------------------------------------------------------------ */
 
-typedef enum buft { BUFT_CPU, BUFT_REPACK, BUFT_HOST, BUFT_GPU, BUFT_AMX } buft;
-
 struct ggufmap_placement {
     const ggufmap_model *model;
     ggufmap_placement_opts opts;
-    ggufmap_cpu cpu;
+    const gm_backend_def *be;     /* the device's rules */
+    ggufmap_cpu cpu;              /* resolved by the device */
+    ggufmap_regex_dialect regex;  /* resolved by the device */
     int32_t n_layers;             /* hparams.n_layer_all */
     int32_t n_layers_nextn;       /* hparams.n_layer_nextn */
-    int32_t gpu_start, gpu_count; /* layers [gpu_start, gpu_start + gpu_count) run on the GPU */
+    int8_t *layer_gpu;            /* per layer 0..n_layers (the output layer): the GPU's ordinal, -1: the CPU */
+    uint32_t gpus[GGUFMAP_MAX_GPUS]; /* the run's GPUs (llama_model::devices), ordinals in order */
+    uint32_t n_gpus;
     ggufmap_context *contexts;
     uint32_t n_contexts;
     ggufmap_instance *instances;
     int64_t n_instances, cap_instances;
     char arch[64];
+    gm_ssm_dims ssm;              /* the model's SSM hyperparameters, for the device's SSM_SCAN rule */
     char warning[512];
 };
-
-static const char *gpu_buft_name(ggufmap_device d) { return d == GGUFMAP_DEVICE_METAL ? "MTL0" : "CUDA0"; }
-
-/* The public kind of one of the placement's buffer types. */
-static ggufmap_buft_kind buft_kind(buft b) {
-    switch (b) {
-    case BUFT_CPU: return GGUFMAP_BUFT_CPU;
-    case BUFT_REPACK: return GGUFMAP_BUFT_CPU_REPACK;
-    case BUFT_HOST: return GGUFMAP_BUFT_CUDA_HOST;
-    case BUFT_AMX: return GGUFMAP_BUFT_CPU_AMX;
-    default: return GGUFMAP_BUFT_GPU;
-    }
-}
-
-int gm_buft_kind_of_name(const char *name) {
-    if (strcmp(name, "CPU") == 0) return GGUFMAP_BUFT_CPU;
-    if (strcmp(name, "CPU_REPACK") == 0) return GGUFMAP_BUFT_CPU_REPACK;
-    if (strcmp(name, "CUDA_Host") == 0) return GGUFMAP_BUFT_CUDA_HOST;
-    if (strcmp(name, "AMX") == 0) return GGUFMAP_BUFT_CPU_AMX;
-    /* llama.cpp names devices MTL0, MTL1, CUDA0, CUDA1, ... */
-    if (strncmp(name, "MTL", 3) == 0 || strncmp(name, "CUDA", 4) == 0) return GGUFMAP_BUFT_GPU;
-    return -1;
-}
-
-static const char *buft_name(const ggufmap_placement *p, buft b) {
-    switch (b) {
-    case BUFT_CPU: return "CPU";
-    case BUFT_REPACK: return "CPU_REPACK";
-    case BUFT_HOST: return "CUDA_Host";
-    case BUFT_AMX: return "AMX";
-    default: return gpu_buft_name(p->opts.device);
-    }
-}
 
 /* ggml_n_dims: 1 + the index of the last dimension with more than one element. */
 static int n_dims_of(const ggufmap_tensor *t) {
@@ -86,86 +56,72 @@ static int n_dims_of(const ggufmap_tensor *t) {
     return 1;
 }
 
-/* Metal's supports_op on Apple7+ for the test op of a weight
- * (ggml-metal-device.m:1525-1950, docs/placement-rules.md 7): element-wise
- * ops need the weight in the F32 of their test input, SCALE an F32/F16
- * weight; matrix products and row gathers take every type but NVFP4 and
- * TQ1_0; the rest (ROPE, SSM_CONV/SCAN, RWKV_WKV6, IM2COL) everything. */
-static bool metal_supports(const ggufmap_tensor *t, gm_op o) {
-    enum { F32 = 0, F16 = 1, TQ1_0 = 34, NVFP4 = 40 };
+/* The test op of a weight as a GPU's supports_op tells ops apart. */
+static gm_weight_op weight_op(gm_op o) {
     switch (o) {
-    case GM_OP_MUL: case GM_OP_ADD: case GM_OP_ADD_ID: case GM_OP_DIV: return t->type == F32;
-    case GM_OP_SCALE: return t->type == F32 || t->type == F16;
-    case GM_OP_MUL_MAT: case GM_OP_MUL_MAT_ID: case GM_OP_GET_ROWS: return t->type != NVFP4 && t->type != TQ1_0;
-    default: return true;
+    case GM_OP_MUL: case GM_OP_ADD: case GM_OP_DIV: return GM_WOP_ELEMENTWISE;
+    case GM_OP_ADD_ID: return GM_WOP_ADD_ID;
+    case GM_OP_SCALE: return GM_WOP_SCALE;
+    case GM_OP_MUL_MAT: case GM_OP_MUL_MAT_ID: return GM_WOP_MATMUL;
+    case GM_OP_GET_ROWS: return GM_WOP_GET_ROWS;
+    case GM_OP_SSM_CONV: return GM_WOP_SSM_CONV;
+    case GM_OP_SSM_SCAN: return GM_WOP_SSM_SCAN;
+    default: return GM_WOP_OTHER;
     }
 }
 
-/* A u32 hyperparameter <arch>.SUFFIX of the model, dflt when absent */
-static int64_t arch_u32(const ggufmap_placement *p, const char *suffix, int64_t dflt) {
+/* A u32 hyperparameter <arch>.SUFFIX of the model, 0 when absent */
+static int64_t arch_u32(const ggufmap_placement *p, const char *suffix) {
     char key[160];
     snprintf(key, sizeof key, "%s.%s", p->arch, suffix);
     const ggufmap_kv *kv = ggufmap_model_find_kv(p->model, key);
     int64_t v;
-    return kv && ggufmap_kv_int(kv, &v) == GGUFMAP_OK ? v : dflt;
+    return kv && ggufmap_kv_int(kv, &v) == GGUFMAP_OK ? v : 0;
 }
 
-/* CUDA's supports_op for the test op of a weight (weight_buft_supported,
- * llama-model-loader.cpp:946-1120; ggml-cuda.cu:5132-5489): the SSM kernels'
- * shapes (device_cuda.c: a Mamba-2 model whose d_state is not 128 or 256,
- * or whose conv channels are not a multiple of 128, keeps ssm_a or
- * ssm_conv1d on the CPU), GET_ROWS of IQ4_NL/MXFP4 rows not a multiple of
- * 256, element-wise ops of a weight that is not F32/F16. */
-static bool cuda_supports(const ggufmap_placement *p, const ggufmap_tensor *t, gm_op o) {
-    enum { F32 = 0, F16 = 1, IQ4_NL = 20, MXFP4 = 39 };
-    switch (o) {
-    case GM_OP_SSM_CONV: return gm_cuda_ssm_conv(t->ne[1]);
-    case GM_OP_SSM_SCAN: {
-        const bool mamba2 = t->ne[0] == 1;   /* ssm_a [1, n_head]; Mamba-1's is [d_state, d_inner] */
-        const int64_t n_head = t->ne[1];
-        const int64_t d_inner = arch_u32(p, "ssm.inner_size", 0), n_group = arch_u32(p, "ssm.group_count", 0);
-        const int64_t d_state = mamba2 ? arch_u32(p, "ssm.state_size", 0) : t->ne[0];
-        return gm_cuda_ssm_scan(d_state, n_head ? d_inner / n_head : 0, n_head, n_group ? n_group : 1, mamba2);
-    }
-    case GM_OP_GET_ROWS: return (t->type != IQ4_NL && t->type != MXFP4) || t->ne[0] % 256 == 0;
-    case GM_OP_ADD: case GM_OP_MUL: case GM_OP_DIV: return t->type == F32 || t->type == F16;
-    default: return true;
-    }
-}
-
-/* Does buffer type b accept tensor t used by op o?  (weight_buft_supported) */
-static bool supports(const ggufmap_placement *p, buft b, const ggufmap_tensor *t, gm_op o) {
-    switch (b) {
-    case BUFT_REPACK: {
+/* Does buffer type b accept tensor t used by op o?  (weight_buft_supported:
+ * the device's supports_op with the weight in a dummy buffer of b) */
+static bool supports(const ggufmap_placement *p, gm_buft_id b, const ggufmap_tensor *t, gm_op o) {
+    switch (b.kind) {
+    case GGUFMAP_BUFT_CPU_REPACK: {
         int nd = n_dims_of(t);
         if (!((o == GM_OP_MUL_MAT && nd == 2) || (o == GM_OP_MUL_MAT_ID && nd == 3))) return false;
         return gm_cpu_repacks(p->cpu, t->type, t->ne[1]);
     }
-    case BUFT_AMX: return gm_amx_takes(t->type, t->ne, o == GM_OP_MUL_MAT);
-    case BUFT_GPU: return p->opts.device == GGUFMAP_DEVICE_METAL ? metal_supports(t, o) : cuda_supports(p, t, o);
-    default: return true; /* CPU and the CUDA host type accept every weight */
+    case GGUFMAP_BUFT_CPU_AMX: return gm_amx_takes(t->type, t->ne, o == GM_OP_MUL_MAT);
+    case GGUFMAP_BUFT_GPU: return !p->be->weight_supported || p->be->weight_supported(t->type, t->ne, weight_op(o), &p->ssm);
+    default: return true; /* CPU and the GPU host types accept every weight */
     }
 }
+
+static const char *buft_name(const ggufmap_placement *p, gm_buft_id b, char *buf, size_t cap) {
+    return gm_buft_name(p->opts.device, b, false, buf, cap);
+}
+
+static bool same_buft(gm_buft_id a, gm_buft_id b) { return a.kind == b.kind && a.gpu == b.gpu; }
 
 /* ------------------------------------------------------------------------ */
 /* Contexts                                                                  */
 /* ------------------------------------------------------------------------ */
 
 typedef struct ctx_key {
-    buft b;
+    gm_buft_id b;
     bool lazy;
 } ctx_key;
 
+/* contexts: per (buffer type, lazy); the CPU's five types, and a GPU's own per GPU */
+#define MAX_CONTEXTS (2 * (5 + GGUFMAP_MAX_GPUS))
+
 typedef struct work {
-    ctx_key keys[8];
+    ctx_key keys[MAX_CONTEXTS];
     uint32_t n;
     uint32_t amx_3d;        /* 3-D weights AMX packs (wrongly: only their first matrix) */
     int64_t amx_3d_first;
 } work;
 
-static uint32_t context_for(work *w, buft b, bool lazy) {
+static uint32_t context_for(work *w, gm_buft_id b, bool lazy) {
     for (uint32_t i = 0; i < w->n; i++)
-        if (w->keys[i].b == b && w->keys[i].lazy == lazy) return i;
+        if (same_buft(w->keys[i].b, b) && w->keys[i].lazy == lazy) return i;
     w->keys[w->n].b = b;
     w->keys[w->n].lazy = lazy;
     return w->n++;
@@ -210,7 +166,8 @@ typedef struct compiled_override {
     gm_regex *re;           /* NULL when refused */
     gm_regex_error refused; /* why, when re is NULL */
     bool reached;
-    int target; /* -1: CPU (select from the CPU list), else a buft */
+    bool to_cpu;       /* "CPU": select from the CPU list */
+    gm_buft_id target; /* else this type, taken as it is */
 } compiled_override;
 
 typedef struct override_set {
@@ -222,36 +179,41 @@ typedef struct override_set {
     ggufmap_error *err; /* where it is described */
 } override_set;
 
-static int override_target(const ggufmap_placement_opts *o, const ggufmap_override *ov, int *target,
+/* -ot's BUFT: llama.cpp's arguments know every device's default buffer
+ * type by name (common/arg.cpp parse_tensor_buffer_overrides): "CPU",
+ * which then selects from the CPU list, or a GPU's ("CUDA1"), taken as it is. */
+static int override_target(const ggufmap_placement_opts *o, const ggufmap_override *ov, compiled_override *c,
                            ggufmap_error *err) {
-    if (strcmp(ov->buft, "CPU") == 0)
-        *target = -1;
-    else if (o->device != GGUFMAP_DEVICE_CPU && strcmp(ov->buft, gpu_buft_name(o->device)) == 0)
-        *target = BUFT_GPU;
-    else
-        return gm_fail(err, GGUFMAP_EINVAL, "override '%s=%s': unknown buffer type '%s' (available: CPU%s%s)",
-                       ov->pattern, ov->buft, ov->buft, o->device != GGUFMAP_DEVICE_CPU ? ", " : "",
-                       o->device != GGUFMAP_DEVICE_CPU ? gpu_buft_name(o->device) : "");
+    gm_buft_id b;
+    if (!gm_buft_parse(o->device, ov->buft, GGUFMAP_MAX_GPUS - 1, &b) ||
+        (b.kind != GGUFMAP_BUFT_CPU && b.kind != GGUFMAP_BUFT_GPU)) {
+        char cpu[16], gpu[16];
+        gm_buft_name(o->device, (gm_buft_id){GGUFMAP_BUFT_CPU, 0}, false, cpu, sizeof cpu);
+        gm_buft_name(o->device, (gm_buft_id){GGUFMAP_BUFT_GPU, 0}, false, gpu, sizeof gpu);
+        return gm_fail(err, GGUFMAP_EINVAL, "override '%s=%s': unknown buffer type '%s' (available: %s%s%s%s)",
+                       ov->pattern, ov->buft, ov->buft, cpu, o->device != GGUFMAP_DEVICE_CPU ? ", " : "",
+                       o->device != GGUFMAP_DEVICE_CPU ? gpu : "", o->device != GGUFMAP_DEVICE_CPU ? ", ..." : "");
+    }
+    c->to_cpu = b.kind == GGUFMAP_BUFT_CPU;
+    c->target = b;
     return GGUFMAP_OK;
 }
 
 /* Checks every buffer type (llama.cpp parses them with the arguments) and
- * compiles every pattern in the dialect: AUTO is libc++ on Metal (macOS
- * builds), libstdc++ elsewhere. */
+ * compiles every pattern in the dialect: AUTO is the device's (libc++ on
+ * Metal, as macOS builds have it, libstdc++ elsewhere). */
 static int overrides_init(override_set *s, const ggufmap_placement_opts *o, ggufmap_error *err) {
     memset(s, 0, sizeof *s);
     s->opts = o;
     s->err = err;
-    s->dialect = o->regex != GGUFMAP_REGEX_AUTO ? o->regex
-                 : o->device == GGUFMAP_DEVICE_METAL ? GGUFMAP_REGEX_LIBCXX
-                                                      : GGUFMAP_REGEX_LIBSTDCXX;
+    s->dialect = gm_device_regex(o->device, o->regex);
     s->items = calloc(o->n_overrides ? o->n_overrides : 1, sizeof *s->items);
     if (!s->items) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     s->n = o->n_overrides;
     for (uint32_t i = 0; i < s->n; i++) {
         const ggufmap_override *ov = &o->overrides[i];
         compiled_override *c = &s->items[i];
-        int rc = override_target(o, ov, &c->target, err);
+        int rc = override_target(o, ov, c, err);
         if (rc == GGUFMAP_OK && gm_regex_compile(ov->pattern, strlen(ov->pattern), s->dialect, &c->re, &c->refused) ==
                                     GGUFMAP_ENOMEM)
             rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
@@ -310,55 +272,58 @@ static void overrides_warn(const override_set *s, char *warning, size_t cap) {
 /* The decision                                                              */
 /* ------------------------------------------------------------------------ */
 
-static bool layer_on_gpu(const ggufmap_placement *p, int32_t il) {
-    return p->gpu_count > 0 && il >= p->gpu_start && il < p->gpu_start + p->gpu_count;
+static int32_t layer_gpu(const ggufmap_placement *p, int32_t il) {
+    return p->layer_gpu && il >= 0 && il <= p->n_layers ? p->layer_gpu[il] : -1;
 }
 
-/* The buffer-type list of a layer (llama-model.cpp make_cpu/gpu_buft_list). */
-static uint32_t buft_list(const ggufmap_placement *p, bool gpu, buft *list) {
+/* The buffer-type list of a layer (llama-model.cpp make_cpu/gpu_buft_list):
+ * the GPU's own type (gpu >= 0), then the CPU list: the host type of the
+ * first GPU (unless --no-host), the CPU's extra types in ggml's order
+ * (unless --no-repack: use_extra_bufts), CPU. */
+static uint32_t buft_list(const ggufmap_placement *p, int32_t gpu, gm_buft_id *list) {
     uint32_t n = 0;
-    if (gpu) list[n++] = BUFT_GPU;
-    if (p->opts.device == GGUFMAP_DEVICE_CUDA && !p->opts.no_host) list[n++] = BUFT_HOST;
-    if (!p->opts.no_repack && gm_cpu_has_amx(p->cpu)) list[n++] = BUFT_AMX; /* the CPU's extra types, in ggml's order */
-    if (!p->opts.no_repack) list[n++] = BUFT_REPACK;
-    list[n++] = BUFT_CPU;
+    if (gpu >= 0) list[n++] = (gm_buft_id){GGUFMAP_BUFT_GPU, (uint32_t)gpu};
+    if (p->be->host_buft && !p->opts.no_host) list[n++] = (gm_buft_id){GGUFMAP_BUFT_GPU_HOST, 0};
+    if (!p->opts.no_repack && gm_cpu_has_amx(p->cpu)) list[n++] = (gm_buft_id){GGUFMAP_BUFT_CPU_AMX, 0};
+    if (!p->opts.no_repack) list[n++] = (gm_buft_id){GGUFMAP_BUFT_CPU_REPACK, 0};
+    list[n++] = (gm_buft_id){GGUFMAP_BUFT_CPU, 0};
     return n;
 }
 
-static buft select_buft(const ggufmap_placement *p, const buft *list, uint32_t n, const ggufmap_tensor *t, gm_op o) {
+static gm_buft_id select_buft(const ggufmap_placement *p, const gm_buft_id *list, uint32_t n,
+                              const ggufmap_tensor *t, gm_op o) {
     for (uint32_t i = 0; i < n; i++)
         if (supports(p, list[i], t, o)) return list[i];
-    return BUFT_CPU;
+    return (gm_buft_id){GGUFMAP_BUFT_CPU, 0};
 }
 
 /* llama_model_loader::create_tensor's buft_for_tensor, for one instance;
  * *lazy says whether it goes to the lazy context. */
-static buft decide(const ggufmap_placement *p, override_set *ovr, const ggufmap_tensor *t, bool lazy_candidate, ggufmap_tensor_class cls, int32_t layer, gm_op o,
-                   bool *lazy) {
+static gm_buft_id decide(const ggufmap_placement *p, override_set *ovr, const ggufmap_tensor *t,
+                         bool lazy_candidate, ggufmap_tensor_class cls, int32_t layer, gm_op o, bool *lazy) {
+    const gm_buft_id cpu = {GGUFMAP_BUFT_CPU, 0};
     *lazy = false;
     if (lazy_candidate && p->opts.lazy != GGUFMAP_LAZY_OFF &&
         (p->opts.lazy == GGUFMAP_LAZY_ON || t->size > 4ull * 1024 * 1024 * 1024)) {
         *lazy = true;
-        return BUFT_CPU;
+        return cpu;
     }
-    buft list[5];
-    bool gpu = cls == GGUFMAP_CLASS_INPUT ? false : layer_on_gpu(p, layer);
-    uint32_t n = buft_list(p, gpu, list);
-    buft b = BUFT_CPU;
+    gm_buft_id list[5], b = cpu;
+    uint32_t n = buft_list(p, cls == GGUFMAP_CLASS_INPUT ? -1 : layer_gpu(p, layer), list);
     bool chosen = false;
     for (uint32_t i = 0; i < ovr->n && !chosen; i++) {
         if (override_matches(ovr, i, t) != GM_REGEX_MATCH) continue; /* an error stops ggufmap_placement_build */
-        if (ovr->items[i].target < 0) {
-            buft cpu_list[5];
-            uint32_t m = buft_list(p, false, cpu_list);
+        if (ovr->items[i].to_cpu) {
+            gm_buft_id cpu_list[5];
+            uint32_t m = buft_list(p, -1, cpu_list);
             b = select_buft(p, cpu_list, m, t, o);
         } else {
-            b = (buft)ovr->items[i].target; /* used as it is, no support check */
+            b = ovr->items[i].target; /* used as it is, no support check */
         }
         chosen = true;
     }
     if (!chosen) b = select_buft(p, list, n, t, o);
-    if (b == BUFT_HOST && !p->opts.no_mmap) b = BUFT_CPU; /* host type demoted under mmap */
+    if (b.kind == GGUFMAP_BUFT_GPU_HOST && !p->opts.no_mmap) b = cpu; /* host type demoted under mmap */
     return b;
 }
 
@@ -375,8 +340,8 @@ static int place_creation(ggufmap_placement *p, work *w, override_set *ovr, cons
     ggufmap_tensor_class cls = class_of((gm_layer)c->layer);
     int32_t layer = cls == GGUFMAP_CLASS_INPUT ? -1 : cls == GGUFMAP_CLASS_OUTPUT ? p->n_layers : c->bid;
     bool lazy, dup = c->flags & GM_CREATE_DUPLICATED;
-    buft b = decide(p, ovr, t, c->flags & GM_CREATE_READ_LAZY, cls, layer, (gm_op)c->op, &lazy);
-    if (b == BUFT_AMX && gm_amx_packs(t->type) && t->ne[2] * t->ne[3] > 1) {
+    gm_buft_id b = decide(p, ovr, t, c->flags & GM_CREATE_READ_LAZY, cls, layer, (gm_op)c->op, &lazy);
+    if (b.kind == GGUFMAP_BUFT_CPU_AMX && gm_amx_packs(t->type) && t->ne[2] * t->ne[3] > 1) {
         if (!w->amx_3d) w->amx_3d_first = c->tensor;
         w->amx_3d++;
     }
@@ -401,26 +366,29 @@ static void warn_amx_3d(ggufmap_placement *p, const work *w) {
                  (int)t->name_len, t->name, more);
 }
 
-/* The buffer type's get_alloc_size: CUDA pads quantized rows to a multiple
- * of 512 elements, AMX packs its types. */
-static uint64_t alloc_size(const ggufmap_placement *p, buft b, const ggufmap_tensor *t) {
-    const ggufmap_type_info *ti = ggufmap_type(t->type);
-    if (b == BUFT_AMX) return gm_amx_alloc_size(t->type, t->ne);
-    if (b == BUFT_GPU && p->opts.device == GGUFMAP_DEVICE_CUDA && ti && ti->block_size > 1 && t->ne[0] % 512 != 0)
-        return t->size + (uint64_t)(512 - t->ne[0] % 512) / ti->block_size * ti->type_size;
-    return t->size;
+static int compare_keys(const ctx_key *a, const ctx_key *b, const ggufmap_placement *p) {
+    char na[40], nb[40];
+    if (a->lazy != b->lazy) return a->lazy ? 1 : -1;
+    return strcmp(buft_name(p, a->b, na, sizeof na), buft_name(p, b->b, nb, sizeof nb));
 }
 
-static int compare_keys(const ctx_key *a, const ctx_key *b, const ggufmap_placement *p) {
-    if (a->lazy != b->lazy) return a->lazy ? 1 : -1;
-    return strcmp(buft_name(p, a->b), buft_name(p, b->b));
+/* One context's record, its tensors not yet counted. */
+static void describe_context(const ggufmap_placement *p, const ctx_key *k, ggufmap_context *c) {
+    buft_name(p, k->b, c->buft, sizeof c->buft);
+    c->kind = k->b.kind;
+    c->ordinal = k->b.gpu;
+    c->gpu = gm_buft_on_gpu(c->kind);
+    c->lazy = k->lazy;
+    c->mapped = (!p->opts.no_mmap || k->lazy) && gm_buft_maps(p->opts.device, c->kind);
+    c->alignment = gm_buft_alignment(p->opts.device, c->kind);
+    gm_buft_name(p->opts.device, k->b, c->mapped, c->buffer_name, sizeof c->buffer_name);
 }
 
 /* Sorts the contexts as llama.cpp's ctx_map and fills their records. */
 static int finish_contexts(ggufmap_placement *p, const work *w) {
-    uint32_t order[8], rank[8];
+    uint32_t order[MAX_CONTEXTS], rank[MAX_CONTEXTS];
     for (uint32_t i = 0; i < w->n; i++) order[i] = i;
-    for (uint32_t i = 1; i < w->n; i++) /* insertion sort: at most a handful */
+    for (uint32_t i = 1; i < w->n; i++) /* insertion sort: a few dozen at most */
         for (uint32_t j = i; j > 0 && compare_keys(&w->keys[order[j]], &w->keys[order[j - 1]], p) < 0; j--) {
             uint32_t tmp = order[j];
             order[j] = order[j - 1];
@@ -430,35 +398,91 @@ static int finish_contexts(ggufmap_placement *p, const work *w) {
     p->contexts = calloc(w->n ? w->n : 1, sizeof *p->contexts);
     if (!p->contexts) return GGUFMAP_ENOMEM;
     p->n_contexts = w->n;
-    for (uint32_t i = 0; i < w->n; i++) {
-        const ctx_key *k = &w->keys[order[i]];
-        ggufmap_context *c = &p->contexts[i];
-        snprintf(c->buft, sizeof c->buft, "%s", buft_name(p, k->b));
-        c->kind = buft_kind(k->b);
-        c->gpu = c->kind == GGUFMAP_BUFT_GPU;
-        c->lazy = k->lazy;
-        bool from_host_ptr = k->b == BUFT_CPU || (k->b == BUFT_GPU && p->opts.device == GGUFMAP_DEVICE_METAL);
-        c->mapped = (!p->opts.no_mmap || k->lazy) && from_host_ptr;
-        c->alignment = k->b == BUFT_GPU && p->opts.device == GGUFMAP_DEVICE_CUDA ? 128 : 32;
-        if (c->mapped)
-            snprintf(c->buffer_name, sizeof c->buffer_name, "%s_Mapped", c->buft);
-        else
-            snprintf(c->buffer_name, sizeof c->buffer_name, "%s", c->buft);
-    }
+    for (uint32_t i = 0; i < w->n; i++) describe_context(p, &w->keys[order[i]], &p->contexts[i]);
     for (int64_t i = 0; i < p->n_instances; i++) {
         ggufmap_instance *in = &p->instances[i];
-        uint32_t old = in->context;
-        in->context = rank[old];
+        in->context = rank[in->context];
         ggufmap_context *c = &p->contexts[in->context];
         const ggufmap_tensor *t = ggufmap_model_tensor(p->model, in->tensor);
         c->n_instances++;
         if (t->size > c->max_tensor) c->max_tensor = t->size;
-        c->alloc_size += gm_pad(alloc_size(p, w->keys[old].b, t), c->alignment);
+        c->alloc_size += gm_pad(gm_buft_alloc_size(p->opts.device, c->kind, t->type, t->ne), c->alignment);
     }
     return GGUFMAP_OK;
 }
 
 const char *ggufmap_architecture(uint32_t i) { return i < gm_arch_n_defs ? gm_arch_defs[i].name : NULL; }
+
+/* ------------------------------------------------------------------------ */
+/* The run's GPUs and the layers on each                                     */
+/* ------------------------------------------------------------------------ */
+
+/* llama_prepare_model_devices (llama.cpp:157-310): the GPUs in -dev's
+ * order (every GPU by default), only -mg's with -sm none; the split
+ * buffer type of -sm row is refused (make_gpu_buft_list throws on Metal;
+ * CUDA's is not modelled: see docs/devices.md). */
+static int run_gpus(ggufmap_placement *p, ggufmap_error *err) {
+    const ggufmap_placement_opts *o = &p->opts;
+    char name[16];
+    if (o->device == GGUFMAP_DEVICE_CPU) return GGUFMAP_OK;
+    const uint32_t n = o->n_gpus ? o->n_gpus : 1;
+    if (n > GGUFMAP_MAX_GPUS) return gm_fail(err, GGUFMAP_EINVAL, "%u GPUs: at most %d", n, GGUFMAP_MAX_GPUS);
+    bool listed = false;
+    for (uint32_t i = 0; i < n; i++) listed |= o->gpus[i] != 0;
+    for (uint32_t i = 0; i < n; i++) {
+        p->gpus[i] = listed ? o->gpus[i] : i;
+        for (uint32_t j = 0; j < i; j++)
+            if (p->gpus[j] == p->gpus[i])
+                return gm_fail(err, GGUFMAP_EINVAL, "-dev: %s listed twice",
+                               gm_buft_name(o->device, (gm_buft_id){GGUFMAP_BUFT_GPU, p->gpus[i]}, false, name, sizeof name));
+    }
+    p->n_gpus = n;
+    gm_buft_name(o->device, (gm_buft_id){GGUFMAP_BUFT_GPU, p->gpus[0]}, false, name, sizeof name);
+    if (o->split_mode == GGUFMAP_SPLIT_ROW)
+        return p->be->split_buft
+                   ? gm_fail(err, GGUFMAP_EINVAL, "-sm row: the split buffer type of %s (%s_Split) is not modelled: "
+                             "each matrix's rows go to the GPUs by -ts, in buffers ggufmap cannot check against "
+                             "llama.cpp here (docs/devices.md); use -sm layer", name, p->be->prefix)
+                   : gm_fail(err, GGUFMAP_EINVAL, "-sm row: llama.cpp refuses: device %s does not support split "
+                             "buffers", name);
+    if (o->split_mode == GGUFMAP_SPLIT_NONE) {
+        if (o->main_gpu >= n)
+            return gm_fail(err, GGUFMAP_EINVAL, "llama.cpp refuses: invalid value for main_gpu: %u (available "
+                           "devices: %u)", o->main_gpu, n);
+        p->gpus[0] = p->gpus[o->main_gpu];
+        p->n_gpus = 1;
+    }
+    return GGUFMAP_OK;
+}
+
+/* load_tensors' split points (llama-model.cpp:1488-1531): -ts (or equal
+ * shares) summed and normalised in float, as llama.cpp computes them; layer
+ * il of the last -ngl ones goes to the first GPU whose split point exceeds
+ * (il - i_gpu_start) / act_gpu_layers. */
+static int assign_layers(ggufmap_placement *p) {
+    p->layer_gpu = malloc((size_t)p->n_layers + 1);
+    if (!p->layer_gpu) return GGUFMAP_ENOMEM;
+    memset(p->layer_gpu, -1, (size_t)p->n_layers + 1);
+    if (p->n_gpus == 0) return GGUFMAP_OK;
+    float splits[GGUFMAP_MAX_GPUS], sum = 0.0f;
+    bool all_zero = true;
+    for (uint32_t i = 0; i < p->n_gpus; i++) all_zero &= p->opts.tensor_split[i] == 0.0f;
+    for (uint32_t i = 0; i < p->n_gpus; i++) {
+        sum += all_zero ? 1.0f : p->opts.tensor_split[i];
+        splits[i] = sum;
+    }
+    for (uint32_t i = 0; i < p->n_gpus; i++) splits[i] /= sum;
+    const int32_t ngl = p->opts.n_gpu_layers < 0 ? p->n_layers + 1 : p->opts.n_gpu_layers;
+    const int32_t start = p->n_layers + 1 - ngl > 0 ? p->n_layers + 1 - ngl : 0;
+    const int32_t act = ngl < p->n_layers + 1 ? ngl : p->n_layers + 1;
+    for (int32_t il = start; il <= p->n_layers && il - start < act; il++) {
+        const float at = (float)(il - start) / (float)act;
+        uint32_t g = 0;
+        while (g < p->n_gpus && !(splits[g] > at)) g++; /* std::upper_bound */
+        p->layer_gpu[il] = (int8_t)p->gpus[g < p->n_gpus ? g : p->n_gpus - 1];
+    }
+    return GGUFMAP_OK;
+}
 
 void ggufmap_placement_opts_init(ggufmap_placement_opts *o) {
     memset(o, 0, sizeof *o);
@@ -497,18 +521,20 @@ int ggufmap_placement_build(const ggufmap_model *model, const ggufmap_placement_
     p->model = model;
     p->opts = *opts;
     p->opts.overrides = NULL; /* not kept: the caller's strings need not outlive this call */
-    p->cpu = opts->cpu == GGUFMAP_CPU_HOST ? gm_cpu_host() : opts->cpu;
-    if ((rc = overrides_init(&ovr, opts, err))) goto done;
+    p->be = gm_backend(opts->device);
+    p->cpu = gm_device_cpu(opts->device, opts->cpu);
+    p->regex = gm_device_regex(opts->device, opts->regex);
+    if ((rc = run_gpus(p, err)) || (rc = overrides_init(&ovr, opts, err))) goto done;
 
     gm_arch_load load;
     if ((rc = gm_arch_load_model(model, opts->load_mtp, &load, err))) goto done;
     snprintf(p->arch, sizeof p->arch, "%s", load.def->name);
+    p->ssm = (gm_ssm_dims){arch_u32(p, "ssm.state_size"), arch_u32(p, "ssm.inner_size"), arch_u32(p, "ssm.group_count")};
     p->n_layers = load.n_layer_all;
     p->n_layers_nextn = load.n_layer_nextn;
-    if (opts->device != GGUFMAP_DEVICE_CPU) {
-        int32_t ngl = opts->n_gpu_layers < 0 ? p->n_layers + 1 : opts->n_gpu_layers;
-        p->gpu_start = p->n_layers + 1 - ngl > 0 ? p->n_layers + 1 - ngl : 0;
-        p->gpu_count = ngl < p->n_layers + 1 ? ngl : p->n_layers + 1;
+    if ((rc = assign_layers(p))) {
+        gm_arch_load_free(&load);
+        goto done;
     }
     work w = {.n = 0};
     for (int64_t i = 0; i < load.n_creations && !rc; i++)
@@ -532,6 +558,7 @@ void ggufmap_placement_free(ggufmap_placement *p) {
     if (!p) return;
     free(p->contexts);
     free(p->instances);
+    free(p->layer_gpu);
     free(p);
 }
 
@@ -548,11 +575,12 @@ int32_t ggufmap_placement_n_layers(const ggufmap_placement *p) { return p->n_lay
 int32_t ggufmap_placement_n_layers_nextn(const ggufmap_placement *p) { return p->n_layers_nextn; }
 const char *ggufmap_placement_arch(const ggufmap_placement *p) { return p->arch; }
 bool ggufmap_placement_load_mtp(const ggufmap_placement *p) { return p->opts.load_mtp; }
-bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer) { return layer_on_gpu(p, layer); }
+bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer) { return layer_gpu(p, layer) >= 0; }
+int32_t ggufmap_placement_layer_gpu(const ggufmap_placement *p, int32_t layer) { return layer_gpu(p, layer); }
+uint32_t ggufmap_placement_n_gpus(const ggufmap_placement *p) { return p->n_gpus; }
+uint32_t ggufmap_placement_gpu(const ggufmap_placement *p, uint32_t i) { return i < p->n_gpus ? p->gpus[i] : 0; }
+ggufmap_regex_dialect ggufmap_placement_regex(const ggufmap_placement *p) { return p->regex; }
 const ggufmap_placement_opts *ggufmap_placement_options(const ggufmap_placement *p) { return &p->opts; }
 const char *ggufmap_placement_warning(const ggufmap_placement *p) { return p->warning; }
 ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p) { return p->cpu; }
 
-const char *ggufmap_device_name(ggufmap_device d) {
-    return d == GGUFMAP_DEVICE_METAL ? "metal" : d == GGUFMAP_DEVICE_CUDA ? "cuda" : "cpu";
-}

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "device.h"
 #include "ggufmap/plan.h"
 #include "internal.h"
 
@@ -119,26 +120,27 @@ const char *ggufmap_planner_format(const ggufmap_planner *p, char *buf, size_t c
 void ggufmap_plan_opts_init(ggufmap_plan_opts *o) {
     memset(o, 0, sizeof *o);
     ggufmap_planner_parse("tight", &o->planner);
-    o->page = 1;
+    o->page = 0; /* the device's (ggufmap_plan_build resolves it) */
 }
 
 /* ------------------------------------------------------------------------ */
 /* Defaults per device                                                       */
 /* ------------------------------------------------------------------------ */
 
-/* Apple Silicon's page: what ggml_metal_buffer_map aligns every buffer to. */
-#define APPLE_SILICON_PAGE 16384
-
+/* Every default a device implies comes from its row (device.c): the CPU
+ * rules of the machine it comes in, the page its buffers are wired in.
+ * The same values ggufmap_placement_build and ggufmap_plan_build resolve
+ * from GGUFMAP_CPU_HOST and page 0, so a caller gets the same rules either
+ * way (tests/unit/test_placement.c checks it). */
 void ggufmap_preset(ggufmap_device device, ggufmap_placement_opts *placement, ggufmap_plan_opts *plan) {
     if (placement) {
         ggufmap_placement_opts_init(placement);
         placement->device = device;
-        /* Metal means a Mac with Apple Silicon: its CPU repacks by the arm64 rules. */
-        if (device == GGUFMAP_DEVICE_METAL) placement->cpu = GGUFMAP_CPU_ARM64;
+        placement->cpu = gm_backend(device)->cpu;
     }
     if (plan) {
         ggufmap_plan_opts_init(plan);
-        if (device == GGUFMAP_DEVICE_METAL) plan->page = APPLE_SILICON_PAGE;
+        plan->page = gm_backend(device)->page;
     }
 }
 
@@ -448,7 +450,7 @@ int ggufmap_plan_build(const ggufmap_placement *pl, const ggufmap_plan_opts *opt
     if (!rc) {
         w.p->placement = pl;
         w.p->opts = *opts;
-        if (w.p->opts.page == 0) w.p->opts.page = 1;
+        w.p->opts.page = gm_device_page(ggufmap_placement_options(pl)->device, w.p->opts.page);
         index_instances(&w, pl);
         nb = count_buffers(&w, pl);
         if (!alloc_buffers(&w, nb))
@@ -508,6 +510,45 @@ void ggufmap_plan_working_set(const ggufmap_plan *p, uint64_t *llama_bytes, uint
     }
 }
 
+void ggufmap_plan_gpu_working_set(const ggufmap_plan *p, uint32_t gpu, uint64_t *llama_bytes, uint64_t *planned_bytes) {
+    const ggufmap_placement *pl = p->placement;
+    *llama_bytes = *planned_bytes = 0;
+    if (gpu >= ggufmap_placement_n_gpus(pl)) return;
+    const uint32_t ordinal = ggufmap_placement_gpu(pl, gpu);
+    for (uint32_t i = 0; i < p->n_buffers; i++) {
+        const ggufmap_buffer *b = &p->buffers[i];
+        const ggufmap_context *c = ggufmap_placement_context(pl, b->context);
+        if (!c->gpu || c->ordinal != ordinal) continue;
+        *llama_bytes += b->mapped ? b->span_resident : b->size;
+        *planned_bytes += b->mapped ? b->ranges_resident : b->size;
+    }
+}
+
+bool ggufmap_plan_fits_limits(const ggufmap_plan *p, const ggufmap_plan *mtp, uint64_t limit, const uint64_t *gpu_limits,
+                              bool planned) {
+    const ggufmap_placement *pl = p->placement;
+    const uint32_t n = ggufmap_placement_n_gpus(pl);
+    uint64_t l, q, ml = 0, mq = 0;
+    if (n <= 1) { /* as ggufmap_plan_working_set counts: everything when no buffer is the GPU's */
+        const uint32_t ordinal = n ? ggufmap_placement_gpu(pl, 0) : 0;
+        if (n && gpu_limits && ordinal < GGUFMAP_MAX_GPUS && gpu_limits[ordinal]) limit = gpu_limits[ordinal];
+        if (!limit) return true;
+        ggufmap_plan_working_set(p, &l, &q);
+        if (mtp) ggufmap_plan_working_set(mtp, &ml, &mq);
+        return (planned ? q + mq : l + ml) <= limit;
+    }
+    for (uint32_t g = 0; g < n; g++) {
+        const uint32_t ordinal = ggufmap_placement_gpu(pl, g);
+        const uint64_t own = gpu_limits && ordinal < GGUFMAP_MAX_GPUS ? gpu_limits[ordinal] : 0;
+        const uint64_t lim = own ? own : limit;
+        if (!lim) continue;
+        ggufmap_plan_gpu_working_set(p, g, &l, &q);
+        if (mtp) ggufmap_plan_gpu_working_set(mtp, g, &ml, &mq);
+        if ((planned ? q + mq : l + ml) > lim) return false;
+    }
+    return true;
+}
+
 void ggufmap_plan_cpu_side(const ggufmap_plan *p, uint64_t *llama_bytes, uint64_t *planned_bytes) {
     uint64_t all_llama = 0, all_planned = 0, gpu_llama, gpu_planned;
     for (uint32_t i = 0; i < p->n_buffers; i++) {
@@ -518,6 +559,71 @@ void ggufmap_plan_cpu_side(const ggufmap_plan *p, uint64_t *llama_bytes, uint64_
     ggufmap_plan_working_set(p, &gpu_llama, &gpu_planned);
     *llama_bytes = all_llama - gpu_llama;
     *planned_bytes = all_planned - gpu_planned;
+}
+
+/* An interval list per shard: ranges page-aligned, then merged. */
+typedef struct span {
+    uint32_t shard;
+    uint64_t first, last;
+} span;
+
+static int by_shard_first(const void *a, const void *b) {
+    const span *x = a, *y = b;
+    if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+static uint64_t union_bytes(span *v, size_t n) {
+    uint64_t sum = 0;
+    qsort(v, n, sizeof *v, by_shard_first);
+    for (size_t i = 0; i < n;) {
+        uint64_t first = v[i].first, last = v[i].last;
+        size_t j = i + 1;
+        for (; j < n && v[j].shard == v[i].shard && v[j].first <= last; j++)
+            if (v[j].last > last) last = v[j].last;
+        sum += last - first;
+        i = j;
+    }
+    return sum;
+}
+
+/* Whether buffer b's memory is the host's RAM under the device's model. */
+static bool in_ram(const ggufmap_plan *p, const ggufmap_buffer *b) {
+    const ggufmap_placement *pl = p->placement;
+    return gm_backend(ggufmap_placement_options(pl)->device)->unified || !ggufmap_placement_context(pl, b->context)->gpu;
+}
+
+void ggufmap_plan_resident(const ggufmap_plan *p, uint64_t *llama_bytes, uint64_t *planned_bytes) {
+    const ggufmap_placement *pl = p->placement;
+    const uint64_t page = p->opts.page ? p->opts.page : 1;
+    size_t n_span = 0, n_range = 0;
+    for (uint32_t i = 0; i < p->n_buffers; i++) n_range += p->buffers[i].n_ranges, n_span++;
+    span *spans = malloc((n_span + 1) * sizeof *spans), *ranges = malloc((n_range + 1) * sizeof *ranges);
+    uint64_t alloc = 0;
+    size_t ns = 0, nr = 0;
+    for (uint32_t i = 0; spans && ranges && i < p->n_buffers; i++) {
+        const ggufmap_buffer *b = &p->buffers[i];
+        if (!in_ram(p, b) || ggufmap_placement_context(pl, b->context)->lazy) continue;
+        if (!b->mapped) {
+            alloc += b->size;
+            continue;
+        }
+        spans[ns++] = (span){b->shard, gm_floor_to(b->first, page), gm_ceil_to(b->last, page)};
+        for (uint32_t k = 0; k < b->n_ranges; k++)
+            ranges[nr++] = (span){b->shard, gm_floor_to(b->ranges[k].first, page), gm_ceil_to(b->ranges[k].last, page)};
+    }
+    if (!spans || !ranges) { /* out of memory: every span whole, an upper bound */
+        uint64_t l = 0, q = 0;
+        ggufmap_plan_working_set(p, &l, &q);
+        ggufmap_plan_cpu_side(p, llama_bytes, planned_bytes);
+        *llama_bytes += l;
+        *planned_bytes += q;
+    } else {
+        *llama_bytes = alloc + union_bytes(spans, ns);
+        *planned_bytes = alloc + union_bytes(ranges, nr);
+    }
+    free(spans);
+    free(ranges);
 }
 
 uint32_t ggufmap_plan_n_buffers(const ggufmap_plan *p) { return p->n_buffers; }

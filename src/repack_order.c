@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "device.h"
 #include "ggufmap/model.h"
 #include "ggufmap/writer.h"
 #include "repack_internal.h"
@@ -250,7 +251,7 @@ static int add_moe_cases(cases *c, const int32_t *experts, size_t n) {
         }
         if (!pat) return GGUFMAP_ENOMEM;
         c->pattern[c->n] = pat;
-        c->ovr[c->n] = (ggufmap_override){pat, "CPU"};
+        c->ovr[c->n] = (ggufmap_override){pat, gm_cpu_buft_name()};
         c->opts[c->n] = family_base();
         c->opts[c->n].overrides = &c->ovr[c->n];
         c->opts[c->n].n_overrides = 1;

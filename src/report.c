@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "ggufmap/report.h"
+#include "device.h"
 #include "internal.h"
 #include "json.h"
 #include "report_internal.h"
@@ -52,41 +53,35 @@ const char *gm_context_label(const ggufmap_context *c, char *buf, size_t cap) {
     return buf;
 }
 
-gm_buffer_kind gm_context_kind(const ggufmap_context *c) {
-    if (c->lazy) return GM_KIND_LAZY;
-    switch (c->kind) {
-    case GGUFMAP_BUFT_CPU: return GM_KIND_CPU;
-    case GGUFMAP_BUFT_CPU_REPACK: return GM_KIND_CPU_REPACK;
-    case GGUFMAP_BUFT_CUDA_HOST: return GM_KIND_CUDA_HOST;
-    case GGUFMAP_BUFT_CPU_AMX: return GM_KIND_CPU_AMX;
-    default: return GM_KIND_GPU;
-    }
-}
+gm_paint gm_context_paint(const ggufmap_context *c) { return c->lazy ? GM_PAINT_LAZY : (gm_paint)c->kind; }
 
-/* One row per kind: colour, letter, legend.  Colours from a palette that
- * stays apart for the common colour-vision deficiencies. */
+/* One row per paint: colour, letter, terminal colour.  Colours from a
+ * palette that stays apart for the common colour-vision deficiencies. */
 static const struct {
     const char *rgb;
     char letter;
-    const char *name;
-} kinds[GM_KIND_COUNT] = {
-    [GM_KIND_GPU] = {"#009e73", 'G', "GPU (MTL0, CUDA0)"},
-    [GM_KIND_CPU] = {"#0072b2", 'C', "CPU"},
-    [GM_KIND_CPU_REPACK] = {"#cc79a7", 'R', "CPU_REPACK"},
-    [GM_KIND_CUDA_HOST] = {"#e69f00", 'H', "CUDA_Host"},
-    [GM_KIND_LAZY] = {"#56b4e9", 'L', "CPU, lazily read"},
-    [GM_KIND_CPU_AMX] = {"#d55e00", 'A', "AMX"},
+    const char *ansi;
+} paints[GM_PAINT_COUNT] = {
+    [GGUFMAP_BUFT_GPU] = {"#009e73", 'G', "\033[32m"},
+    [GGUFMAP_BUFT_CPU] = {"#0072b2", 'C', "\033[34m"},
+    [GGUFMAP_BUFT_CPU_REPACK] = {"#cc79a7", 'R', "\033[35m"},
+    [GGUFMAP_BUFT_GPU_HOST] = {"#e69f00", 'H', "\033[33m"},
+    [GGUFMAP_BUFT_CPU_AMX] = {"#d55e00", 'A', "\033[31m"},
+    [GM_PAINT_LAZY] = {"#56b4e9", 'L', "\033[36m"},
 };
 
-const char *gm_kind_rgb(gm_buffer_kind k) { return kinds[k].rgb; }
-char gm_kind_letter(gm_buffer_kind k) { return kinds[k].letter; }
-const char *gm_kind_name(gm_buffer_kind k) { return kinds[k].name; }
+const char *gm_paint_rgb(gm_paint k) { return paints[k].rgb; }
+char gm_paint_letter(gm_paint k) { return paints[k].letter; }
 
-static const char *kind_ansi(gm_buffer_kind k) {
-    static const char *ansi[GM_KIND_COUNT] = {"\033[32m", "\033[34m", "\033[35m", "\033[33m", "\033[36m",
-                                                "\033[31m"};
-    return ansi[k];
+const char *gm_paint_name(gm_paint k, ggufmap_device d, char *buf, size_t cap) {
+    char cpu[16];
+    if (k == GM_PAINT_LAZY) snprintf(buf, cap, "%s, lazily read", ggufmap_buft_name(d, GGUFMAP_BUFT_CPU, 0, cpu, sizeof cpu));
+    else if (k == GGUFMAP_BUFT_GPU) snprintf(buf, cap, "GPU");
+    else ggufmap_buft_name(d, (ggufmap_buft_kind)k, 0, buf, cap);
+    return buf;
 }
+
+static const char *kind_ansi(gm_paint k) { return paints[k].ansi; }
 
 gm_totals gm_plan_totals(const ggufmap_plan *plan) {
     gm_totals t = {0};
@@ -117,8 +112,8 @@ const char *gm_plan_gpu_name(const ggufmap_plan *plan) {
 
 bool gm_plan_has_gpu(const ggufmap_plan *plan) { return gm_plan_gpu_name(plan) != NULL; }
 
-bool gm_plan_is_metal(const ggufmap_plan *plan) {
-    return ggufmap_placement_options(ggufmap_plan_placement(plan))->device == GGUFMAP_DEVICE_METAL;
+bool gm_plan_unified(const ggufmap_plan *plan) {
+    return gm_backend(ggufmap_placement_options(ggufmap_plan_placement(plan))->device)->unified;
 }
 
 void gm_shard_cells(const ggufmap_plan *plan, uint32_t s, uint32_t width, int *cell_owner) {
@@ -190,7 +185,7 @@ static void picture_legend(FILE *out, const ggufmap_placement *pl) {
     fprintf(out, "\npicture (one strip per shard; ");
     for (uint32_t c = 0; c < ggufmap_placement_n_contexts(pl); c++) {
         const ggufmap_context *ctx = ggufmap_placement_context(pl, c);
-        fprintf(out, "%c = %s, ", gm_kind_letter(gm_context_kind(ctx)), gm_context_label(ctx, label, sizeof label));
+        fprintf(out, "%c = %s, ", gm_paint_letter(gm_context_paint(ctx)), gm_context_label(ctx, label, sizeof label));
     }
     fprintf(out, ". = no tensor; '=' llama.cpp maps, '#' the planner maps)\n");
 }
@@ -202,9 +197,9 @@ static void picture_tensors(FILE *out, const ggufmap_placement *pl, const int *c
             fputc(cells[c] == -1 ? '.' : '?', out);
             continue;
         }
-        gm_buffer_kind k = gm_context_kind(ggufmap_placement_context(pl, (uint32_t)cells[c]));
-        if (color) fprintf(out, "%s%c" ANSI_RESET, kind_ansi(k), gm_kind_letter(k));
-        else fputc(gm_kind_letter(k), out);
+        gm_paint k = gm_context_paint(ggufmap_placement_context(pl, (uint32_t)cells[c]));
+        if (color) fprintf(out, "%s%c" ANSI_RESET, kind_ansi(k), gm_paint_letter(k));
+        else fputc(gm_paint_letter(k), out);
     }
     fprintf(out, "|\n");
 }
@@ -383,6 +378,26 @@ const char *gm_fmt_against_limit(char *buf, size_t cap, uint64_t bytes, uint64_t
     return buf;
 }
 
+uint64_t gm_gpu_limit(const ggufmap_plan *plan, uint32_t i, uint64_t limit, const uint64_t *gpu_limits) {
+    const uint32_t ordinal = ggufmap_placement_gpu(ggufmap_plan_placement(plan), i);
+    return gpu_limits && ordinal < GGUFMAP_MAX_GPUS && gpu_limits[ordinal] ? gpu_limits[ordinal] : limit;
+}
+
+bool gm_suggestion_fits(const ggufmap_plan *plan, const ggufmap_report_opts *o, const ggufmap_suggestion *s) {
+    bool fits = !o->mem || s->resident <= o->mem;
+    if (s->n_gpus > 1) {
+        for (uint32_t g = 0; g < s->n_gpus; g++) {
+            const uint64_t lim = gm_gpu_limit(plan, g, o->limit, o->gpu_limits);
+            fits &= !lim || s->gpu_working_set[g] <= lim;
+        }
+    } else {
+        const uint64_t lim = ggufmap_placement_n_gpus(ggufmap_plan_placement(plan)) ? gm_gpu_limit(plan, 0, o->limit, o->gpu_limits)
+                                                                                   : o->limit;
+        fits &= !lim || s->working_set <= lim;
+    }
+    return fits;
+}
+
 /* "  LABEL: BYTES  FITS under / EXCEEDS the limit of L by D". */
 static void verdict_line(FILE *out, const char *label, uint64_t bytes, uint64_t limit) {
     char a[64], v[128];
@@ -390,39 +405,86 @@ static void verdict_line(FILE *out, const char *label, uint64_t bytes, uint64_t 
             gm_fmt_against_limit(v, sizeof v, bytes, limit));
 }
 
+/* The weights the RAM holds against --mem (docs/fit.md "Unified memory"). */
+static void print_ram(FILE *out, const ggufmap_plan *plan, uint64_t mem, const char *label) {
+    uint64_t llama, planned;
+    if (!mem) return;
+    ggufmap_plan_resident(plan, &llama, &planned);
+    fprintf(out, "RAM (%s; KV cache and compute buffers not included)\n",
+            gm_plan_unified(plan) ? "unified memory: every weight resident, counted once"
+            : gm_plan_has_gpu(plan) ? "the host's weights" : "every weight, counted once");
+    verdict_line(out, "llama.cpp today", llama, mem);
+    verdict_line(out, label, planned, mem);
+}
+
 /* The GPU working set and its verdict, then the CPU side; without a GPU,
- * everything is the CPU's and counts once. */
-static void print_verdict(FILE *out, const ggufmap_plan *plan, uint64_t limit, const char *planner) {
+ * everything is the CPU's and counts once.  Then the RAM's verdict. */
+static void print_verdict(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o, const char *planner) {
     uint64_t llama, planned, cpu_llama, cpu_planned;
+    const uint64_t limit = o->limit, mem = o->mem;
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    const uint32_t n_gpus = ggufmap_placement_n_gpus(pl);
     char label[96];
     ggufmap_plan_working_set(plan, &llama, &planned);
     ggufmap_plan_cpu_side(plan, &cpu_llama, &cpu_planned);
-    bool gpu = gm_plan_has_gpu(plan), metal = gpu && gm_plan_is_metal(plan);
+    bool gpu = gm_plan_has_gpu(plan), metal = gpu && gm_plan_unified(plan);
     snprintf(label, sizeof label, "loader, %s", planner);
     if (gpu)
         fprintf(out, "\nworking set (GPU buffers, page-aligned; KV cache and compute buffers not included)\n");
     else
         fprintf(out, "\nmemory (no GPU: every buffer, page-aligned; KV cache and compute buffers not included)\n");
-    verdict_line(out, "llama.cpp today", llama, limit);
-    verdict_line(out, label, planned, limit);
-    if (!gpu) return;
-    fprintf(out, "CPU side (CPU_Mapped and CPU buffers%s)\n",
-            metal ? "; with unified memory they share the Mac's RAM with the working set" : "");
-    verdict_line(out, "llama.cpp today", cpu_llama, 0);
-    verdict_line(out, label, cpu_planned, 0);
+    if (n_gpus > 1) { /* each GPU against its own limit */
+        for (uint32_t g = 0; g < n_gpus; g++) {
+            char name[32];
+            const uint64_t lim = gm_gpu_limit(plan, g, limit, o->gpu_limits);
+            ggufmap_buft_name(ggufmap_placement_options(pl)->device, GGUFMAP_BUFT_GPU, ggufmap_placement_gpu(pl, g), name,
+                              sizeof name);
+            ggufmap_plan_gpu_working_set(plan, g, &llama, &planned);
+            fprintf(out, " %s\n", name);
+            verdict_line(out, "llama.cpp today", llama, lim);
+            verdict_line(out, label, planned, lim);
+        }
+    } else {
+        const uint64_t lim = n_gpus ? gm_gpu_limit(plan, 0, limit, o->gpu_limits) : limit;
+        verdict_line(out, "llama.cpp today", llama, lim);
+        verdict_line(out, label, planned, lim);
+    }
+    if (gpu) {
+        fprintf(out, "CPU side (CPU_Mapped and CPU buffers%s)\n",
+                metal ? "; with unified memory they share the Mac's RAM with the working set" : "");
+        verdict_line(out, "llama.cpp today", cpu_llama, 0);
+        verdict_line(out, label, cpu_planned, 0);
+    }
+    print_ram(out, plan, mem, label);
 }
 
-static void print_suggestions(FILE *out, const ggufmap_report_opts *o) {
+static void print_suggestions(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
     char a[32], b[32], v[128];
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
     if (!o->n_suggestions) return;
     fprintf(out, "\nnext steps\n");
     for (uint32_t i = 0; i < o->n_suggestions; i++) {
         const ggufmap_suggestion *s = &o->suggestions[i];
         fprintf(out, "  %u. %s\n       ", i + 1, s->what);
         ggufmap_fputs_escaped(out, s->command, strlen(s->command));
-        fprintf(out, "\n     then llama.cpp's working set is %s%s%s", gm_fmt_bytes(a, sizeof a, s->working_set),
-                o->limit ? ", " : "", gm_fmt_against_limit(v, sizeof v, s->working_set, o->limit));
+        if (s->n_gpus > 1) {
+            fprintf(out, "\n     then llama.cpp's working set is");
+            for (uint32_t g = 0; g < s->n_gpus; g++) {
+                char name[32];
+                const uint64_t lim = gm_gpu_limit(plan, g, o->limit, o->gpu_limits);
+                ggufmap_buft_name(ggufmap_placement_options(pl)->device, GGUFMAP_BUFT_GPU, ggufmap_placement_gpu(pl, g),
+                                  name, sizeof name);
+                fprintf(out, "%s %s %s%s%s", g ? ";" : "", name, gm_fmt_bytes(a, sizeof a, s->gpu_working_set[g]),
+                        lim ? ", " : "", gm_fmt_against_limit(v, sizeof v, s->gpu_working_set[g], lim));
+            }
+        } else {
+            const uint64_t lim = ggufmap_placement_n_gpus(pl) ? gm_gpu_limit(plan, 0, o->limit, o->gpu_limits) : o->limit;
+            fprintf(out, "\n     then llama.cpp's working set is %s%s%s", gm_fmt_bytes(a, sizeof a, s->working_set),
+                    lim ? ", " : "", gm_fmt_against_limit(v, sizeof v, s->working_set, lim));
+        }
         if (s->cpu_side) fprintf(out, "; CPU side %s", gm_fmt_bytes(b, sizeof b, s->cpu_side));
+        if (o->mem) fprintf(out, "; RAM %s, %s", gm_fmt_bytes(b, sizeof b, s->resident),
+                            gm_fmt_against_limit(v, sizeof v, s->resident, o->mem));
         fputc('\n', out);
     }
 }
@@ -436,8 +498,8 @@ static void text(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts 
             po->page > 1 ? gm_fmt_bytes(a, sizeof a, po->page) : "");
     for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) print_buffer(out, plan, i, planner, o->top_foreign);
     print_totals(out, plan, planner);
-    print_verdict(out, plan, o->limit, planner);
-    print_suggestions(out, o);
+    print_verdict(out, plan, o, planner);
+    print_suggestions(out, plan, o);
     if (!(o->flags & GGUFMAP_REPORT_NO_PICTURE)) picture(out, plan, o);
 }
 
@@ -544,7 +606,13 @@ static void json_buffer(json *j, const ggufmap_placement *pl, const ggufmap_buff
     json_end_object(j);
 }
 
-static void json_totals(json *j, const ggufmap_plan *plan, uint64_t limit) {
+static void json_totals(json *j, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
+    const uint64_t mem = o->mem;
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    const uint32_t n_gpus = ggufmap_placement_n_gpus(pl);
+    const uint64_t limit = n_gpus == 1 ? gm_gpu_limit(plan, 0, o->limit, o->gpu_limits) : o->limit;
+    bool limited = limit != 0;
+    for (uint32_t g = 0; n_gpus > 1 && g < n_gpus; g++) limited |= gm_gpu_limit(plan, g, o->limit, o->gpu_limits) != 0;
     gm_totals t = gm_plan_totals(plan);
     json_key(j, "totals");
     json_begin_object(j);
@@ -566,9 +634,30 @@ static void json_totals(json *j, const ggufmap_plan *plan, uint64_t limit) {
     json_key(j, "limit");
     limit ? json_uint(j, limit) : json_null(j);
     json_key(j, "llama_fits");
-    limit ? json_bool(j, llama <= limit) : json_null(j);
+    limited ? json_bool(j, ggufmap_plan_fits_limits(plan, NULL, o->limit, o->gpu_limits, false)) : json_null(j);
     json_key(j, "planned_fits");
-    limit ? json_bool(j, planned <= limit) : json_null(j);
+    limited ? json_bool(j, ggufmap_plan_fits_limits(plan, NULL, o->limit, o->gpu_limits, true)) : json_null(j);
+    json_key(j, "gpus"); /* each GPU of the run: its share and its verdict */
+    json_begin_array(j);
+    for (uint32_t g = 0; g < n_gpus; g++) {
+        char name[32];
+        const uint64_t lim = gm_gpu_limit(plan, g, o->limit, o->gpu_limits);
+        ggufmap_buft_name(ggufmap_placement_options(pl)->device, GGUFMAP_BUFT_GPU, ggufmap_placement_gpu(pl, g), name,
+                          sizeof name);
+        ggufmap_plan_gpu_working_set(plan, g, &llama, &planned);
+        json_begin_object(j);
+        json_key(j, "device"), json_string(j, name);
+        json_key(j, "llama"), json_uint(j, llama);
+        json_key(j, "planned"), json_uint(j, planned);
+        json_key(j, "limit");
+        lim ? json_uint(j, lim) : json_null(j);
+        json_key(j, "llama_fits");
+        lim ? json_bool(j, llama <= lim) : json_null(j);
+        json_key(j, "planned_fits");
+        lim ? json_bool(j, planned <= lim) : json_null(j);
+        json_end_object(j);
+    }
+    json_end_array(j);
     json_end_object(j);
 
     ggufmap_plan_cpu_side(plan, &llama, &planned);
@@ -577,9 +666,25 @@ static void json_totals(json *j, const ggufmap_plan *plan, uint64_t limit) {
     json_key(j, "llama"), json_uint(j, llama);
     json_key(j, "planned"), json_uint(j, planned);
     json_end_object(j);
+
+    ggufmap_plan_resident(plan, &llama, &planned);
+    json_key(j, "ram");
+    json_begin_object(j);
+    json_key(j, "llama"), json_uint(j, llama);
+    json_key(j, "planned"), json_uint(j, planned);
+    json_key(j, "limit");
+    mem ? json_uint(j, mem) : json_null(j);
+    json_key(j, "llama_fits");
+    mem ? json_bool(j, llama <= mem) : json_null(j);
+    json_key(j, "planned_fits");
+    mem ? json_bool(j, planned <= mem) : json_null(j);
+    json_end_object(j);
 }
 
-static void json_suggestions(json *j, const ggufmap_report_opts *o) {
+static void json_suggestions(json *j, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    bool limited = o->limit || o->mem;
+    for (uint32_t g = 0; g < GGUFMAP_MAX_GPUS; g++) limited |= o->gpu_limits[g] != 0;
     json_key(j, "suggestions");
     json_begin_array(j);
     for (uint32_t i = 0; i < o->n_suggestions; i++) {
@@ -589,8 +694,21 @@ static void json_suggestions(json *j, const ggufmap_report_opts *o) {
         json_key(j, "command"), json_string(j, s->command);
         json_key(j, "working_set"), json_uint(j, s->working_set);
         json_key(j, "cpu_side"), json_uint(j, s->cpu_side);
+        json_key(j, "resident"), json_uint(j, s->resident);
+        json_key(j, "gpus");
+        json_begin_array(j);
+        for (uint32_t g = 0; s->n_gpus > 1 && g < s->n_gpus; g++) {
+            char name[32];
+            ggufmap_buft_name(ggufmap_placement_options(pl)->device, GGUFMAP_BUFT_GPU, ggufmap_placement_gpu(pl, g), name,
+                              sizeof name);
+            json_begin_object(j);
+            json_key(j, "device"), json_string(j, name);
+            json_key(j, "working_set"), json_uint(j, s->gpu_working_set[g]);
+            json_end_object(j);
+        }
+        json_end_array(j);
         json_key(j, "fits");
-        o->limit ? json_bool(j, s->working_set <= o->limit) : json_null(j);
+        limited ? json_bool(j, gm_suggestion_fits(plan, o, s)) : json_null(j);
         json_end_object(j);
     }
     json_end_array(j);
@@ -628,8 +746,8 @@ static void json_plan_fields(json *j, const ggufmap_plan *plan, const ggufmap_re
     json_begin_array(j);
     for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) json_buffer(j, pl, ggufmap_plan_buffer(plan, i));
     json_end_array(j);
-    json_totals(j, plan, o->limit);
-    json_suggestions(j, o);
+    json_totals(j, plan, o);
+    json_suggestions(j, plan, o);
     json_tensors(j, plan);
 }
 
@@ -664,16 +782,33 @@ static void json_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *m
 /* ------------------------------------------------------------------------ */
 
 /* The two loads side by side: what their GPU buffers map together. */
-static void both_loads(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *mtp, uint64_t limit) {
+static void both_loads(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *mtp, const ggufmap_report_opts *o) {
     uint64_t a_llama, a_planned, b_llama, b_planned;
     char label[96], planner[64];
-    ggufmap_plan_working_set(plan, &a_llama, &a_planned);
-    ggufmap_plan_working_set(mtp, &b_llama, &b_planned);
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    const uint32_t n_gpus = ggufmap_placement_n_gpus(pl);
     ggufmap_planner_format(&ggufmap_plan_options(plan)->planner, planner, sizeof planner);
     snprintf(label, sizeof label, "loader, %s", planner);
     fprintf(out, "\nboth loads together (the MTP head's load beside the model's)\n");
-    verdict_line(out, "llama.cpp today", a_llama + b_llama, limit);
-    verdict_line(out, label, a_planned + b_planned, limit);
+    if (n_gpus <= 1) {
+        const uint64_t lim = n_gpus ? gm_gpu_limit(plan, 0, o->limit, o->gpu_limits) : o->limit;
+        ggufmap_plan_working_set(plan, &a_llama, &a_planned);
+        ggufmap_plan_working_set(mtp, &b_llama, &b_planned);
+        verdict_line(out, "llama.cpp today", a_llama + b_llama, lim);
+        verdict_line(out, label, a_planned + b_planned, lim);
+        return;
+    }
+    for (uint32_t g = 0; g < n_gpus; g++) {
+        char name[32];
+        const uint64_t lim = gm_gpu_limit(plan, g, o->limit, o->gpu_limits);
+        ggufmap_buft_name(ggufmap_placement_options(pl)->device, GGUFMAP_BUFT_GPU, ggufmap_placement_gpu(pl, g), name,
+                          sizeof name);
+        ggufmap_plan_gpu_working_set(plan, g, &a_llama, &a_planned);
+        ggufmap_plan_gpu_working_set(mtp, g, &b_llama, &b_planned);
+        fprintf(out, " %s\n", name);
+        verdict_line(out, "llama.cpp today", a_llama + b_llama, lim);
+        verdict_line(out, label, a_planned + b_planned, lim);
+    }
 }
 
 void ggufmap_report_plan(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
@@ -696,6 +831,6 @@ void ggufmap_report_plan_mtp(FILE *out, const ggufmap_plan *plan, const ggufmap_
         text(out, plan, o);
         fprintf(out, "\n== load 2 of 2: the MTP draft head's load of the same file (load_mtp on)\n");
         text(out, mtp, &second);
-        both_loads(out, plan, mtp, o->limit);
+        both_loads(out, plan, mtp, o);
     }
 }

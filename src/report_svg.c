@@ -157,7 +157,7 @@ static void tensor_bar(figure *f, uint32_t s, uint64_t size) {
         const ggufmap_tensor *t = ggufmap_model_tensor(f->m, i);
         if (t->shard != s || t->size == 0) continue;
         int32_t own = ggufmap_plan_tensor_owner(f->plan, i);
-        const char *rgb = own < 0 ? UNUSED_RGB : gm_kind_rgb(gm_context_kind(ggufmap_placement_context(f->pl, (uint32_t)own)));
+        const char *rgb = own < 0 ? UNUSED_RGB : gm_paint_rgb(gm_context_paint(ggufmap_placement_context(f->pl, (uint32_t)own)));
         double w = px(f, t->size);
         fprintf(f->out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"18\" fill=\"%s\"><title>", BAR_X + px(f, t->offset),
                 f->y, w < 0.3 ? 0.3 : w, rgb);
@@ -171,7 +171,7 @@ static void tensor_bar(figure *f, uint32_t s, uint64_t size) {
 
 static void buffer_rows(figure *f, const ggufmap_buffer *b) {
     const ggufmap_context *ctx = ggufmap_placement_context(f->pl, b->context);
-    const char *rgb = gm_kind_rgb(gm_context_kind(ctx));
+    const char *rgb = gm_paint_rgb(gm_context_paint(ctx));
     char text[256], x1[32], x2[32], x3[32], planner[64];
     double sx = BAR_X + px(f, b->first), sw = visible(px(f, b->size));
     snprintf(text, sizeof text, "%s%s, llama.cpp", b->name, ctx->lazy ? " (lazy)" : "");
@@ -238,7 +238,13 @@ static void verdict_text(char *buf, size_t cap, const char *who, uint64_t bytes,
              gm_fmt_against_limit(v, sizeof v, bytes, limit));
 }
 
-static void totals(figure *f, uint64_t limit) {
+static void totals(figure *f, const ggufmap_report_opts *o) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(f->plan);
+    const uint32_t n_gpus = ggufmap_placement_n_gpus(pl);
+    /* one GPU: its limit; several: the sums, and whether each GPU fits its own */
+    const uint64_t limit = n_gpus == 1 ? gm_gpu_limit(f->plan, 0, o->limit, o->gpu_limits) : n_gpus ? 0 : o->limit;
+    bool limited = false;
+    for (uint32_t g = 0; n_gpus > 1 && g < n_gpus; g++) limited |= gm_gpu_limit(f->plan, g, o->limit, o->gpu_limits) != 0;
     gm_totals t = gm_plan_totals(f->plan);
     char text[320], a[32], b[32], c[32], d[32], e[32], planner[64];
     uint64_t llama, planned, cpu_llama, cpu_planned;
@@ -255,15 +261,23 @@ static void totals(figure *f, uint64_t limit) {
     label(f->out, 20, f->y + 32, "font-size=\"12\" font-weight=\"bold\"",
           gpu ? "GPU working set (page-aligned; KV cache and compute buffers not included)"
               : "memory, no GPU (every buffer, page-aligned; KV cache and compute buffers not included)");
+    const bool llama_over = limited ? !ggufmap_plan_fits_limits(f->plan, NULL, o->limit, o->gpu_limits, false)
+                                    : limit && llama > limit;
+    const bool planned_over = limited ? !ggufmap_plan_fits_limits(f->plan, NULL, o->limit, o->gpu_limits, true)
+                                      : limit && planned > limit;
     verdict_text(text, sizeof text, "llama.cpp today", llama, limit);
-    label(f->out, 36, f->y + 50, limit && llama > limit ? "font-size=\"12\" fill=\"#b00000\"" : "font-size=\"12\"", text);
+    if (limited) snprintf(text + strlen(text), sizeof text - strlen(text), " on %u GPUs, %s", n_gpus,
+                          llama_over ? "a GPU EXCEEDS its limit" : "each FITS under its limit");
+    label(f->out, 36, f->y + 50, llama_over ? "font-size=\"12\" fill=\"#b00000\"" : "font-size=\"12\"", text);
     char who[96];
     snprintf(who, sizeof who, "ggufmap loader (%s)", planner);
     verdict_text(text, sizeof text, who, planned, limit);
-    label(f->out, 36, f->y + 66, limit && planned > limit ? "font-size=\"12\" fill=\"#b00000\"" : "font-size=\"12\"", text);
+    if (limited) snprintf(text + strlen(text), sizeof text - strlen(text), " on %u GPUs, %s", n_gpus,
+                          planned_over ? "a GPU EXCEEDS its limit" : "each FITS under its limit");
+    label(f->out, 36, f->y + 66, planned_over ? "font-size=\"12\" fill=\"#b00000\"" : "font-size=\"12\"", text);
     f->y += 74;
     if (!gpu) return;
-    bool metal = gm_plan_is_metal(f->plan);
+    bool metal = gm_plan_unified(f->plan);
     snprintf(text, sizeof text, "CPU side: llama.cpp %s, loader %s%s", gm_fmt_bytes(a, sizeof a, cpu_llama),
              gm_fmt_bytes(b, sizeof b, cpu_planned), metal ? " (on a Mac, in the same unified memory)" : "");
     label(f->out, 36, f->y + 10, "font-size=\"12\"", text);
@@ -277,14 +291,16 @@ static double swatch(FILE *out, double x, double y, const char *fill, const char
 }
 
 static void legend(figure *f) {
-    bool used[GM_KIND_COUNT] = {false};
+    bool used[GM_PAINT_COUNT] = {false};
+    char name[48];
     for (uint32_t c = 0; c < ggufmap_placement_n_contexts(f->pl); c++)
-        used[gm_context_kind(ggufmap_placement_context(f->pl, c))] = true;
+        used[gm_context_paint(ggufmap_placement_context(f->pl, c))] = true;
     double x = 20, y = f->y + 18;
     label(f->out, x, y, "font-size=\"11\" font-weight=\"bold\"", "legend:");
     x += 52;
-    for (int k = 0; k < GM_KIND_COUNT; k++)
-        if (used[k]) x = swatch(f->out, x, y, gm_kind_rgb((gm_buffer_kind)k), NULL, gm_kind_name((gm_buffer_kind)k));
+    const ggufmap_device d = ggufmap_placement_options(f->pl)->device;
+    for (gm_paint k = 0; k < GM_PAINT_COUNT; k++)
+        if (used[k]) x = swatch(f->out, x, y, gm_paint_rgb(k), NULL, gm_paint_name(k, d, name, sizeof name));
     x = swatch(f->out, x, y, FOREIGN_RGB, NULL, "foreign bytes in a span");
     x = swatch(f->out, x, y, EMPTY_RGB, NULL, "header, padding");
     swatch(f->out, x, y, UNUSED_RGB, NULL, "tensor llama.cpp does not create");
@@ -313,7 +329,7 @@ void ggufmap_report_svg(FILE *out, const ggufmap_plan *plan, const ggufmap_repor
     title(&f);
     ruler(&f, longest, f.y + 24 + shards_h - 10);
     for (uint32_t s = 0; s < n; s++) shard(&f, s);
-    totals(&f, o->limit);
+    totals(&f, o);
     legend(&f);
     fprintf(out, "</svg>\n");
 }

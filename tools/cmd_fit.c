@@ -49,11 +49,13 @@ static const cli_option planning_options[] = {
 };
 
 static const cli_option verdict_options[] = {
-    {OPT_LIMIT, "--limit", "SIZE", NULL,
-     "what the limited device (the GPU, else the CPU) may hold, e.g. 96G; exit status 3 when the run exceeds it"},
+    {OPT_LIMIT, "--limit", "SIZE|D=SIZE[,...]", NULL,
+     "what each GPU (else the CPU) may hold, e.g. 96G, or per device of -dev, e.g. CUDA0=24G,CUDA1=12G (a bare "
+     "SIZE among them is the others'); exit status 3 when the run exceeds one"},
     {OPT_MEM, "--mem", "SIZE", NULL,
-     "the machine's RAM: with metal the limit is macOS's default GPU working set (2/3 of RAM up to 32G, 3/4 "
-     "above), on the CPU the RAM itself"},
+     "the machine's RAM: everything the run holds there must fit it too (with metal's unified memory "
+     "everything it holds at all: a second check, exit 3 if either fails); with metal it also sets --limit to "
+     "macOS's default GPU working set (2/3 of RAM up to 32G, 3/4 above) unless --limit is given"},
     {OPT_MAX_CTX, "--max-ctx", NULL, NULL,
      "search the largest -c (a multiple of 256) that fits the limit, up to -c N when given, else the trained "
      "context"},
@@ -80,6 +82,7 @@ typedef struct fit_args {
     ggufmap_plan_opts plan;
     uint64_t mem;
     bool max_ctx;
+    device_limits limits;       /* --limit */
 } fit_args;
 
 static int parse_u32(const char *opt, const char *value, uint32_t min, uint32_t *out) {
@@ -133,7 +136,7 @@ static int apply(void *ctx, int code, const char *value) {
     if (handled) return rc;
     cli_common_apply(&f->common, code, &handled);
     switch (code) {
-    case OPT_LIMIT: return parse_size_option("fit", "--limit", value, 0, &f->fit.limit);
+    case OPT_LIMIT: return device_limits_parse(&f->limits, "fit", value);
     case OPT_MEM: return parse_size_option("fit", "--mem", value, 0, &f->mem);
     case OPT_MAX_CTX: f->max_ctx = true; return EXIT_OK;
     default: return apply_context(&f->fit, code, value);
@@ -148,13 +151,16 @@ static int settle(fit_args *f) {
     /* --mtp is llama.cpp's --spec-type draft-mtp: one load with the MTP layers (the placement's load_mtp,
        common/common.cpp:1713) and the MTP draft context on those weights beside the main one */
     f->fit.mtp = f->placement.opts.load_mtp;
-    if (f->max_ctx && !f->fit.limit && !f->mem) return cli_usage_error("fit", "--max-ctx needs --limit or --mem");
-    if (f->mem && f->fit.limit) return cli_usage_error("fit", "give --limit or --mem, not both");
-    if (!f->mem) return EXIT_OK;
-    if (device == GGUFMAP_DEVICE_CUDA)
-        return cli_usage_error("fit", "--mem describes a Mac's or a CPU machine's RAM; give a CUDA GPU's memory with "
-                                      "--limit");
-    f->fit.limit = device == GGUFMAP_DEVICE_METAL ? ggufmap_metal_default_limit(f->mem) : f->mem;
+    if (device_limits_check(&f->limits, "fit", &f->placement.opts) != EXIT_OK) return EXIT_USAGE;
+    f->fit.limit = f->limits.limit;
+    memcpy(f->fit.gpu_limits, f->limits.gpu, sizeof f->fit.gpu_limits);
+    if (f->max_ctx && !device_limits_any(&f->limits) && !f->mem)
+        return cli_usage_error("fit", "--max-ctx needs --limit or --mem");
+    /* --mem is the host's RAM: a check of its own; with unified memory it also sets macOS's default GPU
+       working set unless --limit says otherwise (iogpu.wired_limit_mb) */
+    f->fit.mem = f->mem;
+    if (f->mem && !device_limits_any(&f->limits) && ggufmap_device_unified(device))
+        f->fit.limit = ggufmap_metal_default_limit(f->mem);
     return EXIT_OK;
 }
 

@@ -16,7 +16,7 @@
 #include "plan_advice.h"
 #include "util.h"
 
-enum { OPT_LIMIT = 0x100, OPT_FORMAT, OPT_SVG, OPT_COLOR, OPT_WIDTH, OPT_NO_PICTURE, OPT_NO_ADVICE };
+enum { OPT_LIMIT = 0x100, OPT_MEM, OPT_FORMAT, OPT_SVG, OPT_COLOR, OPT_WIDTH, OPT_NO_PICTURE, OPT_NO_ADVICE };
 
 static const cli_option planning_options[] = {
     PLANNER_OPTION,
@@ -25,9 +25,14 @@ static const cli_option planning_options[] = {
 };
 
 static const cli_option output_options[] = {
-    {OPT_LIMIT, "--limit", "SIZE", NULL,
-     "a GPU working-set limit (96G: what a 128 GB Mac gives the GPU by default): a verdict for llama.cpp and for "
+    {OPT_LIMIT, "--limit", "SIZE|D=SIZE[,...]", NULL,
+     "a GPU working-set limit (96G: what a 128 GB Mac gives the GPU by default; each GPU's, or per device of -dev: "
+     "CUDA0=24G,CUDA1=12G): a verdict for llama.cpp and for "
      "the tight loader; exit status 3 when llama.cpp exceeds it"},
+    {OPT_MEM, "--mem", "SIZE", NULL,
+     "the machine's RAM: the weights it holds (with metal's unified memory all of them, counted once) must fit "
+     "it too, a second verdict (exit 3 if either fails); with metal it also sets --limit to macOS's default "
+     "GPU working set (2/3 of RAM up to 32G, 3/4 above) unless --limit is given"},
     {OPT_JSON, "--json", NULL, NULL, "the ggufmap.plan/1 document (README)"},
     {OPT_FORMAT, "--format", "text|json|buffers", "text json buffers",
      "json is --json; buffers prints one line per buffer, as tests/oracle's driver prints them"},
@@ -57,7 +62,8 @@ typedef struct plan_args {
     planning_args planning;
     cli_common common;
     ggufmap_report_opts report;
-    const char *svg_path, *color, *limit_text, *format;
+    const char *svg_path, *color, *limit_text, *mem_text, *format;
+    device_limits limits; /* --limit */
     bool no_advice;
 } plan_args;
 
@@ -73,7 +79,10 @@ static int apply(void *ctx, int code, const char *value) {
     switch (code) {
     case OPT_LIMIT:
         a->limit_text = value;
-        return parse_size_option("plan", "--limit", value, 0, &a->report.limit);
+        return device_limits_parse(&a->limits, "plan", value);
+    case OPT_MEM:
+        a->mem_text = value;
+        return parse_size_option("plan", "--mem", value, 0, &a->report.mem);
     case OPT_FORMAT:
         if (strcmp(value, "text") && strcmp(value, "json") && strcmp(value, "buffers"))
             return cli_usage_error("plan", "--format %s: expected text, json or buffers", value);
@@ -134,7 +143,8 @@ static int report(plan_args *a, const char *model_path, const ggufmap_model *m, 
     if (warning[0] && !lines && !a->common.json && !a->common.quiet) cli_fail("plan", 0, warning);
     ggufmap_suggestion advice[PLAN_ADVICE_MAX];
     if (!lines && !a->common.quiet && !svg_stdout && !a->no_advice) {
-        plan_advice_input in = {model_path, m, plan, &a->placement, &a->planning, popts, a->report.limit, a->limit_text};
+        plan_advice_input in = {model_path, m, plan, &a->placement, &a->planning, popts, a->report.limit, a->limit_text,
+                                a->report.mem, a->mem_text, a->report.gpu_limits};
         a->report.n_suggestions = plan_advice(&in, advice);
         a->report.suggestions = advice;
     }
@@ -147,14 +157,12 @@ static int report(plan_args *a, const char *model_path, const ggufmap_model *m, 
     }
     rc = cli_finish_stdout("plan", rc);
     if (ggufmap_plan_failure(plan)) return cli_fail("plan", EXIT_BAD_INPUT, ggufmap_plan_failure(plan));
-    uint64_t llama, planned;
-    ggufmap_plan_working_set(plan, &llama, &planned);
-    if (mtp) { /* both loads are held at once */
-        uint64_t mtp_llama, mtp_planned;
-        ggufmap_plan_working_set(mtp, &mtp_llama, &mtp_planned);
-        llama += mtp_llama;
-    }
-    return rc == EXIT_OK && a->report.limit && llama > a->report.limit ? EXIT_NO : rc;
+    /* both loads are held at once (mtp) */
+    uint64_t ram, ram_planned;
+    ggufmap_plan_resident(plan, &ram, &ram_planned);
+    const bool over = !ggufmap_plan_fits_limits(plan, mtp, a->report.limit, a->report.gpu_limits, false) ||
+                      (a->report.mem && ram > a->report.mem);
+    return rc == EXIT_OK && over ? EXIT_NO : rc;
 }
 
 /* Places and plans m under o; the message names what fails. */
@@ -187,6 +195,11 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     if (rc != EXIT_OK) goto done;
     placement_args_finish(&a->placement);
     planning_args_finish(&a->planning, a->placement.opts.device, &popts);
+    if ((rc = device_limits_check(&a->limits, "plan", &a->placement.opts)) != EXIT_OK) goto done;
+    a->report.limit = a->limits.limit;
+    memcpy(a->report.gpu_limits, a->limits.gpu, sizeof a->report.gpu_limits);
+    if (a->report.mem && !device_limits_any(&a->limits) && ggufmap_device_unified(a->placement.opts.device))
+        a->report.limit = ggufmap_metal_default_limit(a->report.mem); /* macOS's default working set */
     if ((rc = model_arg_open(&a->model, 0, &m)) != EXIT_OK) goto done;
     /* --mtp: the model's own load, then the MTP head's (load_mtp) beside it. */
     bool mtp = a->placement.opts.load_mtp;

@@ -10,10 +10,17 @@
 #include "util.h"
 
 static const cli_option placement_options[] = {
-    {OPT_DEVICE, "--device", "D", "cpu none metal MTL0 cuda CUDA0",
-     "the GPU, by kind or by llama.cpp's device name: cpu or none (no GPU, the default), metal or MTL0 (an Apple "
-     "GPU: maps host pointers, MTL0_Mapped; also means Apple Silicon's CPU and 16 KiB pages), cuda or CUDA0 (an "
-     "NVIDIA GPU: weights copied to CUDA0)"},
+    {OPT_DEVICE, "--device, -dev", "D[,D...]", "cpu none metal MTL0 cuda CUDA0 CUDA1 rocm ROCm0",
+     "the GPUs, by kind or by llama.cpp's device names, comma-separated in llama.cpp's order: cpu or none (no "
+     "GPU, the default), metal or MTL0 (an Apple GPU: maps host pointers, MTL0_Mapped; also means Apple "
+     "Silicon's CPU and 16 KiB pages), cuda or CUDA0, CUDA1, ... (NVIDIA GPUs: weights copied), rocm or ROCm0, "
+     "... (AMD GPUs, CUDA's rules); docs/devices.md"},
+    {OPT_TS, "-ts, --tensor-split", "N0,N1,...", NULL,
+     "the share of the layers each GPU of -dev gets, e.g. 3,1 (default equal shares: llama.cpp splits by free "
+     "memory, equal on equal GPUs)"},
+    {OPT_SM, "-sm, --split-mode", "none|layer|row", "none layer row",
+     "layer (default: whole layers per GPU), none (-mg's GPU alone); row is refused (docs/devices.md)"},
+    {OPT_MG, "-mg, --main-gpu", "INDEX", NULL, "with -sm none, the GPU of -dev used (default 0)"},
     {OPT_NGL, "-ngl, --n-gpu-layers, --gpu-layers", "N|all", "all",
      "layers on the GPU; the output layer goes first, the input layer never (default all, as llama.cpp's)"},
     {OPT_OT, "-ot, --override-tensor", "REGEX=BUFT[,...]", NULL,
@@ -109,25 +116,109 @@ static int add_cpu_moe(placement_args *a, const char *cmd, int n_layers) {
                  ? cli_usage_error(cmd, "--n-cpu-moe %d: too many layers", n_layers)
                  : EXIT_OK;
     const char *p = buf;
-    for (int i = 0; i < n && !rc; i++, p += strlen(p) + 1) rc = add_override(a, cmd, p, strlen(p), "CPU", 3);
+    char cpu[16];
+    ggufmap_buft_name(GGUFMAP_DEVICE_CPU, GGUFMAP_BUFT_CPU, 0, cpu, sizeof cpu);
+    for (int i = 0; i < n && !rc; i++, p += strlen(p) + 1) rc = add_override(a, cmd, p, strlen(p), cpu, strlen(cpu));
     free(buf);
     return rc;
 }
 
-/* llama.cpp's device names (MTL0, CUDA0, none) or the kinds, any case. */
-static int parse_device(const char *cmd, const char *value, ggufmap_device *out) {
-    static const struct { const char *name; ggufmap_device device; } names[] = {
-        {"cpu", GGUFMAP_DEVICE_CPU},     {"none", GGUFMAP_DEVICE_CPU},   {"metal", GGUFMAP_DEVICE_METAL},
-        {"mtl0", GGUFMAP_DEVICE_METAL},  {"cuda", GGUFMAP_DEVICE_CUDA},  {"cuda0", GGUFMAP_DEVICE_CUDA},
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcasecmp(value, names[i].name) == 0) {
-            *out = names[i].device;
-            return EXIT_OK;
+/* -dev: llama.cpp's device names (MTL0, CUDA0, CUDA1, none) or the kinds,
+ * any case, comma-separated (parse_device_list), all of one backend. */
+static int parse_devices(placement_args *a, const char *cmd, const char *value) {
+    ggufmap_placement_opts *o = &a->opts;
+    o->n_gpus = 0;
+    memset(o->gpus, 0, sizeof o->gpus);
+    for (const char *s = value;;) {
+        size_t n = strcspn(s, ",");
+        char name[64];
+        ggufmap_device d;
+        uint32_t ordinal;
+        ggufmap_error err;
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), s);
+        int rc = ggufmap_device_parse(name, &d, &ordinal, &err);
+        if (rc != GGUFMAP_OK) return cli_usage_error(cmd, "-dev %s", err.message);
+        if (o->n_gpus > 0 && d != o->device)
+            return cli_usage_error(cmd, "-dev %s: the GPUs of a run are of one backend here (%s and %s)", value,
+                                   ggufmap_device_name(o->device), ggufmap_device_name(d));
+        if (o->n_gpus >= GGUFMAP_MAX_GPUS) return cli_usage_error(cmd, "-dev %s: at most %d GPUs", value, GGUFMAP_MAX_GPUS);
+        o->device = d;
+        if (d != GGUFMAP_DEVICE_CPU) o->gpus[o->n_gpus++] = ordinal;
+        if (s[n] == '\0') return EXIT_OK;
+        s += n + 1;
+    }
+}
+
+int device_limits_parse(device_limits *l, const char *cmd, const char *value) {
+    memset(l, 0, sizeof *l);
+    for (const char *s = value;;) {
+        const size_t n = strcspn(s, ",");
+        char item[96];
+        if (n == 0 || n >= sizeof item) return cli_usage_error(cmd, "--limit %s: expected SIZE or D=SIZE[,D=SIZE...]", value);
+        snprintf(item, sizeof item, "%.*s", (int)n, s);
+        char *eq = strchr(item, '=');
+        if (!eq) {
+            int rc = parse_size_option(cmd, "--limit", item, 0, &l->limit);
+            if (rc != EXIT_OK) return rc;
+        } else {
+            *eq = '\0';
+            ggufmap_device d;
+            uint32_t ordinal;
+            ggufmap_error err;
+            if (ggufmap_device_parse(item, &d, &ordinal, &err) != GGUFMAP_OK)
+                return cli_usage_error(cmd, "--limit %s: %s", value, err.message);
+            if (d == GGUFMAP_DEVICE_CPU)
+                return cli_usage_error(cmd, "--limit %s: '%s' is not a GPU (the host's RAM is --mem)", value, item);
+            if (l->named && d != l->device)
+                return cli_usage_error(cmd, "--limit %s: the GPUs of a run are of one backend here", value);
+            if (ordinal >= GGUFMAP_MAX_GPUS) return cli_usage_error(cmd, "--limit %s: no device %s", value, item);
+            int rc = parse_size_option(cmd, "--limit", eq + 1, 0, &l->gpu[ordinal]);
+            if (rc != EXIT_OK) return rc;
+            l->device = d;
+            l->named = true;
         }
-    if (strncasecmp(value, "cuda", 4) == 0 || strncasecmp(value, "mtl", 3) == 0)
-        return cli_usage_error(cmd, "--device %s: one GPU is modelled, MTL0 or CUDA0", value);
-    return cli_usage_error(cmd, "--device %s: expected cpu, none, metal, MTL0, cuda or CUDA0", value);
+        if (s[n] == '\0') return EXIT_OK;
+        s += n + 1;
+    }
+}
+
+int device_limits_check(const device_limits *l, const char *cmd, const ggufmap_placement_opts *o) {
+    if (!l->named) return EXIT_OK;
+    if (l->device != o->device)
+        return cli_usage_error(cmd, "--limit names %s devices, the run's are %s (-dev)", ggufmap_device_name(l->device),
+                               ggufmap_device_name(o->device));
+    for (uint32_t g = 0; g < GGUFMAP_MAX_GPUS; g++) {
+        if (!l->gpu[g]) continue;
+        bool listed = o->n_gpus == 0 && g == 0;
+        for (uint32_t i = 0; i < o->n_gpus; i++) listed |= o->gpus[i] == g;
+        if (!listed) {
+            char name[32];
+            ggufmap_buft_name(o->device, GGUFMAP_BUFT_GPU, g, name, sizeof name);
+            return cli_usage_error(cmd, "--limit names %s, which is not a device of the run (-dev)", name);
+        }
+    }
+    return EXIT_OK;
+}
+
+bool device_limits_any(const device_limits *l) { return l->limit || l->named; }
+
+/* -ts 3,1 (or 3/1): one share per GPU of -dev, as common/arg.cpp reads them */
+static int parse_tensor_split(placement_args *a, const char *cmd, const char *value) {
+    memset(a->opts.tensor_split, 0, sizeof a->opts.tensor_split);
+    uint32_t i = 0;
+    for (const char *s = value; *s;) {
+        size_t n = strcspn(s, ",/");
+        char num[64], *end;
+        if (n == 0 || n >= sizeof num || i >= GGUFMAP_MAX_GPUS - 1)
+            return cli_usage_error(cmd, "-ts %s: expected at most %d shares, N0,N1,...", value, GGUFMAP_MAX_GPUS - 1);
+        snprintf(num, sizeof num, "%.*s", (int)n, s);
+        float v = strtof(num, &end);
+        if (*end || !(v >= 0.0f)) return cli_usage_error(cmd, "-ts %s: '%s' is not a share (a number >= 0)", value, num);
+        a->opts.tensor_split[i++] = v;
+        s += n;
+        s += strspn(s, ",/");
+    }
+    return EXIT_OK;
 }
 
 static int pick(const char *cmd, const char *opt, const char *value, const char *const *words, int n, int *out) {
@@ -145,11 +236,23 @@ static int pick(const char *cmd, const char *opt, const char *value, const char 
 
 static int apply_flag(placement_args *a, int code, const char *value, const char *cmd) {
     static const char *const lazy[] = {"auto", "on", "off"};
+    static const char *const split_modes[] = {"layer", "none", "row"};
     static const char *const regex[] = {"auto", "libstdc++", "libc++"};
     long n;
     int k, rc;
     switch (code) {
-    case OPT_DEVICE: return parse_device(cmd, value, &a->opts.device);
+    case OPT_DEVICE: return parse_devices(a, cmd, value);
+    case OPT_TS: return parse_tensor_split(a, cmd, value);
+    case OPT_SM:
+        if ((rc = pick(cmd, "-sm", value, split_modes, 3, &k))) return rc;
+        a->opts.split_mode = (ggufmap_split_mode)(k == 0 ? GGUFMAP_SPLIT_LAYER : k == 1 ? GGUFMAP_SPLIT_NONE
+                                                                                   : GGUFMAP_SPLIT_ROW);
+        return EXIT_OK;
+    case OPT_MG:
+        if (parse_count(value, GGUFMAP_MAX_GPUS - 1, &n)) return cli_usage_error(cmd, "-mg %s: expected 0..%d", value,
+                                                                                 GGUFMAP_MAX_GPUS - 1);
+        a->opts.main_gpu = (uint32_t)n;
+        return EXIT_OK;
     case OPT_NGL:
         if (strcmp(value, "all") == 0) n = -1;
         else if (parse_count(value, 100000, &n)) return cli_usage_error(cmd, "-ngl %s: expected a number or all", value);
@@ -183,7 +286,7 @@ static int apply_flag(placement_args *a, int code, const char *value, const char
 }
 
 int placement_args_apply(placement_args *a, int code, const char *value, const char *cmd, bool *handled) {
-    *handled = code >= OPT_DEVICE && code <= OPT_REGEX;
+    *handled = code >= OPT_DEVICE && code <= OPT_MG;
     if (!*handled) return EXIT_OK;
     if (code != OPT_CPU && code != OPT_REGEX) a->any = true;
     if (a->n_given < PLACEMENT_MAX_GIVEN) a->given[a->n_given++] = (placement_flag){code, value};

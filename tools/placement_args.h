@@ -1,5 +1,5 @@
 /*
- * placement_args.h - llama.cpp's placement flags (--device, -ngl, -ot,
+ * placement_args.h - llama.cpp's placement flags (-dev, -ts, -sm, -mg, -ngl, -ot,
  * --cpu-moe, --n-cpu-moe, -nr, --cpu, --lazy-mode, --no-mmap, --no-host),
  * --mtp (the MTP draft head's load) and --regex (whose std::regex reads the
  * -ot patterns) as one option group (cli.h) that plan, fit, repack and load
@@ -25,7 +25,7 @@
 
 enum {
     OPT_DEVICE = 0x1000, OPT_NGL, OPT_OT, OPT_CPU_MOE, OPT_N_CPU_MOE, OPT_NO_REPACK, OPT_CPU, OPT_LAZY,
-    OPT_NO_MMAP, OPT_NO_HOST, OPT_MTP, OPT_REGEX,
+    OPT_NO_MMAP, OPT_NO_HOST, OPT_MTP, OPT_REGEX, OPT_TS, OPT_SM, OPT_MG,
     OPT_PLANNER = 0x1080, OPT_PAGE, OPT_MAX_BUFFER
 };
 
@@ -68,6 +68,29 @@ void placement_args_spell(const placement_args *a, const int *skip, size_t n_ski
 
 /* A value quoted for a shell when it needs it ('blk\.0\.=CPU'), into buf. */
 const char *shell_quote(const char *value, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* --limit: one for every GPU, or per device                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct device_limits {
+    uint64_t limit;                        /* a bare SIZE: every GPU's not named (0: none) */
+    uint64_t gpu[GGUFMAP_MAX_GPUS];        /* per GPU ordinal: CUDA1=12G sets gpu[1] */
+    ggufmap_device device;                 /* the backend of the names */
+    bool named;                            /* some device was named */
+} device_limits;
+
+/* --limit SIZE or D=SIZE[,D=SIZE...] (llama.cpp's device names, any case;
+ * a bare SIZE among them is the limit of the GPUs not named) into *l.
+ * Returns EXIT_OK or EXIT_USAGE after saying why. */
+int device_limits_parse(device_limits *l, const char *cmd, const char *value);
+
+/* Once -dev is read: each device named is a GPU of the run's backend and
+ * of -dev's list.  EXIT_OK or EXIT_USAGE. */
+int device_limits_check(const device_limits *l, const char *cmd, const ggufmap_placement_opts *o);
+
+/* Whether any limit was given. */
+bool device_limits_any(const device_limits *l);
 
 /* ------------------------------------------------------------------------ */
 /* Planning: --planner, --page, --max-buffer                                 */

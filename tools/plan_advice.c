@@ -12,6 +12,10 @@
  *               to fit (bisection: more layers on the CPU never need more
  *               GPU memory), or --cpu-moe;
  *   -ngl        under such a limit: the most layers on the GPU that fit.
+ * "Fit" is both verdicts: the GPU working set under --limit (with several
+ * GPUs, each one's under its own) and, with
+ * --mem, the weights the RAM holds under it (ggufmap_plan_resident); every
+ * step is judged by placing and planning with it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +27,45 @@
 /* ------------------------------------------------------------------------ */
 
 typedef struct outcome {
-    uint64_t working_set, cpu_side;
+    uint64_t working_set, cpu_side, resident;
+    bool gpus_fit;                          /* each GPU's working set under its limit */
+    uint32_t n_gpus;                        /* with several GPUs, each one's working set */
+    uint64_t gpu_working_set[GGUFMAP_MAX_GPUS];
 } outcome;
+
+/* Both verdicts: the working set under --limit (each GPU's under its own),
+ * the RAM's weights under --mem. */
+static bool fits(const plan_advice_input *in, const outcome *o) {
+    return o->gpus_fit && (!in->mem || o->resident <= in->mem);
+}
+
+/* Whether any limit applies to the working set. */
+static bool limited(const plan_advice_input *in) {
+    bool any = in->limit != 0;
+    for (uint32_t g = 0; in->gpu_limits && g < GGUFMAP_MAX_GPUS; g++) any |= in->gpu_limits[g] != 0;
+    return any;
+}
+
+/* The outcome of a plan: its working sets and verdict. */
+static void measure(const plan_advice_input *in, const ggufmap_plan *plan, outcome *out) {
+    uint64_t planned;
+    const uint32_t n = ggufmap_placement_n_gpus(ggufmap_plan_placement(plan));
+    ggufmap_plan_working_set(plan, &out->working_set, &planned);
+    ggufmap_plan_cpu_side(plan, &out->cpu_side, &planned);
+    ggufmap_plan_resident(plan, &out->resident, &planned);
+    out->gpus_fit = ggufmap_plan_fits_limits(plan, NULL, in->limit, in->gpu_limits, false);
+    out->n_gpus = n > 1 ? n : 0;
+    for (uint32_t g = 0; g < out->n_gpus; g++) ggufmap_plan_gpu_working_set(plan, g, &out->gpu_working_set[g], &planned);
+}
+
+/* An outcome's numbers into a suggestion. */
+static void suggest(ggufmap_suggestion *s, const outcome *o) {
+    s->working_set = o->working_set;
+    s->cpu_side = o->cpu_side;
+    s->resident = o->resident;
+    s->n_gpus = o->n_gpus;
+    memcpy(s->gpu_working_set, o->gpu_working_set, sizeof s->gpu_working_set);
+}
 
 /* The placement given, less the flags whose code is in skip, plus one flag
  * (code 0: none), placed and planned. */
@@ -48,11 +89,7 @@ static int evaluate(const plan_advice_input *in, const int *skip, size_t n_skip,
         placement_args_finish(a);
         rc = ggufmap_placement_build(in->model, &a->opts, &pl, &err) || ggufmap_plan_build(pl, in->plan_opts, &plan, &err);
     }
-    if (rc == 0) {
-        uint64_t planned;
-        ggufmap_plan_working_set(plan, &out->working_set, &planned);
-        ggufmap_plan_cpu_side(plan, &out->cpu_side, &planned);
-    }
+    if (rc == 0) measure(in, plan, out);
     ggufmap_plan_free(plan);
     ggufmap_placement_free(pl);
     if (a) placement_args_free(a);
@@ -65,8 +102,9 @@ static void plan_command(const plan_advice_input *in, const int *skip, size_t n_
                          ggufmap_suggestion *s) {
     char flags[1536], model[1024];
     placement_args_spell(in->placement, skip, n_skip, flags, sizeof flags);
-    snprintf(s->command, sizeof s->command, "ggufmap plan %s%s %s%s%s", shell_quote(in->model_path, model, sizeof model),
-             flags, extra, in->limit_text ? " --limit " : "", in->limit_text ? in->limit_text : "");
+    snprintf(s->command, sizeof s->command, "ggufmap plan %s%s %s%s%s%s%s",
+             shell_quote(in->model_path, model, sizeof model), flags, extra, in->limit_text ? " --limit " : "",
+             in->limit_text ? in->limit_text : "", in->mem_text ? " --mem " : "", in->mem_text ? in->mem_text : "");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -106,6 +144,12 @@ static bool advise_repack(const plan_advice_input *in, ggufmap_suggestion *s) {
              ggufmap_format_bytes(space, sizeof space, res->space_needed));
     s->working_set = res->cases[0].gpu_after;
     s->cpu_side = res->cases[0].cpu_after;
+    uint64_t now, planned;
+    ggufmap_plan_resident(in->plan, &now, &s->resident); /* the repacked file maps the planned ranges */
+    /* several GPUs are discrete ones (CUDA, ROCm): their weights are copied, the repack leaves them as they are */
+    const uint32_t n_gpus = ggufmap_placement_n_gpus(ggufmap_plan_placement(in->plan));
+    s->n_gpus = n_gpus > 1 ? n_gpus : 0;
+    for (uint32_t g = 0; g < s->n_gpus; g++) ggufmap_plan_gpu_working_set(in->plan, g, &s->gpu_working_set[g], &planned);
     ggufmap_repack_result_free(res);
     return true;
 }
@@ -123,12 +167,12 @@ static int32_t bisect(const plan_advice_input *in, const int *skip, size_t n_ski
         int32_t n = lo + (hi - lo) / 2;
         snprintf(value, sizeof value, "%d", n);
         if (evaluate(in, skip, n_skip, code, value, &mid)) return -1;
-        bool fits = mid.working_set <= in->limit;
-        if (fits) {
+        bool ok = fits(in, &mid);
+        if (ok) {
             found = n;
             *best = mid;
         }
-        if (fits == grows) lo = n + 1;
+        if (ok == grows) lo = n + 1;
         else hi = n - 1;
     }
     return found;
@@ -138,7 +182,7 @@ static bool advise_cpu_moe(const plan_advice_input *in, int32_t n_layers, ggufma
     static const int skip[] = {OPT_N_CPU_MOE, OPT_CPU_MOE};
     outcome none, all;
     if (evaluate(in, skip, 2, 0, NULL, &none) || evaluate(in, skip, 2, OPT_CPU_MOE, NULL, &all)) return false;
-    if (all.working_set >= none.working_set || all.working_set > in->limit) return false; /* no experts, or no help */
+    if (all.working_set >= none.working_set || !fits(in, &all)) return false; /* no experts, or no help */
     outcome best = all;
     int32_t found = bisect(in, skip, 2, OPT_N_CPU_MOE, 1, n_layers, false, &best);
     char extra[32];
@@ -152,14 +196,13 @@ static bool advise_cpu_moe(const plan_advice_input *in, int32_t n_layers, ggufma
         snprintf(extra, sizeof extra, "--cpu-moe");
     }
     plan_command(in, skip, 2, extra, s);
-    s->working_set = best.working_set;
-    s->cpu_side = best.cpu_side;
+    suggest(s, &best);
     return true;
 }
 
 static bool advise_ngl(const plan_advice_input *in, int32_t n_layers, ggufmap_suggestion *s) {
     static const int skip[] = {OPT_NGL};
-    outcome best = {0, 0};
+    outcome best = {0};
     /* -ngl n_layers + 1 is all: that is the plan at hand */
     int32_t found = bisect(in, skip, 1, OPT_NGL, 1, n_layers, true, &best);
     if (found < 0) return false;
@@ -168,8 +211,7 @@ static bool advise_ngl(const plan_advice_input *in, int32_t n_layers, ggufmap_su
     char extra[32];
     snprintf(extra, sizeof extra, "-ngl %d", found);
     plan_command(in, skip, 1, extra, s);
-    s->working_set = best.working_set;
-    s->cpu_side = best.cpu_side;
+    suggest(s, &best);
     return true;
 }
 
@@ -244,8 +286,7 @@ static bool advise_override(const plan_advice_input *in, uint64_t llama, ggufmap
              n == 1 ? "" : "s", ggufmap_format_bytes(size, sizeof size, bytes), b->name, name);
     snprintf(extra, sizeof extra, "-ot %s", shell_quote(ot, quoted, sizeof quoted));
     plan_command(in, NULL, 0, extra, s);
-    s->working_set = moved.working_set;
-    s->cpu_side = moved.cpu_side;
+    suggest(s, &moved);
     return true;
 }
 
@@ -258,7 +299,9 @@ uint32_t plan_advice(const plan_advice_input *in, ggufmap_suggestion *out) {
     if (foreign && advise_repack(in, &out[n])) n++;
     if (foreign && advise_override(in, llama, &out[n])) n++;
     bool gpu = in->placement->opts.device != GGUFMAP_DEVICE_CPU;
-    if (!in->limit || llama <= in->limit || !gpu) return n;
+    outcome now;
+    measure(in, in->plan, &now);
+    if ((!limited(in) && !in->mem) || fits(in, &now) || !gpu) return n;
     int32_t n_layers = ggufmap_placement_n_layers(ggufmap_plan_placement(in->plan));
     if (advise_cpu_moe(in, n_layers, &out[n])) n++;
     if (advise_ngl(in, n_layers, &out[n])) n++;

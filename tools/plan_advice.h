@@ -20,6 +20,9 @@ typedef struct plan_advice_input {
     const ggufmap_plan_opts *plan_opts;
     uint64_t limit;                  /* 0: none */
     const char *limit_text;          /* --limit as typed */
+    uint64_t mem;                    /* --mem: the RAM the weights must fit too; 0: none */
+    const char *mem_text;            /* --mem as typed */
+    const uint64_t *gpu_limits;      /* per GPU ordinal, 0: limit's (NULL: none) */
 } plan_advice_input;
 
 /* Works out the next steps into out (room for PLAN_ADVICE_MAX); returns

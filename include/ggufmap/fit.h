@@ -23,10 +23,11 @@
  * upper bound.  docs/fit.md has the rules with source lines and the measured
  * errors; every number is checked against the real llama.cpp in tests/fit.
  *
- * The verdict compares the total of the device that is limited (the GPU, or
- * the CPU when there is none) with a limit: Metal's working set
- * (recommendedMaxWorkingSetSize; ggufmap_metal_default_limit derives macOS's
- * default from the RAM), a GPU's memory, or RAM.
+ * The verdict is a list of checks (ggufmap_fit_check): each GPU's total
+ * against its limit (Metal's working set, recommendedMaxWorkingSetSize:
+ * ggufmap_metal_default_limit derives macOS's default from the RAM; a
+ * discrete GPU's memory), and everything the host's RAM holds against the
+ * RAM (with unified memory, everything the run holds at all).
  */
 #ifndef GGUFMAP_FIT_H
 #define GGUFMAP_FIT_H
@@ -66,7 +67,11 @@ typedef struct ggufmap_fit_opts {
     bool no_cuda_fusion;        /* as llama.cpp with GGML_CUDA_DISABLE_FUSION=1 (the CLI reads that variable): CUDA keeps no fused-MoE inputs alive */
     bool mtp;                   /* --mtp (--spec-type draft-mtp): the MTP draft context too, on the
                                    plan's weights (plan them with load_mtp: one load holds the MTP layers) */
-    uint64_t limit;             /* bytes the limited device may hold; 0 = no verdict */
+    uint64_t limit;             /* bytes each GPU may hold (the CPU without a GPU); 0 = no such check.
+                                   On Metal it is the GPU working-set limit (recommendedMaxWorkingSetSize) */
+    uint64_t gpu_limits[GGUFMAP_MAX_GPUS]; /* per GPU ordinal (CUDA1: [1]): its own limit; 0 = limit's */
+    uint64_t mem;               /* the host's RAM: everything the run holds in it must fit (with unified
+                                   memory, everything the run holds at all); 0 = no such check */
 } ggufmap_fit_opts;
 
 GGUFMAP_API void ggufmap_fit_opts_init(ggufmap_fit_opts *opts);
@@ -97,8 +102,9 @@ typedef struct ggufmap_fit_buffer {
 } ggufmap_fit_buffer;
 
 typedef struct ggufmap_fit_device {
-    char name[16];              /* "CPU", "MTL0", "CUDA0" */
+    char name[16];              /* "CPU", "MTL0", "CUDA0", "CUDA1" */
     bool gpu;
+    uint32_t ordinal;           /* a GPU's number (CUDA1: 1) */
     uint64_t weights, weights_planned;
     uint64_t kv, rs, output, output_max, compute;
     /* weights + kv + rs + output_max + compute, GPU buffers rounded to the
@@ -153,14 +159,34 @@ GGUFMAP_API const ggufmap_fit_buffer *ggufmap_fit_buffer_at(const ggufmap_fit *f
 GGUFMAP_API uint32_t ggufmap_fit_n_devices(const ggufmap_fit *fit);
 GGUFMAP_API const ggufmap_fit_device *ggufmap_fit_device_at(const ggufmap_fit *fit, uint32_t i);
 
-/* The device the limit applies to: the GPU, or the CPU without one. */
+/* The device the limit applies to: the (first) GPU, or the CPU without one. */
 GGUFMAP_API uint32_t ggufmap_fit_limited_device(const ggufmap_fit *fit);
-/* Whether it fits opts->limit with llama.cpp's weights (planned: with the
+
+/* One check of the verdict: a total against a limit, with llama.cpp's
+ * weights and with the plan's (after repack).  The checks, in order: one
+ * per GPU with a limit (opts.limit or its gpu_limits entry; on the CPU
+ * alone the CPU's, against opts.limit), then, with opts.mem, the host's
+ * RAM: everything resident in it (docs/fit.md "Unified memory"): the
+ * weights as ggufmap_plan_resident counts them (overlapping spans once,
+ * lazily read tables not), and the KV cache, recurrent state, output
+ * buffer (full size) and compute buffers of the devices whose memory is
+ * the RAM (all of them with unified memory, the host otherwise). */
+typedef struct ggufmap_fit_check {
+    char what[64];              /* "GPU working set (MTL0)", "GPU memory (CUDA1)", "RAM (unified memory: ...)" */
+    int32_t device;             /* the device judged (ggufmap_fit_device_at), -1: the host's RAM */
+    uint64_t total, total_planned;
+    uint64_t limit;
+} ggufmap_fit_check;
+
+GGUFMAP_API uint32_t ggufmap_fit_n_checks(const ggufmap_fit *fit);
+GGUFMAP_API const ggufmap_fit_check *ggufmap_fit_check_at(const ggufmap_fit *fit, uint32_t i);
+
+/* Whether every check passes with llama.cpp's weights (planned: with the
  * plan's); true when no limit was given; false when llama.cpp refuses. */
 GGUFMAP_API bool ggufmap_fit_fits(const ggufmap_fit *fit, bool planned);
 
 /* The largest -c (a multiple of 256, at most opts->n_ctx, or the trained
- * context when opts->n_ctx is 0) whose context fits opts->limit with
+ * context when opts->n_ctx is 0) whose run passes every check with
  * llama.cpp's weights (planned: with the plan's, as after a repack), found
  * by bisection over fit results (the total never shrinks as the context
  * grows); 0 when not even 256 fits or llama.cpp refuses.  The other options
@@ -171,13 +197,19 @@ GGUFMAP_API int ggufmap_fit_max_ctx(const ggufmap_plan *plan, const ggufmap_fit_
 /* Ways to make a run fit, cheapest first: repack (the plan's weights),
  * q8_0 K and V with flash attention, then moving experts (--n-cpu-moe N),
  * or when that cannot fit, layers (-ngl N) to the CPU; each keeps the
- * changes before it and comes with the limited device's new total.
- * Only changes that fit are listed, except that repack is always listed
- * when it saves anything. */
+ * changes before it and comes with the limited device's new total and the
+ * RAM check's.  Each is judged by a fit built with it (the changes before
+ * it included) against every check, the GPU's and, with opts.mem, the
+ * RAM's: repack and the q8_0 cache are listed when they save bytes, marked
+ * whether that fits; the last step (--n-cpu-moe or -ngl) only when it
+ * passes every check. */
 typedef struct ggufmap_fit_suggestion {
     char flags[96];             /* what to pass: "repack", "-ctk q8_0 -ctv q8_0 -fa on", "--n-cpu-moe 12" */
-    uint64_t total;             /* the limited device's total with it */
-    bool fits;
+    uint64_t total;             /* the limited device's total with it (the first GPU) */
+    uint64_t resident;          /* the RAM check's total with it (0 without opts.mem) */
+    uint32_t n_gpus;            /* the run's GPUs (devices 1.. of the fit), each one's total with it: */
+    uint64_t gpu_total[GGUFMAP_MAX_GPUS];
+    bool fits;                  /* every check passes with it (a fit was built for it) */
 } ggufmap_fit_suggestion;
 
 GGUFMAP_API int ggufmap_fit_suggest(const ggufmap_model *model, const ggufmap_placement_opts *placement,

@@ -46,10 +46,14 @@
 extern "C" {
 #endif
 
+/* The kind of GPU llama.cpp runs on (its backend); src/device.c has each
+ * one's rules as data, docs/devices.md what they are.  Vulkan is not one:
+ * its alignment and buffer sizes are the GPU's own, read at run time. */
 typedef enum ggufmap_device {
     GGUFMAP_DEVICE_CPU = 0,   /* no GPU */
-    GGUFMAP_DEVICE_METAL = 1, /* one Apple GPU, MTL0: maps host pointers (MTL0_Mapped) */
-    GGUFMAP_DEVICE_CUDA = 2   /* one NVIDIA GPU, CUDA0: weights copied; host type CUDA_Host */
+    GGUFMAP_DEVICE_METAL = 1, /* Apple GPU, MTL0: maps host pointers (MTL0_Mapped), unified memory */
+    GGUFMAP_DEVICE_CUDA = 2,  /* NVIDIA GPU, CUDA0: weights copied; host type CUDA_Host */
+    GGUFMAP_DEVICE_ROCM = 3   /* AMD GPU (ggml-cuda built for HIP), ROCm0: CUDA's rules, host type ROCm_Host */
 } ggufmap_device;
 
 /* Which CPU extra buffer types and rules apply: CPU_REPACK
@@ -87,18 +91,36 @@ typedef enum ggufmap_regex_dialect {
 
 typedef struct ggufmap_override {
     const char *pattern; /* ECMAScript regex (std::regex), searched unanchored in the tensor name */
-    const char *buft;    /* a device's default buffer type: "CPU", "MTL0", "CUDA0" */
+    const char *buft;    /* a device's default buffer type: "CPU", "MTL0", "CUDA0", "CUDA1" */
 } ggufmap_override;
 
+/* -sm/--split-mode: how llama.cpp spreads a model over several GPUs. */
+typedef enum ggufmap_split_mode {
+    GGUFMAP_SPLIT_LAYER = 0,  /* whole layers per GPU, by -ts (llama.cpp's default) */
+    GGUFMAP_SPLIT_NONE = 1,   /* one GPU: -mg's */
+    GGUFMAP_SPLIT_ROW = 2     /* matrices split by rows (the device's split buffer type): refused, see
+                                 ggufmap_placement_build */
+} ggufmap_split_mode;
+
+#define GGUFMAP_MAX_GPUS 16   /* GGML_CUDA_MAX_DEVICES */
+
 typedef struct ggufmap_placement_opts {
-    ggufmap_device device;
+    ggufmap_device device;               /* the GPUs' kind (CPU: none) */
+    uint32_t n_gpus;                     /* -dev: how many GPUs of that kind the run uses (0 counts as 1) */
+    uint32_t gpus[GGUFMAP_MAX_GPUS];     /* -dev: their ordinals in -dev's order (CUDA1,CUDA0: 1, 0);
+                                            all 0 = 0, 1, 2, ... (every GPU, llama.cpp's default) */
+    float tensor_split[GGUFMAP_MAX_GPUS]; /* -ts: per GPU of gpus[]; all 0: equal shares (llama.cpp then
+                                            splits by free memory: equal on equal GPUs) */
+    ggufmap_split_mode split_mode;       /* -sm (default layer) */
+    uint32_t main_gpu;                   /* -mg: with -sm none, the index in gpus[] of the GPU used */
     int n_gpu_layers;                    /* -ngl; negative means all (llama.cpp: n_layer + 1) */
     const ggufmap_override *overrides;   /* in command-line order; --cpu-moe etc. expanded */
     uint32_t n_overrides;
     bool no_repack;                      /* -nr: no CPU_REPACK */
     bool no_mmap;                        /* --no-mmap (load mode none) */
     bool no_host;                        /* --no-host: no CUDA_Host in the CPU list */
-    ggufmap_cpu cpu;
+    ggufmap_cpu cpu;                     /* HOST (default): the CPU the device comes with: Apple Silicon's
+                                            (arm64) with Metal, else this machine's */
     ggufmap_lazy lazy;
     ggufmap_regex_dialect regex;         /* how the override patterns are read (default AUTO) */
     bool load_mtp;                       /* llama_model_params.load_mtp: create the MTP/NextN
@@ -110,9 +132,10 @@ typedef struct ggufmap_placement_opts {
 GGUFMAP_API const char *ggufmap_architecture(uint32_t i);
 
 /* Fills opts with llama.cpp's defaults: CPU device, ngl -1, repack, mmap,
- * host CPU, lazy auto, regex dialect auto, no MTP.  ggufmap_preset (plan.h)
- * gives the defaults for another device, as the command line uses them
- * (Metal: the arm64 repack rules). */
+ * the device's CPU (HOST), lazy auto, regex dialect auto, no MTP.  Set
+ * another device and its defaults follow from it when the placement is
+ * built (the CPU rules and the regex dialect of the machine it comes in;
+ * the page in the plan): the same rules as ggufmap_preset (plan.h) gives. */
 GGUFMAP_API void ggufmap_placement_opts_init(ggufmap_placement_opts *opts);
 
 /* The override patterns llama.cpp's --cpu-moe adds (n_layers < 0: one) and
@@ -140,10 +163,11 @@ typedef struct ggufmap_instance {
 typedef enum ggufmap_buft_kind {
     GGUFMAP_BUFT_CPU = 0,        /* "CPU": host memory (mapped: "CPU_Mapped") */
     GGUFMAP_BUFT_CPU_REPACK = 1, /* "CPU_REPACK": weights rearranged for the CPU's kernels (always allocated) */
-    GGUFMAP_BUFT_CUDA_HOST = 2,  /* "CUDA_Host": pinned host memory the CUDA device reads; not the GPU's */
-    GGUFMAP_BUFT_GPU = 3,        /* the device's own: "MTL0" (Metal), "CUDA0" */
+    GGUFMAP_BUFT_GPU_HOST = 2,   /* "CUDA_Host", "ROCm_Host": pinned host memory the GPU reads; not the GPU's */
+    GGUFMAP_BUFT_GPU = 3,        /* a GPU's own: "MTL0" (Metal), "CUDA0", "CUDA1", "ROCm0" */
     GGUFMAP_BUFT_CPU_AMX = 4     /* "AMX": weights packed for Intel AMX's kernels (always allocated) */
 } ggufmap_buft_kind;
+#define GGUFMAP_BUFT_CUDA_HOST GGUFMAP_BUFT_GPU_HOST /* its name before ROCm */
 
 typedef struct ggufmap_context {
     char buft[32];               /* "CPU", "CPU_REPACK", "AMX", "MTL0", "CUDA0", "CUDA_Host" */
@@ -157,6 +181,7 @@ typedef struct ggufmap_context {
     ggufmap_buft_kind kind;      /* buft's kind: compare this, not the name */
     bool gpu;                    /* kind == GGUFMAP_BUFT_GPU: counts in the GPU working set, its mapped
                                     buffers go to the gpu backend (CUDA_Host is host memory: false) */
+    uint32_t ordinal;            /* kind == GGUFMAP_BUFT_GPU: which GPU (CUDA1: 1); else 0 */
 } ggufmap_context;
 
 typedef struct ggufmap_placement ggufmap_placement;
@@ -187,6 +212,13 @@ GGUFMAP_API const ggufmap_context *ggufmap_placement_context(const ggufmap_place
 /* Instances in creation order. */
 GGUFMAP_API int64_t ggufmap_placement_n_instances(const ggufmap_placement *p);
 GGUFMAP_API const ggufmap_instance *ggufmap_placement_instance(const ggufmap_placement *p, int64_t i);
+/* The GPUs of the run (llama_model::devices), in order: their ordinals.
+ * None on the CPU; one with -sm none. */
+GGUFMAP_API uint32_t ggufmap_placement_n_gpus(const ggufmap_placement *p);
+GGUFMAP_API uint32_t ggufmap_placement_gpu(const ggufmap_placement *p, uint32_t i);
+/* The GPU a layer runs on (its ordinal; "layer" n_layers is the output
+ * layer), or -1 for the CPU. */
+GGUFMAP_API int32_t ggufmap_placement_layer_gpu(const ggufmap_placement *p, int32_t layer);
 /* Layers as llama.cpp counts them (hparams.n_layer_all: <arch>.block_count,
  * MTP/NextN layers included) and which run on the GPU ("layer" n_layers is
  * the output layer). */
@@ -200,8 +232,10 @@ GGUFMAP_API const char *ggufmap_placement_arch(const ggufmap_placement *p);
 GGUFMAP_API bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer);
 /* A warning for the user, or "" (v0.5.0's rules leave nothing to guess today). */
 GGUFMAP_API const char *ggufmap_placement_warning(const ggufmap_placement *p);
-/* The effective CPU kind (GGUFMAP_CPU_HOST resolved). */
+/* The effective CPU kind (GGUFMAP_CPU_HOST resolved by the device). */
 GGUFMAP_API ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p);
+/* The effective -ot dialect (GGUFMAP_REGEX_AUTO resolved by the device). */
+GGUFMAP_API ggufmap_regex_dialect ggufmap_placement_regex(const ggufmap_placement *p);
 GGUFMAP_API const char *ggufmap_cpu_name(ggufmap_cpu cpu);
 /* The CPU named: a kind as ggufmap_cpu_name spells it (host, x86, x86-amx,
  * x86-avx2, arm64, generic), or one of the x86 CPU variants the prebuilt
@@ -211,7 +245,24 @@ GGUFMAP_API const char *ggufmap_cpu_name(ggufmap_cpu cpu);
  * kind that variant's rules are (sapphirerapids: x86-amx).  GGUFMAP_OK, or
  * GGUFMAP_EINVAL for another name. */
 GGUFMAP_API int ggufmap_cpu_parse(const char *name, ggufmap_cpu *out);
+/* llama.cpp's name of a buffer type of a run on device kind d: "CPU",
+ * "CPU_REPACK", "AMX", "CUDA_Host", "MTL0", "CUDA1" (ordinal: which GPU,
+ * for GGUFMAP_BUFT_GPU), into buf; returns buf. */
+GGUFMAP_API const char *ggufmap_buft_name(ggufmap_device d, ggufmap_buft_kind kind, uint32_t ordinal, char *buf,
+                                          size_t cap);
+/* Whether the device shares one memory with the CPU (Metal on Apple
+ * Silicon): its GPU buffers are RAM too, under a working-set limit. */
+GGUFMAP_API bool ggufmap_device_unified(ggufmap_device device);
+/* "cpu", "metal", "cuda", "rocm". */
 GGUFMAP_API const char *ggufmap_device_name(ggufmap_device device);
+/* Reads a device as llama.cpp or ggufmap names it, any case: a kind (cpu,
+ * none, metal, cuda, rocm) or a device name (MTL0, CUDA0, CUDA1, ROCm0;
+ * *ordinal gets its number, 0 for a kind).  GGUFMAP_OK, GGUFMAP_EINVAL for
+ * another name, GGUFMAP_ENOTFOUND for a backend ggml has that ggufmap does
+ * not model (Vulkan: its alignment and buffer sizes are the GPU's own; the
+ * message in err says why). */
+GGUFMAP_API int ggufmap_device_parse(const char *name, ggufmap_device *device, uint32_t *ordinal,
+                                     ggufmap_error *err);
 
 #ifdef __cplusplus
 }

@@ -58,25 +58,28 @@ GGUFMAP_API const char *ggufmap_planner_format(const ggufmap_planner *planner, c
 
 typedef struct ggufmap_plan_opts {
     ggufmap_planner planner;
-    uint64_t page;        /* 1 = exact bytes; Metal: 16384 */
+    uint64_t page;        /* 1 = exact bytes; Metal: 16384; 0 = the placement's device's */
     uint64_t max_buffer;  /* Metal maxBufferLength; 0 = no limit */
 } ggufmap_plan_opts;
 
-/* Fills opts with the defaults: the tight planner (tight:0:64), page 1
- * (exact bytes), no maximum buffer length.  ggufmap_preset gives a device's
- * page size as well. */
+/* Fills opts with the defaults: the tight planner (tight:0:64), the
+ * device's page (0: resolved by ggufmap_plan_build from the placement's
+ * device: 16 KiB for Metal, exact bytes otherwise), no maximum buffer
+ * length.  ggufmap_preset gives the same values spelled out. */
 GGUFMAP_API void ggufmap_plan_opts_init(ggufmap_plan_opts *opts);
 
 /* The defaults for a device: the options `ggufmap plan --device D` (and
  * repack, load) start from, so that a program gets the command line's
- * figures.  One table, shared by the library and the CLI:
+ * figures.  One table (src/device.c), shared by the library and the CLI;
+ * ggufmap_placement_opts_init and ggufmap_plan_opts_init with only the
+ * device set give the same rules:
  *
- *   device  CPU_REPACK rules        -ngl  planner     page
- *   cpu     this machine's (host)   all   tight:0:64  1 (exact bytes)
- *   metal   arm64 (Apple Silicon)   all   tight:0:64  16 KiB (Apple Silicon's
- *                                                     page, as ggml_metal_buffer_map
- *                                                     aligns every buffer)
- *   cuda    this machine's (host)   all   tight:0:64  1
+ *   device     CPU rules                -ngl  planner     page
+ *   cpu        this machine's (host)    all   tight:0:64  1 (exact bytes)
+ *   metal      arm64 (Apple Silicon)    all   tight:0:64  16 KiB (Apple Silicon's
+ *                                                         page, as ggml_metal_buffer_map
+ *                                                         aligns every buffer)
+ *   cuda, rocm this machine's (host)    all   tight:0:64  1
  *
  * "-ngl all" is llama_model_default_params' n_gpu_layers (-1); with no GPU it
  * changes nothing.  Every other field is llama.cpp's default, as
@@ -145,11 +148,36 @@ GGUFMAP_API int32_t ggufmap_plan_tensor_owner(const ggufmap_plan *plan, int64_t 
  * ranges, page-aligned as the plan's page size says. */
 GGUFMAP_API void ggufmap_plan_working_set(const ggufmap_plan *plan, uint64_t *llama_bytes, uint64_t *planned_bytes);
 
+/* One GPU's share of the working set: the buffers of the run's GPU i (0 ..
+ * ggufmap_placement_n_gpus - 1, in -dev's order), counted as
+ * ggufmap_plan_working_set counts them.  With one GPU, the same. */
+GGUFMAP_API void ggufmap_plan_gpu_working_set(const ggufmap_plan *plan, uint32_t i, uint64_t *llama_bytes,
+                                              uint64_t *planned_bytes);
+
+/* The working-set verdict: each GPU of the run against its own limit
+ * (gpu_limits[its ordinal], NULL or 0: limit); with at most one GPU,
+ * ggufmap_plan_working_set against it; with mtp (the MTP head's load of the same run, or NULL)
+ * both loads' buffers together.  planned: the planned ranges, else
+ * llama.cpp's spans.  True when no limit applies. */
+GGUFMAP_API bool ggufmap_plan_fits_limits(const ggufmap_plan *plan, const ggufmap_plan *mtp, uint64_t limit,
+                                          const uint64_t *gpu_limits, bool planned);
+
 /* The CPU side: every buffer ggufmap_plan_working_set leaves out (CPU_Mapped
  * spans or ranges, page-aligned; allocated CPU buffers such as CPU_REPACK at
  * their size; 0 on a CPU-only placement, where the working set counts them).
  * On a unified-memory Mac these live in the same RAM as the GPU's. */
 GGUFMAP_API void ggufmap_plan_cpu_side(const ggufmap_plan *plan, uint64_t *llama_bytes, uint64_t *planned_bytes);
+
+/* Bytes of weights the run holds in the host's RAM: on a device with
+ * unified memory (Metal) every buffer, on the CPU alone every buffer, with
+ * a discrete GPU the host's buffers only.  Mapped buffers count their pages
+ * once where spans overlap (the file's pages are in memory once, however
+ * many buffers map them: a CPU_Mapped span reaching over MTL0_Mapped
+ * tensors), page-aligned as the plan's page says; lazily read tables
+ * (--lazy-mode) do not count, llama.cpp maps their files without
+ * MAP_POPULATE and reads only the rows a batch gathers; allocated buffers
+ * count their size.  With llama.cpp's spans and with the planned ranges. */
+GGUFMAP_API void ggufmap_plan_resident(const ggufmap_plan *plan, uint64_t *llama_bytes, uint64_t *planned_bytes);
 
 /* Plans one list of own byte ranges (sorted by first, non-overlapping, as
  * the tensors of one context in one file are) with a planner: the ranges it

@@ -40,11 +40,17 @@ typedef struct ggufmap_suggestion {
     char command[2048];    /* "ggufmap repack M.gguf --device metal -o M-repacked.gguf" */
     uint64_t working_set;  /* llama.cpp's GPU working set after it */
     uint64_t cpu_side;     /* and its CPU side */
+    uint64_t resident;     /* and the weights the RAM holds (ggufmap_plan_resident) */
+    uint32_t n_gpus;       /* with several GPUs: each one's working set after it, in -dev's order */
+    uint64_t gpu_working_set[GGUFMAP_MAX_GPUS];
 } ggufmap_suggestion;
 
 typedef struct ggufmap_report_opts {
     unsigned flags;
-    uint64_t limit;       /* working-set limit for a verdict; 0 = none */
+    uint64_t limit;       /* working-set limit for a verdict (each GPU's); 0 = none */
+    uint64_t gpu_limits[GGUFMAP_MAX_GPUS]; /* per GPU ordinal (CUDA1: [1]): its own limit; 0 = limit's */
+    uint64_t mem;         /* the host's RAM: the weights it holds (ggufmap_plan_resident) against it, a
+                             second verdict; 0 = none */
     uint32_t width;       /* picture width in cells (default 96) */
     uint32_t top_foreign; /* foreign tensors listed per buffer (default 5) */
     const ggufmap_suggestion *suggestions; /* next steps to print, or NULL */

@@ -67,8 +67,14 @@ for pair in "metal MTL0" "metal Metal" "cuda CUDA0" "cpu none"; do
   "$ggufmap" plan "$m" --device "$2" -ngl 2 --format buffers >"$work/b" 2>&1
   [[ -s $work/a ]] && cmp -s "$work/a" "$work/b" && ok || bad "--device $2 is not --device $1"
 done
-expect 1 "--device CUDA1" "$ggufmap" plan "$m" --device CUDA1
-has "$work/err" "one GPU" "second GPU"
+expect 0 "--device CUDA1" "$ggufmap" plan "$m" --device CUDA1 -ngl 2 --format buffers
+has "$work/out" "buft=CUDA1 " "the second GPU's weights"
+expect 1 "--device vulkan" "$ggufmap" plan "$m" --device Vulkan0
+has "$work/err" "Vulkan is not modelled" "Vulkan's refusal"
+expect 1 "--device cuda,metal" "$ggufmap" plan "$m" --device CUDA0,MTL0
+has "$work/err" "one backend" "mixed backends"
+expect 1 "-sm row on metal" "$ggufmap" plan "$m" --device metal -sm row
+has "$work/err" "does not support split buffers" "Metal's split buffers"
 
 # ---- plan: exit 3 over the limit, 0 under it; --quiet says it by status only
 expect 3 "plan over the limit" "$ggufmap" plan "$m" --device metal -ngl 1 --limit 100K

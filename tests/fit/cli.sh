@@ -7,7 +7,11 @@
 #   suggestions      with the limit set to what llama.cpp really holds with
 #                    q8_0 K/V and -ngl N (or --n-cpu-moe N), fit suggests
 #                    exactly that N, and llama.cpp at N+1 GPU layers (N-1
-#                    CPU-side expert layers) exceeds the limit.
+#                    CPU-side expert layers) exceeds the limit;
+#   two GPUs         --limit per device (CUDA0=..,CUDA1=..): the checks, the
+#                    usage errors, --max-ctx under both limits and the -ts
+#                    suggestion, each against llama.cpp on two fake CUDA
+#                    devices.
 # Plans use --page 1B so that totals are the buffers' bytes, as the fake
 # Metal allocates them (it does not round to pages).
 #
@@ -44,7 +48,6 @@ expect_rc 1 "unknown option" "$L" --bogus
 expect_rc 1 "-fa maybe" "$L" -fa maybe
 expect_rc 1 "-ctk q3_K (not a cache type llama.cpp accepts)" "$L" -ctk q3_K
 expect_rc 1 "--limit 12Q" "$L" --limit 12Q
-expect_rc 1 "--limit and --mem" "$L" --limit 1G --mem 2G
 expect_rc 1 "--max-ctx without a limit" "$L" --max-ctx
 expect_rc 2 "a missing file" "$WORK/none.gguf"
 grep -q 'none.gguf' "$WORK/err" || fail "the missing file's error does not name it"
@@ -123,6 +126,41 @@ for c in "metal 128G $((96 * G))" "metal 64G $((48 * G))" "metal 32G $((32 * G /
   [ "$got" = "$want" ] && ok "--device $dev --mem $mem: limit $got" ||
     fail "--device $dev --mem $mem: limit $got, want $want"
 done
+# --mem is the RAM check of its own beside --limit (which then sets the GPU's limit, as
+# iogpu.wired_limit_mb does); a discrete GPU's --mem judges the host's side only
+# checks_of ARGS...: "device:limit" of every check
+checks_of() { "$GGUFMAP" fit "$L" "$@" --json | node -e '
+  const f = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  console.log(f.verdict.checks.map((c) => `${c.device}:${c.limit}`).join(" "))'; }
+for c in "metal|--limit 100G --mem 128G|MTL0:$((100 * G)) RAM:$((128 * G))" \
+         "cuda|--limit 24G --mem 64G|CUDA0:$((24 * G)) RAM:$((64 * G))" "cuda|--mem 64G|RAM:$((64 * G))" \
+         "cpu|--limit 8G --mem 16G|CPU:$((8 * G)) RAM:$((16 * G))"; do
+  IFS='|' read -r dev args want <<<"$c"
+  read -r -a a <<<"$args"
+  got=$(checks_of --device "$dev" "${a[@]}")
+  [ "$got" = "$want" ] && ok "--device $dev $args: checks $got" || fail "--device $dev $args: checks $got, want $want"
+done
+
+# --limit per device of -dev (a bare SIZE among them is the others'); -sm none
+# -mg 1 uses CUDA1 alone, so only its limit is judged
+for c in "CUDA0,CUDA1|--limit 24G,CUDA1=12G --mem 64G|CUDA0:$((24 * G)) CUDA1:$((12 * G)) RAM:$((64 * G))" \
+         "CUDA0,CUDA1|--limit CUDA1=12G|CUDA1:$((12 * G))" \
+         "CUDA1,CUDA0|--limit cuda0=20G,CUDA1=10G|CUDA1:$((10 * G)) CUDA0:$((20 * G))" \
+         "CUDA0,CUDA1|--limit CUDA0=20G,CUDA1=10G -sm none -mg 1|CUDA1:$((10 * G))" \
+         "CUDA0,CUDA1,CUDA2,CUDA3|--limit 8G,CUDA3=4G|CUDA0:$((8 * G)) CUDA1:$((8 * G)) CUDA2:$((8 * G)) CUDA3:$((4 * G))"; do
+  IFS='|' read -r dev args want <<<"$c"
+  read -r -a a <<<"$args"
+  got=$(checks_of --device "$dev" "${a[@]}")
+  [ "$got" = "$want" ] && ok "--device $dev $args: checks $got" || fail "--device $dev $args: checks $got, want $want"
+done
+expect_rc 1 "--limit naming a GPU outside -dev" "$L" -dev CUDA0,CUDA1 --limit CUDA2=1G
+expect_rc 1 "--limit naming another backend's GPU" "$L" -dev CUDA0,CUDA1 --limit MTL0=1G
+expect_rc 1 "--limit naming the CPU (the RAM is --mem)" "$L" -dev CUDA0 --limit cpu=1G
+expect_rc 1 "--limit with an empty item" "$L" -dev CUDA0 --limit CUDA0=1G,
+expect_rc 0 "--limit per device, both under" "$L" -dev CUDA0,CUDA1 --limit CUDA0=1G,CUDA1=1G
+expect_rc 3 "--limit per device, one over" "$L" -dev CUDA0,CUDA1 --limit CUDA0=1G,CUDA1=1M
+grep -q 'GPU memory (CUDA1):' "$WORK/out" && grep -q 'EXCEEDS the limit of 1.00 MiB' "$WORK/out" ||
+  fail "the text verdict does not show CUDA1's check"
 
 # --- searches against the real llama.cpp ------------------------------------
 # real ORACLE_ARGS...: llama.cpp's bytes on MTL0 after a full batch (all
@@ -178,6 +216,41 @@ EOF
 }
 suggest "$L" -ngl --ngl 2 3
 suggest "$M" --n-cpu-moe --n-cpu-moe 2 1 -ngl all
+
+# --max-ctx under two GPUs' limits (-ts 1,3: CUDA1 holds the most): llama.cpp,
+# on two fake CUDA devices, fits both at R, and at R + 256 exceeds one of them
+real2() {
+  local ts=1,3
+  [ "$1" = --ts ] && { ts=$2; shift 2; }
+  "$ORACLE" --no-repack --fake-gpu cuda --fake-gpus 2 --dev CUDA0,CUDA1 --ts "$ts" --ngl all --b 2048 --ub 512 \
+    --decode 2048 --logits-all "$@" >"$WORK/oracle.out" 2>&1
+  node "$HERE/real_total.js" "$WORK/oracle.out" CUDA0,CUDA1 | node -e '
+    const r = JSON.parse(require("fs").readFileSync(0, "utf8")); console.log(`${r.CUDA0} ${r.CUDA1}`)'
+}
+L0=$((30 * 1048576)) L1=$((40 * 1048576))
+R=$("$GGUFMAP" fit "$L" -dev CUDA0,CUDA1 -ts 1,3 -c 65536 --limit "CUDA0=${L0}B,CUDA1=${L1}B" --max-ctx --json |
+    node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).max_ctx)')
+read -r a0 a1 <<<"$(real2 --ctx "$R" "$L")"
+read -r b0 b1 <<<"$(real2 --ctx "$((R + 256))" "$L")"
+if [ -n "$b1" ] && [ "$a0" -le "$L0" ] && [ "$a1" -le "$L1" ] && { [ "$b0" -gt "$L0" ] || [ "$b1" -gt "$L1" ]; }; then
+  ok "--max-ctx $R under CUDA0=$L0,CUDA1=$L1: llama.cpp holds $a0+$a1 B at -c $R, $b0+$b1 B at -c $((R + 256))"
+else
+  fail "--max-ctx $R under CUDA0=$L0,CUDA1=$L1: llama.cpp holds '$a0' '$a1' B at -c $R, '$b0' '$b1' at -c $((R + 256))"
+fi
+
+# -ts: CUDA0 over its limit at -ts 3,1 and CUDA1 with room: fit suggests the split that fits, and
+# llama.cpp with it holds at most each limit (after a full batch)
+LT=$((30 * 1048576))
+TS=$("$GGUFMAP" fit "$L" -dev CUDA0,CUDA1 -ts 3,1 -c 4096 --limit "${LT}B" --json | node -e '
+  const f = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  const s = f.suggestions.find((x) => x.flags.startsWith("-ts "));
+  console.log(!f.verdict.fits && s && s.fits ? s.flags.slice(4) : "")')
+read -r a0 a1 <<<"$(real2 --ts "${TS:-1,1}" --ctx 4096 "$L")"
+if [ -n "$TS" ] && [ -n "$a1" ] && [ "$a0" -le "$LT" ] && [ "$a1" -le "$LT" ]; then
+  ok "-ts 3,1 over ${LT} B per GPU: fit suggests -ts $TS, llama.cpp then holds $a0 and $a1 B"
+else
+  fail "-ts 3,1 over ${LT} B per GPU: fit suggests '-ts $TS', llama.cpp then holds '$a0' and '$a1' B"
+fi
 
 rm -rf "$WORK"
 if [ "$n_fail" -gt 0 ]; then

@@ -39,8 +39,9 @@ def norm_buf(b):
         return "REPACK"
     if b == "CUDA_Host":
         return "HOST"
-    if b.startswith("MTL0") or b.startswith("CUDA0") or b == "GPU":
-        return "GPU"
+    m = re.match(r"(?:MTL|CUDA|GPU)(\d*)", b)
+    if m:
+        return "GPU" + (m.group(1) if m.group(1) not in ("", "0") else "")
     return b
 
 
@@ -54,7 +55,7 @@ def norm(line, is_oracle):
     kw = line.split()[0]
     buf = norm_buf(f["buf"]) if kw == "GLEAF" else "-"
     be = f["be"]
-    be = "GPU" if be.startswith("MTL0") or be.startswith("CUDA0") or be == "GPU" else be
+    be = norm_buf(be) if be != "-" else be
     flags = int(f["flags"]) & 3
     return "%s %s type=%s ne=%s nb=%s view=%s src=%s flags=%d buf=%s be=%s" % (
         kw, op, f["type"], f["ne"], f["nb"], f["view"], f["src"], flags, buf, be), f.get("name", "-")

@@ -18,6 +18,20 @@ declare -A N_KIND=()
 fails=()
 ratios=()          # "RATIO FIXTURE" per upper bound, for report
 
+# device_to_oracle D[,D...]: --device as the oracle's fake GPUs: a kind
+# (metal, cuda) is one fake device; device names (CUDA0,CUDA1, MTL1) register
+# as many fake devices as the highest ordinal needs, then --dev lists them
+device_to_oracle() {
+  case $1 in
+    metal|cuda|cpu|none) [ "$1" = cpu ] || [ "$1" = none ] || printf '%s\n' --fake-gpu "$1"; return ;;
+  esac
+  local kind=cuda n=0 d o
+  case $1 in MTL*|mtl*) kind=metal ;; esac
+  IFS=, read -r -a devs <<<"$1"
+  for d in "${devs[@]}"; do o=${d//[!0-9]/}; (( o + 1 > n )) && n=$((o + 1)); done
+  printf '%s\n' --fake-gpu "$kind" --fake-gpus "$n" --dev "$1"
+}
+
 # to_oracle ARGS...: fit's context and placement flags in the oracle's spelling
 to_oracle() {
   local out=()
@@ -34,7 +48,12 @@ to_oracle() {
       -nkvo) out+=(--nkvo) ;;
       --no-op-offload) out+=(--no-op-offload) ;;
       --embedding) out+=(--embd) ;;
-      --device) out+=(--fake-gpu "$2"); shift ;;
+      --device) mapfile -t -O "${#out[@]}" out < <(device_to_oracle "$2"); shift ;;
+      -ts) out+=(--ts "$2"); shift ;;
+      -sm) out+=(--sm "$2"); shift ;;
+      -mg) out+=(--mg "$2"); shift ;;
+      -ot) out+=(--ot "$2"); shift ;;
+      --n-cpu-moe) out+=(--n-cpu-moe "$2"); shift ;;
       -ngl) out+=(--ngl "$2"); shift ;;
       --mtp) out+=(--mtp-draft) ;;
       *) echo "lib.sh: no oracle spelling for '$1'" >&2; exit 2 ;;

@@ -1,11 +1,12 @@
-// node real_total.js ORACLE_OUT [GPU]
+// node real_total.js ORACLE_OUT [GPU[,GPU...]]
 // What llama.cpp really holds per device once a context exists and has
 // decoded a full batch, from `ggufmap-oracle ... --decode N` output: the
 // weight buffers (MAPPED and ALLOC lines) plus the context's buffers after
 // the decode (DECTOTAL lines: KV, recurrent state, compute, the output
 // buffer at its grown size).  A buffer type that starts with GPU (MTL0,
-// CUDA0) counts for that device, anything else for the CPU.  Prints one JSON
-// object {"CPU": bytes, "MTL0": bytes}; exits 1 when the decode did not run.
+// CUDA0) counts for that device, anything else for the CPU; several GPUs
+// (CUDA0,CUDA1) each for its own.  Prints one JSON object {"CPU": bytes,
+// "MTL0": bytes}; exits 1 when the decode did not run.
 'use strict';
 const fs = require('fs');
 const [path, gpu] = process.argv.slice(2);
@@ -15,8 +16,9 @@ if (!/^DECODE ok /m.test(text)) {
   process.exit(1);
 }
 const real = {};
+const gpus = gpu ? gpu.split(',') : [];
 const add = (buft, n) => {
-  const dev = gpu && buft.startsWith(gpu) ? gpu : 'CPU';
+  const dev = gpus.find((g) => buft.startsWith(g)) || 'CPU';
   real[dev] = (real[dev] || 0) + n;
 };
 for (const l of text.split('\n')) {

@@ -104,3 +104,93 @@ console.log(`working set before ${mib(v0.total)} MiB (fits ${v0.fits}), after re
 process.exit(bad);
 EOF
 ok "128 GB Mac: does not fit before repack, fits after; the repack suggestion predicted the new total"
+
+# --- unified memory judged whole (issue 18.2) ----------------------------
+# A Mac has one RAM: the GPU working set must fit macOS's limit AND
+# everything resident must fit the RAM.  Three cases on the replica:
+#   64G, --n-cpu-moe 23, q8_0 cache: the GPU fits once repacked, the RAM
+#     never (the experts sit twice: in the GPU spans and in CPU_REPACK):
+#     exit 3, the RAM check named, no suggestion that fits;
+#   128G, -ngl 34: the GPU fits, the RAM does not (exit 3);
+#   128G, -ngl all -c 262144: the GPU does not fit, the RAM does.
+# Every suggestion is re-checked by running fit with it (repack: on the
+# repacked copy), and plan --mem gives the same weight-only RAM verdict.
+checks() { node -e '
+  const f = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const c = f.verdict.checks;
+  const show = (x) => `${x.what}: ${(x.total / 1048576).toFixed(2)} MiB (planned ${(x.total_planned / 1048576).toFixed(2)}) of ${(x.limit / 1048576).toFixed(0)} MiB`;
+  console.log(c.map(show).join("; "));
+  const want = process.argv[2].split(",");   // gpu,gpu_planned,ram,ram_planned as 1/0
+  const got = [c[0].fits, c[0].fits_planned, c[1].fits, c[1].fits_planned].map((x) => (x ? "1" : "0"));
+  const ok = c.length === 2 && c[0].device === "MTL0" && c[1].device === "RAM" && c[1].what.startsWith("RAM (unified") &&
+             got.join(",") === want.join(",") && f.verdict.fits === (got[0] === "1" && got[2] === "1");
+  if (!ok) console.log(`checks ${got.join(",")}, want ${want.join(",")}`);
+  process.exit(ok ? 0 : 1);' "$@"; }
+
+M64=(--device metal --mem 64G --n-cpu-moe 23 -ctk q8_0 -ctv q8_0 -fa on)
+"$GGUFMAP" fit "$Q" "${M64[@]}" >"$WORK/m64.txt" 2>&1
+rc=$?
+[ $rc -eq 3 ] || fail "64 GB Mac, --n-cpu-moe 23: exit $rc, want 3"
+grep -q '^RAM (unified memory: everything resident):' "$WORK/m64.txt" && grep -q 'EXCEEDS the limit of 65536.00 MiB' "$WORK/m64.txt" ||
+  fail "64 GB Mac: the text does not name the whole-memory check: $(head -c 600 "$WORK/m64.txt")"
+"$GGUFMAP" fit "$Q" "${M64[@]}" --json >"$WORK/m64.json"
+checks "$WORK/m64.json" 0,1,0,0 || fail "64 GB Mac: the two checks"
+node -e 'const f = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  process.exit(f.suggestions.some((s) => s.fits) ? 1 : 0)' "$WORK/m64.json" || fail "64 GB Mac: a suggestion claims to fit"
+"$GGUFMAP" plan "$Q" --device metal --mem 64G --n-cpu-moe 23 --no-picture >"$WORK/p64.txt" 2>&1
+rc=$?
+[ $rc -eq 3 ] && grep -q '^RAM (unified memory: every weight resident, counted once' "$WORK/p64.txt" ||
+  fail "plan --mem 64G: exit $rc or no RAM verdict: $(grep -A2 '^RAM' "$WORK/p64.txt")"
+ok "64 GB Mac, --n-cpu-moe 23, q8_0 cache: exit 3 on the RAM check (fit and plan)"
+
+M128=(--device metal --mem 128G -ngl 34)
+"$GGUFMAP" fit "$Q" "${M128[@]}" --json >"$WORK/m128.json"
+rc=$?
+[ $rc -eq 3 ] || fail "128 GB Mac, -ngl 34: exit $rc, want 3"
+checks "$WORK/m128.json" 1,1,0,1 || fail "128 GB Mac, -ngl 34: the two checks"
+# its suggestion (repack) re-checked on the repacked copy
+"$GGUFMAP" repack "$Q" "${M128[@]:0:2}" -ngl 34 -o "$WORK/R34.gguf" >"$WORK/r34.out" 2>&1 || fail "repack -ngl 34"
+"$GGUFMAP" fit "$WORK/R34-00001-of-00004.gguf" "${M128[@]}" --json >"$WORK/r34.json"
+rc=$?
+[ $rc -eq 0 ] || fail "128 GB Mac, -ngl 34, repacked: exit $rc, want 0"
+node -e '
+  const fs = require("fs");
+  const f = JSON.parse(fs.readFileSync(process.argv[1], "utf8")), r = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+  const s = f.suggestions.find((x) => x.flags === "repack");
+  const c = r.verdict.checks;
+  // the repacked copy maps the planned ranges: the same totals, up to the page rounding of range ends (0.01%)
+  const near = (a, b) => b <= a && a - b <= a / 10000;
+  const ok = s && s.fits && r.verdict.fits && near(s.total, c[0].total) && near(s.resident, c[1].total);
+  console.log(`repack suggested: GPU ${s && s.total} RAM ${s && s.resident}; repacked: GPU ${c[0].total} RAM ${c[1].total}`);
+  process.exit(ok ? 0 : 1);' "$WORK/m128.json" "$WORK/r34.json" || fail "128 GB Mac, -ngl 34: the repack suggestion"
+ok "128 GB Mac, -ngl 34: the GPU fits, the RAM does not (exit 3); repacked, both fit as suggested"
+
+"$GGUFMAP" fit "$Q" --device metal -ngl all -c 262144 --mem 128G --json >"$WORK/mall.json"
+rc=$?
+[ $rc -eq 3 ] || fail "128 GB Mac, -ngl all: exit $rc, want 3"
+checks "$WORK/mall.json" 0,1,1,1 || fail "128 GB Mac, -ngl all: the two checks"
+ok "128 GB Mac, -ngl all -c 262144: the RAM fits, the GPU does not (exit 3)"
+
+# a suggestion that changes flags, re-checked: --mem 96G on the -ngl all
+# run wants the q8_0 cache or fewer layers; each listed step is run
+"$GGUFMAP" fit "$Q" --device metal -ngl all -c 262144 --mem 96G --json >"$WORK/m96.json"
+node -e 'const f = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  for (const s of f.suggestions) if (s.flags !== "repack") console.log(s.flags);' "$WORK/m96.json" >"$WORK/m96.flags"
+[ -s "$WORK/m96.flags" ] || fail "--mem 96G: no suggestion but repack"
+extra=()
+while read -r line; do
+  read -r -a add <<<"$line"
+  extra+=("${add[@]}")
+  "$GGUFMAP" fit "$Q" --device metal -ngl all -c 262144 --mem 96G "${extra[@]}" --json >"$WORK/step.json"
+  node -e '
+    const fs = require("fs");
+    const f = JSON.parse(fs.readFileSync(process.argv[1], "utf8")), r = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+    const s = f.suggestions.find((x) => x.flags === process.argv[3]);
+    const c = r.verdict.checks;
+    // a step is judged with the plan weights the steps before it imply (repack first): its totals are the planned ones
+    const ok = s.total === c[0].total_planned && s.resident === c[1].total_planned && s.fits === r.verdict.fits_planned;
+    console.log(`${process.argv[3]}: suggested GPU ${s.total} RAM ${s.resident} fits ${s.fits}; ` +
+                `fit: GPU ${c[0].total_planned} RAM ${c[1].total_planned} fits ${r.verdict.fits_planned}`);
+    process.exit(ok ? 0 : 1);' "$WORK/m96.json" "$WORK/step.json" "$line" || fail "--mem 96G: the step '$line' is not what fit says"
+done <"$WORK/m96.flags"
+ok "--mem 96G: every suggested step re-checked by fit ($(tr '\n' ';' <"$WORK/m96.flags"))"

@@ -132,39 +132,57 @@ _Static_assert(offsetof(struct ggml_backend_dev_caps, events) == 3, "caps.events
 _Static_assert(offsetof(struct ggml_backend_dev_caps, mmap_support) == 4, "caps.mmap_support");
 
 /* ------------------------------------------------------------------ */
-/* the one device                                                      */
+/* the devices                                                         */
 /* ------------------------------------------------------------------ */
 
 #define FAKE_MEMORY ((size_t)1 << 40) /* 1 TiB free and total */
 
 /* context of each of our buffer types */
 struct fake_buft_ctx {
-    const char *name;
+    char name[32];
     size_t alignment;
     bool is_host;
     bool cuda_row_padding; /* CUDA's get_alloc_size for quantized tensors */
 };
 
+/* one fake device: MTL<i> or CUDA<i>, its own default and mapped types */
+struct fake_dev {
+    char name[16];
+    char description[64];
+    char device_id[32];
+    struct fake_buft_ctx def_ctx, mapped_ctx;
+    struct ggml_backend_buffer_type def_buft, mapped_buft;
+    struct ggml_backend_device dev;
+};
+
+/* the registry: one backend with n devices (as ggml-cuda registers every GPU),
+ * one pinned host type for all of them (ggml_backend_cuda_host_buffer_type,
+ * whose device is the first GPU) */
 struct fake_gpu {
     enum fake_gpu_kind kind;
+    int n_devices;
     const char *reg_name;
-    const char *dev_name;
-    const char *description;
-    const char *device_id;
     struct ggml_backend_dev_caps caps;
     bool has_host_buft;
-    struct fake_buft_ctx def_ctx, mapped_ctx, host_ctx;
-    struct ggml_backend_buffer_type def_buft, mapped_buft, host_buft;
-    struct ggml_backend_device dev;
+    struct fake_buft_ctx host_ctx;
+    struct ggml_backend_buffer_type host_buft;
+    struct fake_dev devs[FAKE_GPU_MAX_DEVICES];
     struct ggml_backend_reg reg;
 };
 
 static struct fake_gpu g_fake;
 
+static struct fake_dev *dev_of(ggml_backend_dev_t dev)
+{
+    return dev->context;
+}
+
 static bool is_own_buft(ggml_backend_buffer_type_t buft)
 {
-    return buft == &g_fake.def_buft || buft == &g_fake.mapped_buft ||
-           (g_fake.has_host_buft && buft == &g_fake.host_buft);
+    for (int i = 0; i < g_fake.n_devices; i++)
+        if (buft == &g_fake.devs[i].def_buft || buft == &g_fake.devs[i].mapped_buft)
+            return true;
+    return g_fake.has_host_buft && buft == &g_fake.host_buft;
 }
 
 /* ------------------------------------------------------------------ */
@@ -562,14 +580,12 @@ static const struct ggml_backend_buffer_type_i buft_iface = {
 
 static const char *dev_get_name(ggml_backend_dev_t dev)
 {
-    (void)dev;
-    return g_fake.dev_name;
+    return dev_of(dev)->name;
 }
 
 static const char *dev_get_description(ggml_backend_dev_t dev)
 {
-    (void)dev;
-    return g_fake.description;
+    return dev_of(dev)->description;
 }
 
 static void dev_get_memory(ggml_backend_dev_t dev, size_t *free_mem, size_t *total)
@@ -591,14 +607,13 @@ static void dev_get_props(ggml_backend_dev_t dev, struct ggml_backend_dev_props 
     props->description = dev_get_description(dev);
     dev_get_memory(dev, &props->memory_free, &props->memory_total);
     props->type = dev_get_type(dev);
-    props->device_id = g_fake.device_id;
+    props->device_id = dev_of(dev)->device_id;
     props->caps = g_fake.caps;
 }
 
 static ggml_backend_buffer_type_t dev_get_buffer_type(ggml_backend_dev_t dev)
 {
-    (void)dev;
-    return &g_fake.def_buft;
+    return &dev_of(dev)->def_buft;
 }
 
 static ggml_backend_buffer_type_t dev_get_host_buffer_type(ggml_backend_dev_t dev)
@@ -610,10 +625,9 @@ static ggml_backend_buffer_type_t dev_get_host_buffer_type(ggml_backend_dev_t de
 static ggml_backend_buffer_t dev_buffer_from_host_ptr(ggml_backend_dev_t dev, void *ptr, size_t size,
                                                       size_t max_tensor_size)
 {
-    (void)dev;
     (void)max_tensor_size;
     /* Metal page-aligns inside ggml_metal_buffer_map but reports the size it was given */
-    return ggml_backend_buffer_init(&g_fake.mapped_buft, mapped_buffer_iface, ptr, size);
+    return ggml_backend_buffer_init(&dev_of(dev)->mapped_buft, mapped_buffer_iface, ptr, size);
 }
 
 static bool dev_supports_op(ggml_backend_dev_t dev, const struct ggml_tensor *op)
@@ -625,12 +639,12 @@ static bool dev_supports_op(ggml_backend_dev_t dev, const struct ggml_tensor *op
 /* The scheduler runs an op on this device only if the device can use the
  * buffers of its weights. Metal accepts its shared, private and mapped types
  * (ggml-metal.cpp ggml_backend_metal_device_supports_buft), CUDA its device
- * type (ggml-cuda.cu ggml_backend_cuda_device_supports_buft; CUDA_Host only
- * on integrated GPUs): never the CPU's or the host type. Loading never asks. */
+ * type (ggml-cuda.cu ggml_backend_cuda_device_supports_buft: the buffer
+ * type's device must be this one; CUDA_Host only on integrated GPUs): never
+ * another GPU's, the CPU's or the host type. Loading never asks. */
 static bool dev_supports_buft(ggml_backend_dev_t dev, ggml_backend_buffer_type_t buft)
 {
-    (void)dev;
-    return buft == &g_fake.def_buft || buft == &g_fake.mapped_buft;
+    return buft == &dev_of(dev)->def_buft || buft == &dev_of(dev)->mapped_buft;
 }
 
 /* ggml-metal.cpp / ggml-cuda.cu get_op_batch_size: the rows an op works on */
@@ -680,8 +694,7 @@ struct fake_stream {
 
 static const char *be_get_name(ggml_backend_t backend)
 {
-    (void)backend;
-    return g_fake.dev_name;
+    return dev_of(backend->device)->name;
 }
 
 static void be_free(ggml_backend_t backend)
@@ -768,13 +781,13 @@ static const char *reg_get_name(ggml_backend_reg_t reg)
 static size_t reg_get_device_count(ggml_backend_reg_t reg)
 {
     (void)reg;
-    return 1;
+    return (size_t)g_fake.n_devices;
 }
 
 static ggml_backend_dev_t reg_get_device(ggml_backend_reg_t reg, size_t index)
 {
     (void)reg;
-    return index == 0 ? &g_fake.dev : NULL;
+    return index < (size_t)g_fake.n_devices ? &g_fake.devs[index].dev : NULL;
 }
 
 static void *reg_get_proc_address(ggml_backend_reg_t reg, const char *name)
@@ -787,18 +800,38 @@ static void *reg_get_proc_address(ggml_backend_reg_t reg, const char *name)
 }
 
 static void init_buft(struct ggml_backend_buffer_type *buft, struct fake_buft_ctx *ctx, const char *name,
-                      size_t alignment, bool is_host, bool cuda_row_padding)
+                      size_t alignment, bool is_host, bool cuda_row_padding, struct fake_dev *owner)
 {
-    ctx->name = name;
+    snprintf(ctx->name, sizeof ctx->name, "%s", name);
     ctx->alignment = alignment;
     ctx->is_host = is_host;
     ctx->cuda_row_padding = cuda_row_padding;
     buft->iface = buft_iface;
-    buft->device = &g_fake.dev;
+    buft->device = &owner->dev;
     buft->context = ctx;
 }
 
-bool fake_gpu_register(enum fake_gpu_kind kind)
+/* device i of the kind: its name, id and buffer types */
+static void init_device(struct fake_dev *d, int i, const struct ggml_backend_device_i *iface)
+{
+    char mapped[32];
+    const bool metal = g_fake.kind == FAKE_GPU_METAL;
+    snprintf(d->name, sizeof d->name, "%s%d", metal ? "MTL" : "CUDA", i);
+    snprintf(d->description, sizeof d->description, "fake %s GPU %d (ggufmap-oracle)", metal ? "Metal" : "CUDA", i);
+    /* distinct ids: llama.cpp skips a GPU whose id another one has */
+    snprintf(d->device_id, sizeof d->device_id, metal ? "fake-metal:%d" : "0000:%02x:00.0", metal ? i : 0xfa + i);
+    snprintf(mapped, sizeof mapped, "%s_Mapped", d->name);
+    /* ggml-metal.cpp: shared and mapped bufts have alignment 32, is_host false;
+     * ggml-cuda.cu: CUDA<i> alignment 128 + row padding */
+    init_buft(&d->def_buft, &d->def_ctx, d->name, metal ? 32 : 128, false, !metal, d);
+    if (metal)
+        init_buft(&d->mapped_buft, &d->mapped_ctx, mapped, 32, false, false, d);
+    d->dev.iface = *iface;
+    d->dev.reg = &g_fake.reg;
+    d->dev.context = d;
+}
+
+bool fake_gpu_register(enum fake_gpu_kind kind, int n_devices)
 {
     if (kind == FAKE_GPU_NONE)
         return true;
@@ -806,8 +839,13 @@ bool fake_gpu_register(enum fake_gpu_kind kind)
         fprintf(stderr, "ggufmap-oracle: fake GPU already registered\n");
         return false;
     }
+    if (n_devices < 1 || n_devices > FAKE_GPU_MAX_DEVICES) {
+        fprintf(stderr, "ggufmap-oracle: %d fake GPUs: 1 to %d\n", n_devices, FAKE_GPU_MAX_DEVICES);
+        return false;
+    }
     memset(&g_fake, 0, sizeof g_fake);
     g_fake.kind = kind;
+    g_fake.n_devices = n_devices;
 
     struct ggml_backend_device_i dev_iface = {
         .get_name = dev_get_name,
@@ -829,41 +867,36 @@ bool fake_gpu_register(enum fake_gpu_kind kind)
 
     if (kind == FAKE_GPU_METAL) {
         g_fake.reg_name = "Metal";
-        g_fake.dev_name = "MTL0";
-        g_fake.description = "fake Metal GPU (ggufmap-oracle)";
-        g_fake.device_id = "fake-metal:0";
+        /* async = events = 1 as ggml-metal says (ggml-metal.cpp:695-701): with several devices and every layer
+         * on them, llama.cpp then turns on pipeline parallelism (llama-context.cpp:429-456, n_copies = 4); the
+         * events themselves are NULL (no event_new), which ggml's scheduler and the loader allow */
         g_fake.caps = (struct ggml_backend_dev_caps){
-            .async = false, .host_buffer = false, .buffer_from_host_ptr = true, .events = false, .mmap_support = true,
+            .async = true, .host_buffer = false, .buffer_from_host_ptr = true, .events = true, .mmap_support = true,
         };
-        /* ggml-metal.cpp: shared and mapped bufts have alignment 32, is_host false */
-        init_buft(&g_fake.def_buft, &g_fake.def_ctx, "MTL0", 32, false, false);
-        init_buft(&g_fake.mapped_buft, &g_fake.mapped_ctx, "MTL0_Mapped", 32, false, false);
         g_fake.has_host_buft = false;
         dev_iface.buffer_from_host_ptr = dev_buffer_from_host_ptr;
     } else if (kind == FAKE_GPU_CUDA) {
         g_fake.reg_name = "CUDA";
-        g_fake.dev_name = "CUDA0";
-        g_fake.description = "fake CUDA GPU (ggufmap-oracle)";
-        g_fake.device_id = "0000:fa:00.0";
-        /* host_buffer = 1 as for real CUDA (it does not change the CPU buft list);
-         * async = events = 0, so llama.cpp never tries async uploads (they need all three) */
+        /* host_buffer = 1 as for real CUDA (it does not change the CPU buft list); async = events = 1 as
+         * ggml-cuda says (ggml-cuda.cu:5099-5112), which with several devices turns on pipeline parallelism;
+         * the loader's async uploads (--no-mmap) need an event, and event_new is NULL, so it loads
+         * synchronously (llama-model-loader.cpp:1526-1598) */
         g_fake.caps = (struct ggml_backend_dev_caps){
-            .async = false, .host_buffer = true, .buffer_from_host_ptr = false, .events = false, .mmap_support = true,
+            .async = true, .host_buffer = true, .buffer_from_host_ptr = false, .events = true, .mmap_support = true,
         };
-        /* ggml-cuda.cu: CUDA0 alignment 128 + row padding; CUDA_Host takes the CPU buft's alignment (32) */
-        init_buft(&g_fake.def_buft, &g_fake.def_ctx, "CUDA0", 128, false, true);
-        init_buft(&g_fake.host_buft, &g_fake.host_ctx, "CUDA_Host",
-                  ggml_backend_buft_get_alignment(ggml_backend_cpu_buffer_type()), true, false);
         g_fake.has_host_buft = true;
         dev_iface.get_host_buffer_type = dev_get_host_buffer_type;
     } else {
         fprintf(stderr, "ggufmap-oracle: unknown fake GPU kind %d\n", (int)kind);
         return false;
     }
+    for (int i = 0; i < n_devices; i++)
+        init_device(&g_fake.devs[i], i, &dev_iface);
+    /* CUDA_Host takes the CPU buft's alignment (32); its device is the first GPU */
+    if (g_fake.has_host_buft)
+        init_buft(&g_fake.host_buft, &g_fake.host_ctx, "CUDA_Host",
+                  ggml_backend_buft_get_alignment(ggml_backend_cpu_buffer_type()), true, false, &g_fake.devs[0]);
 
-    g_fake.dev.iface = dev_iface;
-    g_fake.dev.reg = &g_fake.reg;
-    g_fake.dev.context = NULL;
     g_fake.reg.api_version = GGML_BACKEND_API_VERSION;
     g_fake.reg.iface = (struct ggml_backend_reg_i){
         .get_name = reg_get_name,
@@ -875,8 +908,11 @@ bool fake_gpu_register(enum fake_gpu_kind kind)
 
     size_t before = ggml_backend_dev_count();
     ggml_backend_register(&g_fake.reg);
-    if (ggml_backend_dev_by_name(g_fake.dev_name) != &g_fake.dev || ggml_backend_dev_count() != before + 1) {
-        fprintf(stderr, "ggufmap-oracle: registering the fake %s device failed\n", g_fake.dev_name);
+    bool ok = ggml_backend_dev_count() == before + (size_t)n_devices;
+    for (int i = 0; ok && i < n_devices; i++)
+        ok = ggml_backend_dev_by_name(g_fake.devs[i].name) == &g_fake.devs[i].dev;
+    if (!ok) {
+        fprintf(stderr, "ggufmap-oracle: registering the fake %s devices failed\n", g_fake.reg_name);
         return false;
     }
     return true;

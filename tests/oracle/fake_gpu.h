@@ -12,9 +12,12 @@ enum fake_gpu_kind {
     FAKE_GPU_CUDA,  /* device CUDA0: allocated CUDA0 buffers, host buft CUDA_Host */
 };
 
-/* Register the fake device's backend registry with ggml_backend_register().
+#define FAKE_GPU_MAX_DEVICES 8
+
+/* Register the fake devices' backend registry (n_devices GPUs of the kind:
+ * MTL0..MTLn-1 or CUDA0..CUDAn-1) with ggml_backend_register().
  * Call after the CPU backend is loaded and before the model loads.
  * Returns false (with a message on stderr) if registration did not take. */
-bool fake_gpu_register(enum fake_gpu_kind kind);
+bool fake_gpu_register(enum fake_gpu_kind kind, int n_devices);
 
 #endif

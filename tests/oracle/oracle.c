@@ -841,6 +841,10 @@ static void usage(FILE *out)
           "                     zen4, haswell, x64, ...) instead of the best one for this\n"
           "                     CPU; no-amx: the best one but sapphirerapids (the one with\n"
           "                     the AMX buffer type); --list-bufts prints the one loaded\n"
+          "  --fake-gpus N      with --fake-gpu: N devices of the kind (MTL0..., CUDA0...; 1..8)\n"
+          "  --dev D,D...       llama's -dev: the devices, by name, in order\n"
+          "  --ts N0,N1,...     llama's -ts (tensor_split)\n"
+          "  --sm none|layer|row  llama's -sm (split_mode)    --mg I   llama's -mg (main_gpu)\n"
           "  --fake-gpu K       register a fake GPU: metal (MTL0, mapped weights) or cuda\n"
           "                     (CUDA0 + CUDA_Host); default none\n"
           "  --decode N         after loading, create a context and decode N tokens (ids\n"
@@ -1365,6 +1369,11 @@ int main(int argc, char **argv)
     int lazy_mode = -1;
     int ngl = 0;
     enum fake_gpu_kind fake_gpu = FAKE_GPU_NONE;
+    int n_fake = 1;
+    const char *dev_list = NULL;
+    static float tensor_split[128]; /* llama_max_devices() entries, zero unless --ts */
+    bool ts_given = false;
+    int split_mode = -1, main_gpu = -1;
     struct ctx_opts co = {
         .n_ctx = -1, .n_seq_max = 1, .n_batch = -1, .n_ubatch = -1, .n_outputs_max = -1, .n_threads = 2,
         .type_k = -1, .type_v = -1, .flash_attn = LLAMA_FLASH_ATTN_TYPE_AUTO,
@@ -1414,6 +1423,43 @@ int main(int argc, char **argv)
             if (!parse_count(a, argv[++i], &n))
                 return 2;
             ot_add_n_cpu(n, strcmp(a, "--n-cpu-moe") == 0 ? LLM_FFN_EXPS_REGEX : LLM_FFN_DENSE_REGEX);
+        } else if (strcmp(a, "--fake-gpus") == 0 && has_next) {
+            long n;
+            if (!parse_count(a, argv[++i], &n) || n < 1 || n > FAKE_GPU_MAX_DEVICES) {
+                fprintf(stderr, "ggufmap-oracle: --fake-gpus takes 1..%d\n", FAKE_GPU_MAX_DEVICES);
+                return 2;
+            }
+            n_fake = (int)n;
+        } else if (strcmp(a, "--dev") == 0 && has_next) {
+            dev_list = argv[++i];
+        } else if (strcmp(a, "--ts") == 0 && has_next) {
+            /* common/arg.cpp: split at ',' and '/', std::stof each */
+            char *list = xstrndup(argv[i + 1], strlen(argv[i + 1])), *save = NULL;
+            i++;
+            size_t k = 0;
+            for (char *t = strtok_r(list, ",/", &save); t; t = strtok_r(NULL, ",/", &save)) {
+                if (k >= llama_max_devices() - 1 || k >= sizeof tensor_split / sizeof tensor_split[0]) {
+                    fprintf(stderr, "ggufmap-oracle: --ts: too many values\n");
+                    return 2;
+                }
+                tensor_split[k++] = strtof(t, NULL);
+            }
+            free(list);
+            ts_given = true;
+        } else if (strcmp(a, "--sm") == 0 && has_next) {
+            const char *m = argv[++i];
+            if (strcmp(m, "none") == 0) split_mode = LLAMA_SPLIT_MODE_NONE;
+            else if (strcmp(m, "layer") == 0) split_mode = LLAMA_SPLIT_MODE_LAYER;
+            else if (strcmp(m, "row") == 0) split_mode = LLAMA_SPLIT_MODE_ROW;
+            else {
+                fprintf(stderr, "ggufmap-oracle: --sm takes none|layer|row, not '%s'\n", m);
+                return 2;
+            }
+        } else if (strcmp(a, "--mg") == 0 && has_next) {
+            long n;
+            if (!parse_count(a, argv[++i], &n))
+                return 2;
+            main_gpu = (int)n;
         } else if (strcmp(a, "--cpu-variant") == 0 && has_next) {
             cpu_variant = argv[++i];
         } else if (strcmp(a, "--fake-gpu") == 0 && has_next) {
@@ -1520,7 +1566,7 @@ int main(int argc, char **argv)
     }
 
     /* after the CPU backend (llama.cpp needs it), before the model and the buft lookups */
-    if (!fake_gpu_register(fake_gpu)) {
+    if (!fake_gpu_register(fake_gpu, n_fake)) {
         printf("RESULT fail\n");
         return 1;
     }
@@ -1567,6 +1613,29 @@ int main(int argc, char **argv)
     mp.check_tensors = false;
     mp.tensor_buft_overrides = g_n_ot > 0 ? ot : NULL;
     mp.load_mtp = co.mtp_draft; /* draft-mtp loads the target with its MTP layers (common/common.cpp:1713) */
+    /* -dev, -ts, -sm, -mg as common/arg.cpp sets them */
+    static ggml_backend_dev_t devices[FAKE_GPU_MAX_DEVICES + 1];
+    if (dev_list) {
+        char *list = xstrndup(dev_list, strlen(dev_list)), *save = NULL;
+        size_t k = 0;
+        for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            ggml_backend_dev_t d = ggml_backend_dev_by_name(t);
+            if (!d || k >= FAKE_GPU_MAX_DEVICES) {
+                fprintf(stderr, "ggufmap-oracle: --dev: no device '%s'\n", t);
+                return 2;
+            }
+            devices[k++] = d;
+        }
+        free(list);
+        devices[k] = NULL;
+        mp.devices = devices;
+    }
+    if (ts_given)
+        mp.tensor_split = tensor_split;
+    if (split_mode >= 0)
+        mp.split_mode = (enum llama_split_mode)split_mode;
+    if (main_gpu >= 0)
+        mp.main_gpu = main_gpu;
 
     init_shards(model);
 

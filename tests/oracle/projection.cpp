@@ -159,7 +159,7 @@ int main(int argc, char ** argv) {
     llama_backend_init();
     const char * dir = std::getenv("GGUFMAP_ORACLE_BACKEND_DIR");
     ggml_backend_load_all_from_path(dir && *dir ? dir : backend_dir());
-    if (!fake_gpu_register(o.fake)) {
+    if (!fake_gpu_register(o.fake, 1)) {
         std::printf("RESULT fail\n");
         return 1;
     }

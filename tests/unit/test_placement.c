@@ -10,6 +10,7 @@
 #include "check.h"
 #include "ggufmap/load.h"
 #include "ggufmap/placement.h"
+#include "ggufmap/plan.h"
 #include "scratch.h"
 
 static char path[600];
@@ -170,6 +171,54 @@ static void check_kinds(const ggufmap_placement *p, int seen[4]) {
     }
 }
 
+/* One device, two ways in: ggufmap_placement_opts_init and
+ * ggufmap_plan_opts_init with only the device set, and ggufmap_preset.
+ * Both must give the same rules (CPU, -ot dialect, page) and the same
+ * buffers; and the rules are the device's: Metal means Apple Silicon
+ * (arm64 CPU rules, libc++, 16 KiB pages), the others this machine. */
+static void check_presets(ggufmap_model *m) {
+    static const ggufmap_device devices[] = {GGUFMAP_DEVICE_CPU, GGUFMAP_DEVICE_METAL, GGUFMAP_DEVICE_CUDA,
+                                             GGUFMAP_DEVICE_ROCM};
+    ggufmap_placement_opts host;
+    ggufmap_placement_opts_init(&host);
+    ggufmap_placement *hp = place(m, &host); /* this machine's CPU, as the CPU device resolves it */
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        ggufmap_placement_opts a, b;
+        ggufmap_plan_opts pa, pb;
+        ggufmap_placement_opts_init(&a);
+        a.device = devices[i];
+        ggufmap_plan_opts_init(&pa);
+        ggufmap_preset(devices[i], &b, &pb);
+        ggufmap_placement *la = place(m, &a), *lb = place(m, &b);
+        ggufmap_plan *xa = NULL, *xb = NULL;
+        ggufmap_error err;
+        CHECK(la && lb && ggufmap_plan_build(la, &pa, &xa, &err) == GGUFMAP_OK &&
+              ggufmap_plan_build(lb, &pb, &xb, &err) == GGUFMAP_OK);
+        if (!xa || !xb) continue;
+        const bool metal = devices[i] == GGUFMAP_DEVICE_METAL;
+        CHECK_MSG(ggufmap_placement_cpu(la) == ggufmap_placement_cpu(lb) &&
+                  ggufmap_placement_cpu(la) == (metal ? GGUFMAP_CPU_ARM64 : ggufmap_placement_cpu(hp)),
+                  "%s: cpu %s vs %s", ggufmap_device_name(devices[i]), ggufmap_cpu_name(ggufmap_placement_cpu(la)),
+                  ggufmap_cpu_name(ggufmap_placement_cpu(lb)));
+        CHECK(ggufmap_placement_regex(la) == ggufmap_placement_regex(lb) &&
+              ggufmap_placement_regex(la) == (metal ? GGUFMAP_REGEX_LIBCXX : GGUFMAP_REGEX_LIBSTDCXX));
+        CHECK(ggufmap_plan_options(xa)->page == ggufmap_plan_options(xb)->page &&
+              ggufmap_plan_options(xa)->page == (metal ? 16384u : 1u));
+        CHECK(ggufmap_plan_n_buffers(xa) == ggufmap_plan_n_buffers(xb));
+        for (uint32_t k = 0; k < ggufmap_plan_n_buffers(xa) && k < ggufmap_plan_n_buffers(xb); k++) {
+            const ggufmap_buffer *ba = ggufmap_plan_buffer(xa, k), *bb = ggufmap_plan_buffer(xb, k);
+            CHECK_MSG(strcmp(ba->name, bb->name) == 0 && ba->size == bb->size && ba->span_resident == bb->span_resident,
+                      "%s buffer %u: %s %llu vs %s %llu", ggufmap_device_name(devices[i]), k, ba->name,
+                      (unsigned long long)ba->size, bb->name, (unsigned long long)bb->size);
+        }
+        ggufmap_plan_free(xa);
+        ggufmap_plan_free(xb);
+        ggufmap_placement_free(la);
+        ggufmap_placement_free(lb);
+    }
+    ggufmap_placement_free(hp);
+}
+
 int main(int argc, char **argv) {
     scratch_init(argc > 1 ? argv[1] : "tmp-test_placement");
     int kinds_seen[4] = {0};
@@ -203,6 +252,7 @@ int main(int argc, char **argv) {
     o.n_gpu_layers = -1;
     p = place(m, &o);
     CHECK(p && ggufmap_placement_layer_on_gpu(p, 0) && strcmp(bufts_of(p, "token_embd.weight", b, sizeof b), "CPU") == 0);
+    check_presets(m);
     /* Contexts in llama.cpp's order: CPU < MTL0. */
     CHECK(p && ggufmap_placement_n_contexts(p) == 2 && strcmp(ggufmap_placement_context(p, 0)->buft, "CPU") == 0 &&
           ggufmap_placement_context(p, 1)->mapped && strcmp(ggufmap_placement_context(p, 1)->buffer_name, "MTL0_Mapped") == 0);
