@@ -9,9 +9,12 @@
 # rsvg-convert, groff).
 #   make install [PREFIX=/usr/local]   library, headers, ggufmap, man page,
 #                                      bash completion, pkg-config, CMake package
+#   make web    the page (docs/web.md): WebAssembly with Debian's emscripten,
+#               a static site in build-web/site for any static host
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+WEB_BUILD  ?= build-web
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 ORACLE_DIR ?= $(abspath $(BUILD))/oracle
 ORACLE_ARM64_DIR ?= $(abspath $(BUILD))/oracle-arm64
@@ -19,7 +22,7 @@ CMAKE_ARGS ?=
 PREFIX     ?=
 MAKEFLAGS  += --no-print-directory
 
-.PHONY: all deps deps-test build build-asan demo test test-fast test-asan install bench clean
+.PHONY: all deps deps-test build build-asan demo test test-fast test-asan install bench clean web
 
 all: build
 
@@ -52,6 +55,10 @@ test-asan: deps-test build-asan
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
 
+web:
+	@bash scripts/deps.sh web
+	@bash web/build.sh $(abspath $(WEB_BUILD))
+
 bench: deps-test build
 	@bash bench/run.sh $(BUILD)
 
@@ -59,4 +66,4 @@ install: build
 	@cmake --install $(BUILD)$(if $(PREFIX), --prefix $(PREFIX))
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(WEB_BUILD)

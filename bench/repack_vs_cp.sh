@@ -15,7 +15,9 @@
 # default: the model is read once before each run, so both read it from the
 # page cache; --cold drops the caches (echo 3 > /proc/sys/vm/drop_caches,
 # root) before every run.  GGUFMAP_BENCH_REPACK_ARGS adds repack flags (e.g.
-# "--copy kernel").
+# "--copy kernel").  GGUFMAP_BENCH_REPACK_MODEL=f16 makes the model issue 21
+# measured instead: llama f16 of 2.25 GiB (--n-embd 8192 --n-ff 16384
+# --vocab 32768 --layers 1), in WORKDIR/model-f16.gguf.
 set -euo pipefail
 build=${1:-build} work=${2:-/tmp/ggufmap-bench-repack} cold=0
 [[ ${3:-} == --cold ]] && cold=1
@@ -23,16 +25,20 @@ runs=${4:-3}
 read -r -a extra <<<"${GGUFMAP_BENCH_REPACK_ARGS:-}"
 ggufmap=$build/tools/ggufmap fixture=$build/tools/fixture/ggufmap-fixture
 mkdir -p "$work"
-model=$work/model.gguf
-need_kb=$((14 * 1024 * 1024)) # model + two outputs, with room
+model=$work/model.gguf need_kb=$((14 * 1024 * 1024)) # model + two outputs, with room
+make=(--arch llama --type f32 --n-embd 8192 --n-ff 16384 --vocab 65536 --layers 2 --seed 9)
+if [[ ${GGUFMAP_BENCH_REPACK_MODEL:-} == f16 ]]; then
+  model=$work/model-f16.gguf need_kb=$((4 * 1024 * 1024))
+  make=(--arch llama --type f16 --n-embd 8192 --n-ff 16384 --vocab 32768 --layers 1 --seed 9)
+fi
 avail_kb=$(df -Pk "$work" | awk 'NR == 2 { print $4 }')
-if [[ ! -f $model ]]; then need_kb=$((need_kb + 5 * 1024 * 1024)); fi
+if [[ ! -f $model ]]; then need_kb=$((need_kb + need_kb / 3)); fi
 if (( avail_kb < need_kb )); then
   echo "repack_vs_cp: $work has $((avail_kb / 1024)) MiB free, needs $((need_kb / 1024)) MiB" >&2; exit 2
 fi
 if [[ ! -f $model ]]; then
   echo "making $model ..."
-  "$fixture" --arch llama --type f32 --n-embd 8192 --n-ff 16384 --vocab 65536 --layers 2 --seed 9 -o "$model" >/dev/null
+  "$fixture" "${make[@]}" -o "$model" >/dev/null
 fi
 bytes=$(stat -c %s "$model")
 echo "model: $model, $bytes bytes ($(awk -v b="$bytes" 'BEGIN { printf "%.2f GiB", b / 2^30 }')), $(du -k "$model" | cut -f1) KiB on disk"

@@ -4,7 +4,7 @@
  * package is not on every machine.
  *
  * usage: ggufmap-runstat CMD [ARGS...]    (CMD's stdout goes to /dev/null)
- * prints: wall_s=S maxrss_kib=K status=N
+ * prints: wall_s=S maxrss_kib=K status=N user_s=U sys_s=Y
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -40,6 +40,8 @@ int main(int argc, char **argv) {
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    printf("wall_s=%.6f maxrss_kib=%ld status=%d\n", wall, ru.ru_maxrss, WIFEXITED(status) ? WEXITSTATUS(status) : 128);
+    printf("wall_s=%.6f maxrss_kib=%ld status=%d user_s=%.6f sys_s=%.6f\n", wall, ru.ru_maxrss,
+           WIFEXITED(status) ? WEXITSTATUS(status) : 128, (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6,
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6);
     return 0;
 }

@@ -2,6 +2,7 @@
 # Installs the Debian packages ggufmap needs, and nothing else:
 #   deps.sh build   what building (and make demo, make install) needs
 #   deps.sh test    that, and what the test suite and benchmarks need
+#   deps.sh web     what make web needs: build's, and Emscripten
 # Idempotent: a package already installed is not touched, and apt is not
 # called at all when nothing is missing. Run as root (or through sudo).
 set -euo pipefail
@@ -12,6 +13,10 @@ build_packages=(
   pkg-config       # finds libcrypto, and tests our .pc file
   libssl-dev       # libcrypto's SHA-256 for hashing tensor data
   libcurl4-openssl-dev # HTTP(S) range requests: inspect/plan/fit of models on servers and Hugging Face
+)
+
+web_packages=(
+  emscripten       # make web: the library as WebAssembly (3.1.6; its system libraries come prebuilt)
 )
 
 test_packages=(
@@ -32,12 +37,15 @@ test_packages=(
   librsvg2-bin     # rsvg-convert renders plan's SVG figure to PNG (tests/cli/svg.sh)
   groff-base       # checks that the generated man page renders without warnings (tests/cli/docs.sh)
   bsdutils         # script(1): a terminal for the progress and colour tests (tests/cli/progress.sh)
+  "${web_packages[@]}"
+  chromium         # tests/web drives the page in a real browser (headless, through playwright-core from npm)
 )
 
 case ${1:-build} in
   build) packages=("${build_packages[@]}") ;;
   test) packages=("${build_packages[@]}" "${test_packages[@]}") ;;
-  *) echo "usage: deps.sh [build|test]" >&2; exit 1 ;;
+  web) packages=("${build_packages[@]}" "${web_packages[@]}") ;;
+  *) echo "usage: deps.sh [build|test|web]" >&2; exit 1 ;;
 esac
 
 missing=()

@@ -222,9 +222,23 @@ uint64_t gm_cuda_alloc_extra(const gm_graph *g, int32_t t) {
     return fattn_alloc_size(&fa, nbytes) - nbytes;
 }
 
+/* ggml_cuda_lightning_indexer_supported (lightning-indexer.cu:536-590):
+ * 128-wide keys, 32 or 64 heads (the bound asks only this); a graph node
+ * also needs Q's and K's strides 16-byte aligned and K of a type below */
+bool gm_cuda_runs_indexer(uint32_t head_size, uint32_t n_head) {
+    return head_size == 128 && (n_head == 32 || n_head == 64);
+}
+
+static bool indexer_key_type(int32_t type) {
+    static const int32_t types[] = { T_F32, T_BF16, T_F16, T_Q8_0, T_Q5_1, T_Q5_0, T_Q4_1, T_Q4_0 };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (types[i] == type) return true;
+    return false;
+}
+
 /* supports_op for the ops of the modelled graphs CUDA refuses: flash
  * attention without a kernel for the head size or K/V types, the SSM
- * kernels' shapes */
+ * kernels' shapes, the lightning indexer's */
 bool gm_cuda_supports_node(const gm_graph *g, int32_t t) {
     const gm_tensor *x = &g->t[t];
     switch (x->op) {
@@ -238,17 +252,18 @@ bool gm_cuda_supports_node(const gm_graph *g, int32_t t) {
         const gm_tensor *st = &g->t[x->src[0]];
         return ssm_scan_runs(st->ne[0], st->ne[1], st->ne[2], g->t[x->src[4]].ne[1], g->t[x->src[3]].ne[0] == 1);
     }
+    case GM_OP_LIGHTNING_INDEXER: {
+        const gm_tensor *q = &g->t[x->src[0]];
+        return gm_cuda_runs_indexer((uint32_t)q->ne[0], (uint32_t)q->ne[1]) && strides_16(g, x->src[0]) &&
+               strides_16(g, x->src[1]) && indexer_key_type(g->t[x->src[1]].type);
+    }
     default: return true;
     }
 }
 
 bool gm_cuda_runs_fa(const gm_fa_shape *fa) { return fattn_kernel(fa) != FA_NONE; }
 
-/* ggml_cuda_lightning_indexer_supported: 128-wide keys, 32 or 64 heads (the
- * stride and key-type checks pass for llama.cpp's DSA graphs) */
-bool gm_cuda_runs_indexer(uint32_t head_size, uint32_t n_head) {
-    return head_size == 128 && (n_head == 32 || n_head == 64);
-}
+
 
 /* ------------------------------------------------------------------------ */
 /* The fused MoE reduction keeps its inputs alive                            */

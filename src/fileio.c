@@ -8,7 +8,11 @@
  *   - how every output file is made (internal.h, gm_temp_*): a temporary
  *     file beside the target, created with mode 0666 under the umask,
  *     written, fsynced, renamed onto the target only if the target does not
- *     exist, then the folder is synced; removed on any failure.
+ *     exist, then the folder is synced; removed on any failure;
+ *   - whether an input is still the file that was opened (gm_file_identity:
+ *     device, inode, size, modification time), so that a file truncated,
+ *     rewritten or replaced while a command reads it is an error instead of
+ *     a digest or a copy of two files mixed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +58,61 @@ bool gm_next_data_run(int fd, uint64_t base, uint64_t end, uint64_t chunk, uint6
     *stop = e > end ? end : e;
     return true;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Inputs that change underneath                                             */
+/* ------------------------------------------------------------------------ */
+
+static void identity_of(const struct stat *st, gm_file_identity *id) {
+    *id = (gm_file_identity){.known = true, .dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino,
+                             .size = (uint64_t)st->st_size, .mtime_s = (int64_t)st->st_mtim.tv_sec,
+                             .mtime_ns = st->st_mtim.tv_nsec};
+}
+
+void gm_file_identity_read(int fd, gm_file_identity *id) {
+    struct stat st;
+    if (fstat(fd, &st) == 0) identity_of(&st, id);
+    else *id = (gm_file_identity){.known = false};
+}
+
+int gm_file_check_unchanged(const char *path, int fd, const gm_file_identity *was, ggufmap_error *err) {
+    if (!was->known) return GGUFMAP_OK;
+    gm_file_identity now = {.known = false}, named = {.known = false};
+    gm_file_identity_read(fd, &now);
+    struct stat st;
+    if (stat(path, &st) == 0) identity_of(&st, &named);
+    const char *why = " (the result would mix two files; nothing is trusted)";
+    if (!now.known) return gm_fail_errno(err, errno, "%s: cannot check that it did not change while being read", path);
+    if (now.size != was->size)
+        return gm_fail(err, GGUFMAP_EIO, "%s: changed while being read: its size went from %llu to %llu bytes%s", path,
+                       (unsigned long long)was->size, (unsigned long long)now.size, why);
+    if (now.mtime_s != was->mtime_s || now.mtime_ns != was->mtime_ns)
+        return gm_fail(err, GGUFMAP_EIO, "%s: changed while being read: it was written to (modification time)%s",
+                       path, why);
+    if (!named.known || named.dev != was->dev || named.ino != was->ino)
+        return gm_fail(err, GGUFMAP_EIO, "%s: changed while being read: the path %s%s", path,
+                       named.known ? "names another file now (replaced)" : "no longer exists (removed or renamed)",
+                       why);
+    return GGUFMAP_OK;
+}
+
+#ifdef GGUFMAP_TEST_HOOKS
+void gm_test_input_read(const char *path) {
+    const char *what = getenv("GGUFMAP_TEST_INPUT_CHANGE"), *which = getenv("GGUFMAP_TEST_INPUT_FILE");
+    if (!what || (which && strcmp(which, path) != 0)) return;
+    if (strncmp(what, "truncate:", 9) == 0) {
+        if (truncate(path, (off_t)strtoull(what + 9, NULL, 10)) != 0) perror("test hook: truncate");
+    } else if (strncmp(what, "write:", 6) == 0) {
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        uint8_t b = 0;
+        off_t at = (off_t)strtoull(what + 6, NULL, 10);
+        if (fd < 0 || pread(fd, &b, 1, at) != 1 || (b ^= 0x5a, pwrite(fd, &b, 1, at) != 1)) perror("test hook: write");
+        if (fd >= 0) close(fd);
+    } else if (strncmp(what, "replace:", 8) == 0) {
+        rename(what + 8, path); /* fails harmlessly once done */
+    }
+}
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* Temporary file -> fsync -> into place                                     */

@@ -64,6 +64,7 @@ void ggufmap_fit_opts_init(ggufmap_fit_opts *o) {
     o->n_ubatch = 512;
     o->type_k = o->type_v = 1; /* f16 */
     o->flash_attn = GGUFMAP_FA_AUTO;
+    o->spec_draft_n_max = 3; /* common_params_speculative_draft::n_max */
 }
 
 static void init_context(ggufmap_fit *fit, gm_fit_ctx *c, const ggufmap_fit_opts *opts, const gm_hparams *hp,
@@ -256,7 +257,10 @@ int ggufmap_fit_build(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, gg
     }
     gm_run_init(&fit->run, plan);
     fit->opts = *opts;
-    int rc = gm_hparams_read(ggufmap_placement_model(ggufmap_plan_placement(plan)), fit->hp, err);
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    const char *model_refusal = ggufmap_placement_refusal(pl); /* no figures for a model llama.cpp refuses */
+    int rc = model_refusal ? gm_fail(err, GGUFMAP_EFORMAT, "%s", model_refusal)
+                           : gm_hparams_read(ggufmap_placement_model(pl), fit->hp, err);
     if (rc == GGUFMAP_OK) rc = add_weights(fit);
     if (rc == GGUFMAP_OK) rc = build_contexts(fit, err);
     if (rc == GGUFMAP_OK) rc = gather_buffers(fit);

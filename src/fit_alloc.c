@@ -122,7 +122,7 @@ typedef struct galloc {
 /* ggml_op_can_inplace (ggml-alloc.c:22-51), for the ops modelled */
 static bool can_inplace(uint8_t op) {
     switch (op) {
-    case GM_OP_FILL: case GM_OP_SCALE: case GM_OP_ADD: case GM_OP_MUL: case GM_OP_DIV: case GM_OP_SQRT:
+    case GM_OP_FILL: case GM_OP_SCALE: case GM_OP_ADD: case GM_OP_ADD_ID: case GM_OP_MUL: case GM_OP_DIV: case GM_OP_SQRT:
     case GM_OP_UNARY: case GM_OP_ROPE: case GM_OP_RMS_NORM: case GM_OP_CLAMP: case GM_OP_SOFT_MAX:
     case GM_OP_SUB: case GM_OP_SQR:
         return true;

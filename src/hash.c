@@ -9,6 +9,11 @@
  * SHA-256 as zeros from a static zero page, or skipped by the sparse digest
  * (ggufmap/hash.h), which leaves out every all-zero 64 KiB chunk.
  *
+ * A file that changes while it is read (truncated, rewritten, replaced:
+ * gm_file_identity, internal.h) is an error, checked after the data is
+ * read and before anything derived from it is given: a digest of bytes
+ * from two files is no digest of either.
+ *
  * Threads.  Tensors are independent: the library's worker pool (workers.c)
  * gives them to up to n_threads workers.  Each writes only its own result
  * slot; the first error stops the others.  Nothing here is shared between
@@ -73,6 +78,7 @@ static int hash_into(int fd, const char *path, uint64_t offset, uint64_t size, E
             size_t k = h - pos < HASH_CHUNK ? (size_t)(h - pos) : HASH_CHUNK;
             int sys = gm_pread_full(fd, buf, k, pos);
             if (sys) return read_failed(err, path, sys, pos, k);
+            GM_TEST_INPUT_READ(path);
             if (EVP_DigestUpdate(ctx, buf, k) != 1 || (stream && EVP_DigestUpdate(stream, buf, k) != 1))
                 return gm_fail(err, GGUFMAP_ENOMEM, "%s: SHA-256 failed", path);
             pos += k;
@@ -152,6 +158,7 @@ static int sparse_range(int fd, const char *path, uint64_t offset, uint64_t size
             size_t k = e - s < HASH_CHUNK ? (size_t)(e - s) : HASH_CHUNK;
             int sys = gm_pread_full(fd, buf, k, s);
             if (sys) rc = read_failed(err, path, sys, s, k);
+            GM_TEST_INPUT_READ(path);
             for (size_t q = 0; q < k && !rc; q += ch)
                 rc = ggufmap_sparse_chunk(sp, (s + q - offset) / ch, buf + q, k - q < ch ? k - q : (size_t)ch);
             s += k;
@@ -337,6 +344,20 @@ done:
 }
 
 /* ------------------------------------------------------------------------ */
+/* Inputs that change underneath                                             */
+/* ------------------------------------------------------------------------ */
+
+/* After reading m's tensor data (rc: how it went): a file that changed
+ * meanwhile is the error, whatever the reading said (a read past a new end
+ * says only "the file ends"). */
+static int settle_reading(const ggufmap_model *m, int rc, ggufmap_error *err) {
+    ggufmap_error changed;
+    if (gm_model_check_unchanged(m, &changed) == GGUFMAP_OK) return rc;
+    if (err) *err = changed;
+    return changed.status;
+}
+
+/* ------------------------------------------------------------------------ */
 /* hash_model                                                                */
 /* ------------------------------------------------------------------------ */
 
@@ -403,7 +424,7 @@ int ggufmap_model_hash_build(const ggufmap_model *model, unsigned flags, unsigne
         rc = hash_stream(model, h, progress, progress_ctx, err);
     else
         rc = hash_parallel(model, flags & GGUFMAP_HASH_SPARSE, n_threads, h->tensors, progress, progress_ctx, err);
-    if (rc) goto fail;
+    if ((rc = settle_reading(model, rc, err))) goto fail; /* before the header's bytes are read again */
     h->has_digest = !(flags & GGUFMAP_HASH_SPARSE);
     if (h->has_digest && digest(model, h->tensors, h->digest) != GGUFMAP_OK) {
         rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
@@ -551,8 +572,10 @@ int ggufmap_models_compare_progress(const ggufmap_model *a, const ggufmap_model 
     uint64_t bytes_a = ggufmap_model_tensor_bytes(a);
     both_progress pa = {progress, progress_ctx, 0, bytes_a + ggufmap_model_tensor_bytes(b)}, pb = pa;
     pb.before = bytes_a;
-    if ((rc = hash_parallel(a, GGUFMAP_HASH_SPARSE, n_threads, ha, progress ? report_both : NULL, &pa, err))) goto done;
-    if ((rc = hash_parallel(b, GGUFMAP_HASH_SPARSE, n_threads, hb, progress ? report_both : NULL, &pb, err))) goto done;
+    rc = hash_parallel(a, GGUFMAP_HASH_SPARSE, n_threads, ha, progress ? report_both : NULL, &pa, err);
+    if ((rc = settle_reading(a, rc, err))) goto done;
+    rc = hash_parallel(b, GGUFMAP_HASH_SPARSE, n_threads, hb, progress ? report_both : NULL, &pb, err);
+    if ((rc = settle_reading(b, rc, err)) || (rc = settle_reading(a, rc, err))) goto done;
     for (int64_t i = 0; i < n; i++) {
         const ggufmap_tensor *t = ggufmap_model_tensor(a, i);
         char name[GGUFMAP_MAX_NAME + 1];

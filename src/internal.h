@@ -52,6 +52,46 @@ int gm_pwrite_full(int fd, const void *buf, size_t n, uint64_t pos);
 bool gm_next_data_run(int fd, uint64_t base, uint64_t end, uint64_t chunk, uint64_t pos, uint64_t *start,
                       uint64_t *stop);
 
+/* ---- fileio.c: a file that changes while a command reads it ----
+ *
+ * What identifies a local input from its open to the end of a command:
+ * its device and inode (the path still names the same file), its size and
+ * its modification time (nobody truncated, extended or rewrote it).  A
+ * digest, a copy or a comparison of a file that changed meanwhile mixes
+ * two files: hash, verify and repack refuse to give it (exit 2). */
+typedef struct gm_file_identity {
+    bool known;               /* false: not a local file (nothing to check) */
+    uint64_t dev, ino, size;
+    int64_t mtime_s;
+    long mtime_ns;
+} gm_file_identity;
+
+/* The identity of the file open at fd (known false when fstat fails). */
+void gm_file_identity_read(int fd, gm_file_identity *id);
+/* GGUFMAP_OK when the file open at fd, and the file path names, are still
+ * the one *was describes; else GGUFMAP_EIO with a message saying what
+ * changed ("PATH: changed while being read: its size went from A to B
+ * bytes").  Nothing to check (OK) when !was->known. */
+int gm_file_check_unchanged(const char *path, int fd, const gm_file_identity *was, ggufmap_error *err);
+/* (source.c) A local source's identity when it was opened; NULL for a
+ * remote one. */
+const gm_file_identity *gm_source_identity(const ggufmap_source *src);
+/* (model.c) gm_file_check_unchanged on every shard of a model. */
+struct ggufmap_model;
+int gm_model_check_unchanged(const struct ggufmap_model *m, ggufmap_error *err);
+
+#ifdef GGUFMAP_TEST_HOOKS
+/* Test hook: after an input piece of path is read (hash, verify, repack;
+ * only of the path GGUFMAP_TEST_INPUT_FILE when that is set),
+ * GGUFMAP_TEST_INPUT_CHANGE changes the file as another process could:
+ * "truncate:N" (to N bytes), "write:OFFSET" (one byte flipped in place),
+ * "replace:OTHER" (OTHER renamed onto path).  Each is harmless to repeat. */
+void gm_test_input_read(const char *path);
+#define GM_TEST_INPUT_READ(path) gm_test_input_read(path)
+#else
+#define GM_TEST_INPUT_READ(path) ((void)0)
+#endif
+
 /* Whether all n bytes at p are zero (hash.c, beside its zero page): the
  * sparse digest leaves such chunks out, and repack does not write them. */
 bool gm_all_zero(const uint8_t *p, size_t n);
@@ -158,6 +198,17 @@ static inline uint64_t gm_le64(const uint8_t *p) { return (uint64_t)gm_le32(p) |
 
 /* Round x up to a multiple of the power of two n, wrapping like GGML_PAD on overflow. */
 static inline uint64_t gm_pad(uint64_t x, uint64_t n) { return (x + n - 1) & ~(n - 1); }
+
+/* a * b into *out, or false when the product does not fit 64 bits. */
+static inline bool gm_mul_ok(uint64_t a, uint64_t b, uint64_t *out) {
+    if (a != 0 && b > UINT64_MAX / a) return false;
+    *out = a * b;
+    return true;
+}
+
+/* The largest buffer fit computes (64 PiB): beyond it no machine holds the
+ * context, and sums of a few hundred such sizes still fit 64 bits. */
+#define GM_FIT_MAX_BYTES (1ull << 56)
 
 /* x rounded down / up to a multiple of n (any n > 0: page sizes are given by
  * users, not only powers of two). */

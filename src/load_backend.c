@@ -14,7 +14,6 @@
  * overlaps; freeing a buffer uncounts it and unpins the pieces nobody uses.
  * Pieces are never split, so every unpin names exactly what was pinned.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,15 +185,22 @@ static void pinning_free(void *ctx, void *handle) {
 /* Opening and closing                                                       */
 /* ------------------------------------------------------------------------ */
 
-/* dlsym's object pointer into a function pointer without a cast ISO C forbids. */
-static void *sym(void *lib, const char *name) { return dlsym(lib, name); }
+/* A function of the library, as an object pointer (copied into its type below). */
+static void *sym(void *lib, const char *name) {
+    gm_os_function f = gm_os_library_symbol(lib, name);
+    void *p = NULL;
+    if (f) memcpy(&p, &f, sizeof p);
+    return p;
+}
 
 static int open_cuda(backend_state *st, ggufmap_error *err) {
     static const char *const names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
                                         "/usr/local/cuda/lib64/libcudart.so", "/usr/local/cuda/lib/libcudart.so"};
     const char *env = getenv("GGUFMAP_CUDART");
-    if (env && *env) st->lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
-    for (size_t i = 0; !st->lib && i < sizeof names / sizeof *names; i++) st->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    char why[256];
+    if (env && *env) st->lib = gm_os_library_open(env, why, sizeof why);
+    for (size_t i = 0; !st->lib && i < sizeof names / sizeof *names; i++)
+        st->lib = gm_os_library_open(names[i], why, sizeof why);
     if (!st->lib)
         return gm_fail(err, GGUFMAP_ENOTFOUND, "cuda backend: no libcudart could be loaded (set GGUFMAP_CUDART to its path)");
     cuda_count_fn count;
@@ -223,7 +229,7 @@ void ggufmap_backend_free(ggufmap_backend *b) {
     backend_state *st = b->ctx;
     for (size_t i = 0; i < st->n; i++) unpin(st, st->pieces[i].first, st->pieces[i].last);
     free(st->pieces);
-    if (st->lib) dlclose(st->lib);
+    if (st->lib) gm_os_library_close(st->lib);
     st->magic = 0;
     free(st);
 }
@@ -248,7 +254,7 @@ int ggufmap_backend_open(const char *name, ggufmap_backend **out, ggufmap_error 
     if (kind == 2) {
         int rc = open_cuda(st, err);
         if (rc) {
-            if (st->lib) dlclose(st->lib);
+            if (st->lib) gm_os_library_close(st->lib);
             free(st);
             return rc;
         }

@@ -319,3 +319,17 @@ uint64_t ggufmap_model_tensor_bytes(const ggufmap_model *m) {
     for (int64_t i = 0; i < m->n_tensors; i++) sum += m->tensors[i]->size;
     return sum;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Shards that change underneath                                             */
+/* ------------------------------------------------------------------------ */
+
+int gm_model_check_unchanged(const ggufmap_model *m, ggufmap_error *err) {
+    for (uint32_t s = 0; s < ggufmap_model_n_shards(m); s++) {
+        const ggufmap_source *src = ggufmap_model_shard(m, s);
+        const gm_file_identity *id = gm_source_identity(src);
+        int rc = id ? gm_file_check_unchanged(ggufmap_source_path(src), ggufmap_source_fd(src), id, err) : GGUFMAP_OK;
+        if (rc) return rc;
+    }
+    return GGUFMAP_OK;
+}

@@ -28,6 +28,7 @@
 #define _DARWIN_C_SOURCE
 #endif
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #elif GM_OS_DARWIN
+#include <sys/file.h>
 #include <libproc.h>
 #include <mach/mach.h>
 #endif
@@ -111,6 +113,51 @@ bool gm_os_random(void *buf, size_t n) {
     return urandom(buf, n);
 }
 
+int gm_os_try_lock_file(int fd) {
+#if GM_OS_LINUX && defined(F_OFD_SETLK)
+    struct flock ofd = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0, .l_pid = 0};
+    if (fcntl(fd, F_OFD_SETLK, &ofd) == 0) return 0;
+    if (errno != EINVAL) return errno; /* else: a kernel before 3.15 */
+#elif GM_OS_DARWIN
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+    if (errno != ENOTSUP) return errno;
+#endif
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    return fcntl(fd, F_SETLK, &fl) == 0 ? 0 : errno;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Shared libraries, loaded on demand                                        */
+/* ------------------------------------------------------------------------ */
+
+void gm_os_library_name(char *buf, size_t cap, const char *name, int major) {
+#if defined(__APPLE__) /* the file naming is the platform's, whichever calls the build uses */
+    snprintf(buf, cap, "lib%s.%d.dylib", name, major);
+#else
+    snprintf(buf, cap, "lib%s.so.%d", name, major);
+#endif
+}
+
+void *gm_os_library_open(const char *file, char *why, size_t cap) {
+    void *lib = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(why, cap, "%s", e ? e : "dlopen failed");
+    }
+    return lib;
+}
+
+void gm_os_library_close(void *lib) { dlclose(lib); }
+
+gm_os_function gm_os_library_symbol(void *lib, const char *name) {
+    void *p = dlsym(lib, name);
+    gm_os_function f;
+    /* POSIX guarantees a function's address survives the trip through
+     * void *; C does not let it be cast, so it is copied. */
+    memcpy(&f, &p, sizeof f);
+    return p ? f : NULL;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Sparse files                                                              */
 /* ------------------------------------------------------------------------ */
@@ -130,8 +177,15 @@ bool gm_os_sees_holes(void) {
 uint64_t gm_os_next_data(int fd, uint64_t pos, uint64_t end) {
 #if GM_OS_SEEK_HOLES
     off_t d = lseek(fd, (off_t)pos, SEEK_DATA);
-    if (d < 0) return errno == ENXIO ? end : pos; /* ENXIO: only a hole follows; else cannot tell */
-    return (uint64_t)d > end ? end : (uint64_t)d;
+    if (d >= 0) return (uint64_t)d > end ? end : (uint64_t)d;
+    /* ENXIO says "no data at or after pos": a hole up to the end of the
+     * file, or pos at or past the end.  The second is no hole: the file
+     * is shorter than the caller knows (truncated meanwhile), and the read
+     * the caller makes at pos must find that out, not zeros. */
+    struct stat st;
+    if (errno == ENXIO && fstat(fd, &st) == 0 && (uint64_t)st.st_size > pos)
+        return (uint64_t)st.st_size < end ? (uint64_t)st.st_size : end;
+    return pos; /* past the end, or cannot tell: all is data */
 #else
     (void)fd;
     (void)end;
@@ -142,7 +196,7 @@ uint64_t gm_os_next_data(int fd, uint64_t pos, uint64_t end) {
 uint64_t gm_os_next_hole(int fd, uint64_t pos, uint64_t end) {
 #if GM_OS_SEEK_HOLES
     off_t h = lseek(fd, (off_t)pos, SEEK_HOLE);
-    if (h < 0 || (uint64_t)h <= pos) return end;
+    if (h < 0 || (uint64_t)h <= pos) return end; /* ENXIO (past the end) too: the read there fails */
     return (uint64_t)h > end ? end : (uint64_t)h;
 #else
     (void)fd;

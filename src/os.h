@@ -23,6 +23,8 @@
  *     replace         (RENAME_NOREPLACE)       (RENAME_EXCL)
  *   fsync             -                        F_FULLFSYNC             fsync
  *   random name       getrandom                arc4random_buf          /dev/urandom
+ *   lock a file       F_OFD_SETLK              flock                   fcntl F_SETLK
+ *                     (per open file)          (per open file)         (per process)
  *   sparse files      SEEK_DATA, SEEK_HOLE     SEEK_DATA, SEEK_HOLE    none: all is data
  *   range copy        copy_file_range          none (clonefile and     none
  *                                              fcopyfile copy whole
@@ -35,12 +37,16 @@
  *   process memory    /proc/self/status        task_info,              none: unknown
  *                                              proc_pid_rusage
  *   timed wait        -                        relative_np wait        monotonic clock
+ *   shared library    libNAME.so.MAJOR         libNAME.MAJOR.dylib     libNAME.so.MAJOR
+ *     (on demand)     dlopen                   dlopen                  dlopen
  *   AMX permission    arch_prctl               none: no AMX            assumed granted
  *                     (ARCH_GET_XCOMP_SUPP)
  *
  * What stays outside because POSIX has it and every target system has
- * it: statvfs (free space), mmap/munmap, posix_memalign, dlopen, getrlimit,
+ * it: statvfs (free space), mmap/munmap, posix_memalign, getrlimit,
  * clock_gettime(CLOCK_MONOTONIC) (gm_now_ns in internal.h), open_memstream.
+ * dlopen is POSIX too, but it is here all the same, so that one place says
+ * which libraries the program loads on demand and how their files are named.
  */
 #ifndef GGUFMAP_OS_H
 #define GGUFMAP_OS_H
@@ -74,11 +80,42 @@ int gm_os_fsync(int fd);
  * the system gives none (the caller then mixes the clock and the pid). */
 bool gm_os_random(void *buf, size_t n);
 
+/* Takes an exclusive lock on the whole file open at fd, without waiting:
+ * 0, or an errno (EAGAIN/EACCES: someone holds it).  The lock belongs to
+ * this open file description and goes when it is closed or the process
+ * ends, however it ends (linux: F_OFD_SETLK, so two locks of one process
+ * on two descriptors exclude each other too; darwin: flock; posix: fcntl's
+ * F_SETLK, which belongs to the process instead, and which closing any
+ * descriptor of the file releases). */
+int gm_os_try_lock_file(int fd);
+
+/* ---- shared libraries, loaded on demand ---- */
+
+/* A function of a loaded library, as a generic function pointer: cast it
+ * to its own type before calling it. */
+typedef void (*gm_os_function)(void);
+
+/* The usual file name of version major of library NAME on this system
+ * ("libcurl.so.4", "libcurl.4.dylib") into buf. */
+void gm_os_library_name(char *buf, size_t cap, const char *name, int major);
+/* Loads the shared library file (a name the dynamic loader looks up, or a
+ * path), with its symbols local to it; its handle, or NULL with why filled
+ * (dlerror). */
+void *gm_os_library_open(const char *file, char *why, size_t cap);
+/* Unloads it (its functions must not be called again).  libcurl is never
+ * unloaded: what it pulls in keeps exit handlers (remote_curl.h). */
+void gm_os_library_close(void *lib);
+/* The function name of a library gm_os_library_open loaded, or NULL. */
+gm_os_function gm_os_library_symbol(void *lib, const char *name);
+
 /* ---- sparse files ---- */
 
 /* The first byte of data at or after pos, at most end: end when only a hole
  * follows, pos when the system cannot tell (posix: always; then all is
- * data). */
+ * data) and when pos is at or past the end of the file (a file shorter
+ * than the caller thinks: the caller's read there reports it).  A hole
+ * that runs to the end of the file ends there: the end of a file that
+ * shrank to less than end is returned, not end. */
 uint64_t gm_os_next_data(int fd, uint64_t pos, uint64_t end);
 /* The first hole after pos, at most end (the end of the file counts as
  * one; end when the system cannot tell). */

@@ -22,6 +22,7 @@
 #include "arch.h"
 #include "device.h"
 #include "ggufmap/placement.h"
+#include "ggufmap/source.h"
 #include "internal.h"
 #include "regex.h"
 
@@ -47,6 +48,7 @@ struct ggufmap_placement {
     char arch[64];
     gm_ssm_dims ssm;              /* the model's SSM hyperparameters, for the device's SSM_SCAN rule */
     char warning[512];
+    char refusal[1280];           /* PATH: why llama.cpp refuses the model, "" when it loads it */
 };
 
 /* ggml_n_dims: 1 + the index of the last dimension with more than one element. */
@@ -165,6 +167,7 @@ static bool in_context(const ggufmap_placement *p, int64_t tensor, uint32_t ctx)
 typedef struct compiled_override {
     gm_regex *re;           /* NULL when refused */
     gm_regex_error refused; /* why, when re is NULL */
+    gm_regex_memo *memo;    /* its answers in opts->regex_cache, or NULL */
     bool reached;
     bool to_cpu;       /* "CPU": select from the CPU list */
     gm_buft_id target; /* else this type, taken as it is */
@@ -217,6 +220,7 @@ static int overrides_init(override_set *s, const ggufmap_placement_opts *o, gguf
         if (rc == GGUFMAP_OK && gm_regex_compile(ov->pattern, strlen(ov->pattern), s->dialect, &c->re, &c->refused) ==
                                     GGUFMAP_ENOMEM)
             rc = gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+        c->memo = gm_regex_memo_of(o->regex_cache, ov->pattern, strlen(ov->pattern), s->dialect);
         if (rc) return rc;
     }
     return GGUFMAP_OK;
@@ -246,7 +250,7 @@ static int override_matches(override_set *s, uint32_t i, const ggufmap_tensor *t
     const char *nul = memchr(t->name, '\0', t->name_len);
     size_t len = nul ? (size_t)(nul - t->name) : t->name_len;
     gm_regex_error why;
-    int r = gm_regex_search(c->re, t->name, len, 0, &why);
+    int r = gm_regex_memo_search(c->memo, c->re, t->name, len, &why);
     if (r < 0 && s->status == GGUFMAP_OK)
         s->status = gm_fail(s->err, GGUFMAP_EINVAL, "-ot '%s=%s': tensor '%.*s': %s (%s); llama.cpp %s", ov->pattern,
                             ov->buft, (int)t->name_len, t->name, why.reason, why.code,
@@ -521,6 +525,7 @@ int ggufmap_placement_build(const ggufmap_model *model, const ggufmap_placement_
     p->model = model;
     p->opts = *opts;
     p->opts.overrides = NULL; /* not kept: the caller's strings need not outlive this call */
+    p->opts.regex_cache = NULL; /* nor the caller's cache */
     p->be = gm_backend(opts->device);
     p->cpu = gm_device_cpu(opts->device, opts->cpu);
     p->regex = gm_device_regex(opts->device, opts->regex);
@@ -530,6 +535,9 @@ int ggufmap_placement_build(const ggufmap_model *model, const ggufmap_placement_
     if ((rc = gm_arch_load_model(model, opts->load_mtp, &load, err))) goto done;
     snprintf(p->arch, sizeof p->arch, "%s", load.def->name);
     p->ssm = (gm_ssm_dims){arch_u32(p, "ssm.state_size"), arch_u32(p, "ssm.inner_size"), arch_u32(p, "ssm.group_count")};
+    if (load.refusal[0])
+        snprintf(p->refusal, sizeof p->refusal, "%s: %s", ggufmap_source_path(ggufmap_model_shard(model, 0)),
+                 load.refusal);
     p->n_layers = load.n_layer_all;
     p->n_layers_nextn = load.n_layer_nextn;
     if ((rc = assign_layers(p))) {
@@ -582,5 +590,6 @@ uint32_t ggufmap_placement_gpu(const ggufmap_placement *p, uint32_t i) { return 
 ggufmap_regex_dialect ggufmap_placement_regex(const ggufmap_placement *p) { return p->regex; }
 const ggufmap_placement_opts *ggufmap_placement_options(const ggufmap_placement *p) { return &p->opts; }
 const char *ggufmap_placement_warning(const ggufmap_placement *p) { return p->warning; }
+const char *ggufmap_placement_refusal(const ggufmap_placement *p) { return p->refusal[0] ? p->refusal : NULL; }
 ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p) { return p->cpu; }
 

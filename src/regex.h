@@ -41,9 +41,12 @@
 #include "ggufmap/placement.h"
 
 /* Steps (automaton states visited) one gm_regex_search may take before it
- * stops with GM_REGEX_EBUDGET.  An ordinary -ot pattern takes well under a
- * thousand on a tensor name; libstdc++ needs about 2^23 steps (1 s here)
- * for "(a*)*b" on 16 a's. */
+ * stops with GM_REGEX_EBUDGET.  In the libstdc++ engine a step is one call
+ * of libstdc++'s _M_dfs, and the count is libstdc++'s own (the regex tests'
+ * probe counts the real library's calls and finds the same numbers), so
+ * the verdict does not depend on any machine's speed.  An ordinary -ot
+ * pattern takes well under a thousand on a tensor name; "(a*)*b" on 16 a's
+ * takes libstdc++ over 10^8. */
 #define GM_REGEX_STEP_BUDGET 10000000u
 
 /* Patterns longer than this, or nesting groups deeper than
@@ -86,6 +89,20 @@ int gm_regex_compile(const char *pattern, size_t n, ggufmap_regex_dialect dialec
 int gm_regex_search(const gm_regex *re, const char *s, size_t n, uint64_t max_steps, gm_regex_error *err);
 
 void gm_regex_free(gm_regex *re);
+
+/* ---- regex_cache.c: answers remembered across placements ---- */
+
+/* One pattern's answers in a ggufmap_regex_cache (ggufmap/placement.h). */
+typedef struct gm_regex_memo gm_regex_memo;
+
+/* The memo of the len bytes at pattern in this dialect, made on first use;
+ * NULL when cache is NULL or memory runs out (searches then just run). */
+gm_regex_memo *gm_regex_memo_of(ggufmap_regex_cache *cache, const char *pattern, size_t len,
+                                ggufmap_regex_dialect dialect);
+/* gm_regex_search(re, s, n, 0, err) for re, the memo's pattern compiled in
+ * its dialect: the answer remembered when memo is not NULL, so each name is
+ * searched once (a search given up is not remembered). */
+int gm_regex_memo_search(gm_regex_memo *memo, const gm_regex *re, const char *s, size_t n, gm_regex_error *err);
 
 /* "libstdc++" or "libc++". */
 const char *gm_regex_dialect_name(ggufmap_regex_dialect dialect);

@@ -1055,8 +1055,8 @@ int gm_rx_libstdcxx_search(const gm_rx_libstdcxx *re, const char *s, size_t n, u
         err->position = 0;
         err->code = "step_budget";
         snprintf(err->reason, sizeof err->reason,
-                 "more than %llu steps: the pattern backtracks exponentially on this name, and libstdc++'s "
-                 "std::regex_search would not finish",
+                 "more than %llu steps (states visited, as libstdc++'s std::regex_search counts them) on "
+                 "this name: the pattern backtracks too much for llama.cpp to finish loading",
                  (unsigned long long)max_steps);
     }
     return rc;

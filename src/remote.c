@@ -2,7 +2,8 @@
  * remote.c - remote files as byte sources for the reader: only the header
  * bytes of each file, fetched with range requests as the reader needs them.
  *
- * Data structure.  A session (ggufmap_remote) owns one libcurl multi handle
+ * Data structure.  A session (ggufmap_remote) loads libcurl (remote_curl.h:
+ * only a command given a URL pays for the network stack), owns one libcurl multi handle
  * and a list of remote files.  A remote file is a gm_byte_source whose bytes
  * live in an address-space reservation the size of the header limit (pages
  * are committed as bytes arrive), so base never moves and the reader's
@@ -24,7 +25,6 @@
  * follow a redirect (10 hops), retry 429/5xx (Retry-After or doubling waits),
  * trust the cache (304), or fail with a message naming the URL.
  */
-#include <curl/curl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,20 +34,22 @@
 
 #include "internal.h"
 #include "os.h"
+#include "remote_curl.h"
 #include "remote_internal.h"
 
 #define MAX_REDIRECTS 10
 #define MAX_REQUESTS_PER_FILE 100 /* normal use needs ~15; a server dribbling bytes meets this */
 #define MAX_ERROR_BODY (64 * 1024) /* an error answer's body is read up to this, then dropped */
-#define BACKOFF_FIRST_NS 250000000ull
 
 struct ggufmap_remote {
     ggufmap_remote_opts o;        /* strings point at the copies below */
     char *endpoint, *token, *cacert, *cache_dir;
+    gm_curl curl;                 /* libcurl, loaded with the session (remote_curl.h) */
     CURLM *multi;
     struct remote_file *files;    /* every file still tied to the session */
     uint32_t n_prefetches;        /* files no open has taken yet */
     uint64_t fetched, requests;
+    uint64_t network_ns;          /* spent waiting for servers so far: at most timeout_s in all */
 };
 
 typedef struct remote_file {
@@ -60,6 +62,7 @@ typedef struct remote_file {
     char *key;                    /* url without credentials: the cache's key */
     char *at;                     /* where the last redirect led, or NULL */
     char etag[256];               /* the first answer's ETag ("" when none) */
+    char modified[256];           /* its Last-Modified ("" when none): the check without an ETag */
     bool whole;                   /* a small resource read in full, without Range */
     bool claimed;                 /* taken by an open (else a prefetch) */
     bool answered;                /* the first answer is in: size known */
@@ -152,11 +155,12 @@ static bool commit(remote_file *f, uint64_t end) {
 }
 
 /* The first answer told the size (and maybe an ETag): the file takes shape. */
-static bool set_size(remote_file *f, uint64_t size, const char *etag) {
+static bool set_size(remote_file *f, uint64_t size, const char *etag, const char *modified) {
     if (!reserve(f, size)) return false;
     f->bs.size = size;
     f->bs.limit = size < f->max_bytes ? size : f->max_bytes;
     snprintf(f->etag, sizeof f->etag, "%s", etag);
+    snprintf(f->modified, sizeof f->modified, "%s", modified);
     f->answered = true;
     return true;
 }
@@ -173,7 +177,7 @@ static uint64_t keep_bytes(remote_file *f, const char *data, uint64_t n) {
 /* The server confirmed the cache's bytes (304), or we are offline. */
 static bool use_cache(remote_file *f) {
     gm_cache_entry *e = &f->cached;
-    if (!set_size(f, e->size, e->etag)) return false;
+    if (!set_size(f, e->size, e->etag, e->modified)) return false;
     keep_bytes(f, (const char *)e->bytes, e->n);
     f->from_cache = true;
     gm_cache_entry_free(e);
@@ -190,28 +194,17 @@ static void stop_transfer(remote_file *f) {
     gm_transfer *t = f->xfer;
     if (!t) return;
     if (!t->done && t->status) log_answer(f, t); /* one we stop: say what it brought */
-    if (f->r && t->easy) curl_multi_remove_handle(f->r->multi, t->easy);
+    if (f->r && t->easy) f->r->curl.multi_remove_handle(f->r->multi, t->easy);
     gm_http_release(t);
     free(t->url);
     free(t);
     f->xfer = NULL;
 }
 
-/* The range of the next request: the first bytes, or what the reader needs,
- * at least as much again as there is. */
+/* The range of the next request (remote_rules.c). */
 static void next_range(const remote_file *f, uint64_t *start, uint64_t *end) {
-    const ggufmap_remote_opts *o = &f->r->o;
-    *start = *end = 0;
-    if (f->whole) return;
-    if (!f->answered) {
-        *end = o->first_range < f->max_bytes ? o->first_range : f->max_bytes;
-        return;
-    }
-    uint64_t have = f->bs.have, n = f->want > have ? f->want - have : 0;
-    if (n < have) n = have;
-    if (n < o->first_range) n = o->first_range;
-    *start = have;
-    *end = n > f->bs.limit - have ? f->bs.limit : have + n;
+    gm_remote_reading r = {f->whole, f->answered, f->bs.have, f->want, f->bs.limit, f->max_bytes, f->r->o.first_range};
+    gm_remote_next_range(&r, start, end);
 }
 
 static size_t sink(gm_transfer *t, const char *data, size_t n);
@@ -229,11 +222,13 @@ static bool start_request(remote_file *f) {
     t->owner = f;
     t->sink = sink;
     next_range(f, &t->start, &t->end);
-    gm_http_opts ho = {r->token, r->endpoint, r->cacert, r->o.timeout_s,
-                       !f->answered && f->cached.etag && *f->cached.etag ? f->cached.etag : NULL};
+    bool ask_cache = !f->answered && f->cached.bytes;
+    gm_http_opts ho = {&r->curl, r->token, r->endpoint, r->cacert, r->o.timeout_s,
+                       ask_cache && *f->cached.etag ? f->cached.etag : NULL,
+                       ask_cache && *f->cached.modified ? f->cached.modified : NULL};
     f->xfer = t;
     const char *why = gm_http_prepare(t, &ho);
-    if (!why && curl_multi_add_handle(r->multi, t->easy) != CURLM_OK) why = "libcurl refused the request";
+    if (!why && r->curl.multi_add_handle(r->multi, t->easy) != CURLM_OK) why = "libcurl refused the request";
     if (why) {
         stop_transfer(f);
         return file_fail(f, GGUFMAP_EIO, "%s", why);
@@ -247,26 +242,22 @@ static bool start_request(remote_file *f) {
 /* Answers                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* The same file as before?  Size and ETag must not change between answers. */
-static bool same_file(remote_file *f, uint64_t size, const char *etag) {
-    if (f->answered && size != f->bs.size)
-        return file_fail(f, GGUFMAP_EIO, "the file's size changed from %" PRIu64 " to %" PRIu64 " bytes while reading",
-                         f->bs.size, size);
-    if (f->answered && f->etag[0] && etag[0] && strcmp(f->etag, etag) != 0)
-        return file_fail(f, GGUFMAP_EIO, "the file changed on the server while reading (ETag %s, then %s)", f->etag,
-                         etag);
-    return f->answered || set_size(f, size, etag);
+/* The same file as before?  Size and ETag must not change between answers;
+ * a file served without an ETag is checked by its Last-Modified. */
+static bool same_file(remote_file *f, uint64_t size, const gm_transfer *t) {
+    char why[900];
+    if (f->answered && gm_remote_changed(f->bs.size, f->etag, f->modified, size, t->etag, t->modified, why, sizeof why))
+        return file_fail(f, GGUFMAP_EIO, "%s", why);
+    return f->answered || set_size(f, size, t->etag, t->modified);
 }
 
 /* A 206: its range must start where we asked; its total is the size. */
 static bool begin_partial(remote_file *f, gm_transfer *t) {
-    if (!t->has_range || t->range_first != t->start || t->range_last >= t->end)
-        return file_fail(f, GGUFMAP_EIO, "asked for bytes %" PRIu64 "-%" PRIu64 ", the server sent %s%" PRIu64 "-%" PRIu64,
-                         t->start, t->end - 1, t->has_range ? "bytes " : "no Content-Range, or a bad one: ",
-                         t->range_first, t->range_last);
-    if (!t->range_total_known)
-        return file_fail(f, GGUFMAP_EIO, "the server does not say how large the file is (Content-Range */...)");
-    return same_file(f, t->range_total, t->etag);
+    char why[300];
+    if (gm_remote_bad_range(t->start, t->end, t->has_range, t->range_first, t->range_last, t->range_total_known, why,
+                            sizeof why))
+        return file_fail(f, GGUFMAP_EIO, "%s", why);
+    return same_file(f, t->range_total, t);
 }
 
 /* A 200: the whole file from byte 0 (the server ignored Range). */
@@ -275,7 +266,7 @@ static bool begin_whole(remote_file *f, gm_transfer *t) {
         return file_fail(f, GGUFMAP_EIO, "the server ignored the range and did not say how large the file is");
     if (!f->whole) f->streaming = true;
     if (f->answered && !t->has_length) return true;
-    return same_file(f, t->has_length ? t->length : f->max_bytes, t->etag);
+    return same_file(f, t->has_length ? t->length : f->max_bytes, t);
 }
 
 /* The answer's first body bytes: is it what we asked for? */
@@ -347,41 +338,52 @@ static bool settle_redirect(remote_file *f, gm_transfer *t) {
 static bool settle_retry(remote_file *f, gm_transfer *t) {
     const ggufmap_remote_opts *o = &f->r->o;
     long status = t->status, after = t->retry_after_s;
+    uint64_t wait_ns;
+    char why[200];
     stop_transfer(f);
-    if (++f->tries > o->retries)
-        return file_fail(f, GGUFMAP_EIO, "HTTP %ld, still after %u tries", status, o->retries + 1);
-    uint32_t doublings = f->tries - 1 < 16 ? f->tries - 1 : 16;
-    uint64_t wait_ns = after >= 0 ? (uint64_t)after * 1000000000ull : BACKOFF_FIRST_NS << doublings;
-    if (wait_ns > (uint64_t)o->max_retry_wait_s * 1000000000ull)
-        return file_fail(f, GGUFMAP_EIO, "HTTP %ld: the server asks to wait %ld s, more than %u s: try later", status,
-                         after, o->max_retry_wait_s);
+    if (!gm_remote_retry_wait(status, ++f->tries, after, o, f->r->network_ns, &wait_ns, why, sizeof why))
+        return file_fail(f, GGUFMAP_EIO, "%s", why);
     log_line(f->r, "retrying %s in %.2f s (HTTP %ld, try %u of %u)", f->shown, (double)wait_ns / 1e9, status,
              f->tries + 1, o->retries + 1);
     f->retry_at_ns = gm_now_ns() + wait_ns;
     return true;
 }
 
+/* 401 or 403: what to do depends on whether a token went with the request
+ * (then it was refused), was given but kept back (it goes to the
+ * endpoint's host only, and this is another), or was not given at all. */
+static bool access_denied(remote_file *f, const gm_transfer *t) {
+    const ggufmap_remote *r = f->r;
+    if (t->sent_token)
+        return file_fail(f, GGUFMAP_EIO,
+                         "HTTP %ld: access denied: the token was refused (invalid or expired, or without access to "
+                         "this repository: a gated one needs its terms accepted on the hub)",
+                         t->status);
+    if (r->token && *r->token) {
+        char *endpoint = gm_url_redacted(r->endpoint);
+        file_fail(f, GGUFMAP_EIO,
+                  "HTTP %ld: access denied, and the token given was not sent: it goes to the endpoint %s only, and "
+                  "this server is another (set HF_ENDPOINT or MODEL_ENDPOINT to it to send the token there)",
+                  t->status, endpoint ? endpoint : "(out of memory)");
+        free(endpoint);
+        return false;
+    }
+    return file_fail(f, GGUFMAP_EIO,
+                     "HTTP %ld: access denied: the repository may be gated or private; accept its terms on the hub "
+                     "and pass a token with --hf-token or HF_TOKEN",
+                     t->status);
+}
+
 /* An answer that ends the exchange: the cache confirmed, or an error. */
 static bool settle_final(remote_file *f, gm_transfer *t) {
     long s = t->status;
     if (s == 304 && f->cached.bytes) return use_cache(f);
-    if (s == 401 || s == 403)
-        return file_fail(f, GGUFMAP_EIO,
-                         "HTTP %ld: access denied: the repository may be gated or private; %s", s,
-                         t->sent_token ? "the token was refused or lacks access"
-                                       : "accept its terms on the hub and pass a token with --hf-token or HF_TOKEN");
-    if (s == 404 || s == 410) {
-        char *where = gm_url_for_log(t->url);
-        file_fail(f, GGUFMAP_ENOTFOUND, "not found (HTTP %ld from %s)", s, where ? where : "?");
-        free(where);
-        return false;
-    }
+    if (s == 401 || s == 403) return access_denied(f, t);
     if (s == 416 && t->range_total_known && t->range_total == 0 && !f->answered)
-        return set_size(f, 0, t->etag); /* an empty file: the reader says it is too short */
-    if (s == 416)
-        return file_fail(f, GGUFMAP_EIO, "HTTP 416: the server refused bytes %" PRIu64 "-%" PRIu64 "%s", t->start,
-                         t->end - 1, t->range_total_known ? " (of a file it says has more)" : "");
-    return file_fail(f, GGUFMAP_EIO, "unexpected HTTP %ld", s);
+        return set_size(f, 0, t->etag, t->modified); /* an empty file: the reader says it is too short */
+    char why[900];
+    int status = gm_remote_refusal(s, t->url, "", t->start, t->end, t->range_total_known, why, sizeof why);
+    return file_fail(f, status, "%s", why);
 }
 
 /* A non-2xx answer: follow, retry, or end. */
@@ -442,16 +444,16 @@ static void settle(remote_file *f) {
  * starts the retries that are due. */
 static void pump(ggufmap_remote *r) {
     int running, left;
-    curl_multi_perform(r->multi, &running);
+    r->curl.multi_perform(r->multi, &running);
     CURLMsg *m;
-    while ((m = curl_multi_info_read(r->multi, &left))) {
+    while ((m = r->curl.multi_info_read(r->multi, &left))) {
         char *owner = NULL;
-        if (m->msg != CURLMSG_DONE || curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &owner) != CURLE_OK)
+        if (m->msg != CURLMSG_DONE || r->curl.easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &owner) != CURLE_OK)
             continue;
         gm_transfer *t = (gm_transfer *)(void *)owner;
         t->done = true;
         t->result = (int)m->data.result;
-        curl_multi_remove_handle(r->multi, m->easy_handle);
+        r->curl.multi_remove_handle(r->multi, m->easy_handle);
         settle(t->owner);
     }
     uint64_t now = gm_now_ns();
@@ -463,22 +465,41 @@ static void pump(ggufmap_remote *r) {
 }
 
 /* Waits for network activity, or until the next retry is due (100 ms at
- * most, so that watchdogs get their turn). */
+ * most, so that the deadline and watchdogs get their turn). */
 static void wait_activity(ggufmap_remote *r) {
     uint64_t now = gm_now_ns(), wait_ns = 100000000ull;
     for (remote_file *f = r->files; f; f = f->next)
         if (f->retry_at_ns && f->retry_at_ns - now < wait_ns) wait_ns = f->retry_at_ns > now ? f->retry_at_ns - now : 0;
-    curl_multi_poll(r->multi, NULL, 0, (int)(wait_ns / 1000000) + 1, NULL);
+    r->curl.multi_poll(r->multi, NULL, 0, (int)(wait_ns / 1000000) + 1, NULL);
 }
 
-/* A watchdog over libcurl's own timeouts, which do not cover a request that
- * waits for a connection: no answer in twice the timeout ends it. */
-static bool overdue(remote_file *f) {
-    gm_transfer *t = f->xfer;
-    uint64_t limit_ns = 2ull * f->r->o.timeout_s * 1000000000ull;
-    if (!t || t->status || gm_now_ns() - t->started_ns < limit_ns) return false;
+/* One turn of the loop: run the transfers, then wait for activity unless
+ * done() is true; the time it takes is network time. */
+static void turn(ggufmap_remote *r, bool (*done)(const remote_file *, uint64_t), const remote_file *f, uint64_t end) {
+    uint64_t t0 = gm_now_ns();
+    pump(r);
+    if (!f->failed && !done(f, end) && f->r) wait_activity(r);
+    r->network_ns += gm_now_ns() - t0;
+}
+
+/* The deadline: --timeout bounds the whole session's network time
+ * (connecting, waiting, the bodies themselves, the waits before retries),
+ * so that no server, however slowly it drips, keeps a command alive
+ * longer (issue 20, item 4).  Fails f when the time is spent. */
+static bool past_deadline(remote_file *f) {
+    const ggufmap_remote *r = f->r;
+    if (r->network_ns < (uint64_t)r->o.timeout_s * 1000000000ull) return false;
+    const gm_transfer *t = f->xfer;
+    char what[160];
+    if (t && t->status)
+        snprintf(what, sizeof what, "the answer (HTTP %ld) was still coming after %" PRIu64 " body bytes", t->status,
+                 t->body_bytes);
+    else
+        snprintf(what, sizeof what, "%s", t ? "no answer" : "still no header");
     stop_transfer(f);
-    return !file_fail(f, GGUFMAP_EIO, "no answer for %u s (timeout)", 2 * f->r->o.timeout_s);
+    return !file_fail(f, GGUFMAP_EIO,
+                      "%s when the %u s that --timeout allows for the network in all were spent (timeout)", what,
+                      r->o.timeout_s);
 }
 
 /* f has [0, end), or all it will ever have. */
@@ -500,11 +521,10 @@ static bool run_until(remote_file *f, uint64_t end) {
         if (!f->xfer && !f->retry_at_ns && !start_request(f)) return false;
         if (f->xfer && f->xfer->paused) {
             f->xfer->paused = false;
-            curl_easy_pause(f->xfer->easy, CURLPAUSE_CONT);
+            f->r->curl.easy_pause(f->xfer->easy, CURLPAUSE_CONT);
         }
-        if (overdue(f)) return false;
-        pump(f->r);
-        if (!f->failed && !has(f, end) && f->r) wait_activity(f->r);
+        if (past_deadline(f)) return false;
+        turn(f->r, has, f, end);
     }
 }
 
@@ -538,7 +558,7 @@ static void rf_parsed(gm_byte_source *bs, uint64_t header_end) {
     ggufmap_remote *r = f->r;
     if (!r || !r->cache_dir || f->from_cache || r->o.offline) return;
     ggufmap_error err;
-    if (gm_cache_store(r->cache_dir, f->key, f->etag, f->bs.size, f->buf, f->bs.have, &err) != 0)
+    if (gm_cache_store(r->cache_dir, f->key, f->etag, f->modified, f->bs.size, f->buf, f->bs.have, &err) != 0)
         log_line(r, "%s", err.message);
 }
 
@@ -579,8 +599,8 @@ static remote_file *file_new(ggufmap_remote *r, const char *name, bool whole, ui
     f->next = r->files;
     r->files = f;
     if (r->cache_dir && gm_cache_load(r->cache_dir, f->key, max_bytes, &f->cached) && !r->o.offline &&
-        !*f->cached.etag)
-        gm_cache_entry_free(&f->cached); /* without an ETag it cannot be confirmed */
+        !*f->cached.etag && !*f->cached.modified)
+        gm_cache_entry_free(&f->cached); /* without an ETag or a Last-Modified it cannot be confirmed */
     return f;
 }
 
@@ -590,6 +610,11 @@ static remote_file *find_prefetch(ggufmap_remote *r, const char *name) {
     return NULL;
 }
 
+static bool answered(const remote_file *f, uint64_t end) {
+    (void)end;
+    return f->answered;
+}
+
 /* Waits for the first answer (or takes the cache offline). */
 static bool first_answer(remote_file *f) {
     if (f->r->o.offline) {
@@ -597,9 +622,8 @@ static bool first_answer(remote_file *f) {
         return file_fail(f, GGUFMAP_ENOTFOUND, "not in the cache (offline)");
     }
     while (!f->answered && !f->failed) {
-        if ((!f->xfer && !f->retry_at_ns && !start_request(f)) || overdue(f)) break;
-        pump(f->r);
-        if (!f->answered && !f->failed) wait_activity(f->r);
+        if ((!f->xfer && !f->retry_at_ns && !start_request(f)) || past_deadline(f)) break;
+        turn(f->r, answered, f, 0);
     }
     return !f->failed;
 }
@@ -674,16 +698,6 @@ int gm_remote_get(ggufmap_remote *r, const char *url, uint64_t max, char **body,
 /* The session                                                               */
 /* ------------------------------------------------------------------------ */
 
-void ggufmap_remote_opts_init(ggufmap_remote_opts *o) {
-    memset(o, 0, sizeof *o);
-    o->timeout_s = 30;
-    o->retries = 4;
-    o->max_retry_wait_s = 60;
-    o->first_range = 64 * 1024;
-    o->max_header = 256ull << 20;
-    o->parallel = 16;
-}
-
 static char *dup_or_null(const char *s, bool *ok) {
     char *d = s ? strdup(s) : NULL;
     if (s && !d) *ok = false;
@@ -696,21 +710,26 @@ int ggufmap_remote_new(const ggufmap_remote_opts *opts, ggufmap_remote **out, gg
     const char *endpoint = opts->endpoint && *opts->endpoint ? opts->endpoint : "https://huggingface.co";
     if (!gm_url_is_http(endpoint))
         return gm_fail(err, GGUFMAP_EINVAL, "endpoint %s: expected an http:// or https:// URL", endpoint);
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return gm_fail(err, GGUFMAP_EIO, "libcurl cannot start");
     ggufmap_remote *r = calloc(1, sizeof *r);
-    bool ok = r != NULL;
-    if (ok) {
-        r->o = *opts;
-        r->endpoint = dup_or_null(endpoint, &ok);
-        r->token = dup_or_null(opts->token, &ok);
-        r->cacert = dup_or_null(opts->cacert, &ok);
-        r->cache_dir = dup_or_null(opts->cache_dir, &ok);
-        r->multi = curl_multi_init();
-        ok = ok && r->multi;
+    if (!r) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    int rc = gm_curl_load(&r->curl, err); /* the network stack comes with the first session */
+    if (rc) {
+        free(r);
+        return rc;
     }
-    if (!ok) {
+    if (r->curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        free(r);
+        return gm_fail(err, GGUFMAP_EIO, "libcurl cannot start");
+    }
+    bool ok = true;
+    r->o = *opts;
+    r->endpoint = dup_or_null(endpoint, &ok);
+    r->token = dup_or_null(opts->token, &ok);
+    r->cacert = dup_or_null(opts->cacert, &ok);
+    r->cache_dir = dup_or_null(opts->cache_dir, &ok);
+    r->multi = r->curl.multi_init();
+    if (!ok || !r->multi) {
         ggufmap_remote_free(r);
-        if (!r) curl_global_cleanup();
         return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     }
     size_t n = strlen(r->endpoint);
@@ -721,7 +740,7 @@ int ggufmap_remote_new(const ggufmap_remote_opts *opts, ggufmap_remote **out, gg
     r->o.cache_dir = r->cache_dir;
     if (r->o.first_range == 0) r->o.first_range = 64 * 1024;
     if (r->o.parallel == 0) r->o.parallel = 1;
-    curl_multi_setopt(r->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    r->curl.multi_setopt(r->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
     *out = r;
     return GGUFMAP_OK;
 }
@@ -734,13 +753,13 @@ void ggufmap_remote_free(ggufmap_remote *r) {
         stop_transfer(f);
         unlink_file(f);
     }
-    if (r->multi) curl_multi_cleanup(r->multi);
+    if (r->multi) r->curl.multi_cleanup(r->multi);
     free(r->endpoint);
     free(r->token);
     free(r->cacert);
     free(r->cache_dir);
+    r->curl.global_cleanup(); /* libcurl itself stays loaded (remote_curl.h) */
     free(r);
-    curl_global_cleanup();
 }
 
 void ggufmap_remote_totals(const ggufmap_remote *r, uint64_t *fetched_bytes, uint64_t *requests) {

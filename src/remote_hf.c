@@ -323,8 +323,11 @@ static bool split_repo(const char *arg, char *repo, size_t cap, const char **tag
 
 static int get_listing(ggufmap_remote *r, const char *repo, const char *what, char **body, size_t *len,
                        ggufmap_error *err) {
-    char url[1024];
-    snprintf(url, sizeof url, "%s/api/models/%s/%s", gm_remote_endpoint(r), repo, what);
+    char url[2048];
+    size_t used = (size_t)snprintf(url, sizeof url, "%s/api/models/", gm_remote_endpoint(r));
+    used = gm_url_append_path(url, used, sizeof url, repo, strlen(repo), "/"); /* no "..": no way out of /api/models */
+    if (used + strlen(what) + 2 > sizeof url) return gm_fail(err, GGUFMAP_EINVAL, "-hf %s: name too long", repo);
+    snprintf(url + used, sizeof url - used, "/%s", what);
     return gm_remote_get(r, url, LISTING_MAX, body, len, err);
 }
 

@@ -8,7 +8,6 @@
  * file fills in.  Redirects are never followed by libcurl itself, so that
  * every hop is a request we count, log, and decide the token for.
  */
-#include <curl/curl.h>
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 
 #include "ggufmap/ggufmap.h"
 #include "internal.h"
+#include "remote_curl.h"
 #include "remote_internal.h"
 
 /* ------------------------------------------------------------------------ */
@@ -71,11 +71,11 @@ static void parse_content_range(gm_transfer *t, const char *v) {
 }
 
 /* Retry-After: seconds, or an HTTP date. */
-static long parse_retry_after(const char *v) {
+static long parse_retry_after(const gm_curl *curl, const char *v) {
     const char *p;
     uint64_t s;
     if (parse_u64(v, &p, &s) && !*p) return s > 86400 ? 86400 : (long)s;
-    time_t when = curl_getdate(v, NULL);
+    time_t when = curl->getdate(v, NULL);
     if (when < 0) return -1;
     time_t now = time(NULL);
     return when > now ? (long)(when - now) : 0;
@@ -85,6 +85,7 @@ static void start_answer(gm_transfer *t, long status) {
     t->status = status;
     t->has_range = t->range_total_known = t->has_length = false;
     t->etag[0] = '\0';
+    t->modified[0] = '\0';
     t->retry_after_s = -1;
 }
 
@@ -102,8 +103,10 @@ static size_t on_header(char *line, size_t one, size_t n, void *ctx) {
         t->has_length = parse_u64(v, &p, &t->length) && !*p;
     } else if (header_value(line, n, "etag", v, sizeof v)) {
         snprintf(t->etag, sizeof t->etag, "%s", v);
+    } else if (header_value(line, n, "last-modified", v, sizeof v)) {
+        snprintf(t->modified, sizeof t->modified, "%s", v);
     } else if (header_value(line, n, "retry-after", v, sizeof v)) {
-        t->retry_after_s = parse_retry_after(v);
+        t->retry_after_s = parse_retry_after(t->curl, v);
     }
     return n;
 }
@@ -121,7 +124,7 @@ static bool add_header(gm_transfer *t, const char *fmt, const char *a, const cha
     char line[1024];
     int n = snprintf(line, sizeof line, fmt, a, b);
     if (n < 0 || (size_t)n >= sizeof line) return false;
-    struct curl_slist *l = curl_slist_append(t->headers, line);
+    struct curl_slist *l = t->curl->slist_append(t->headers, line);
     if (l) t->headers = l;
     return l != NULL;
 }
@@ -133,48 +136,54 @@ static bool set_headers(gm_transfer *t, const gm_http_opts *o) {
         if (!add_header(t, "Range: bytes=%s%s", range, "")) return false;
     }
     if (o->if_none_match && !add_header(t, "If-None-Match: %s%s", o->if_none_match, "")) return false;
+    if (!o->if_none_match && o->if_modified_since &&
+        !add_header(t, "If-Modified-Since: %s%s", o->if_modified_since, ""))
+        return false;
     /* The token goes to the endpoint's own origin: never to a CDN or any
      * other host a redirect names. */
-    t->sent_token = o->token && *o->token && o->endpoint && gm_url_same_origin(t->url, o->endpoint);
+    t->sent_token = o->token && *o->token && o->endpoint && gm_url_same_origin(t->curl, t->url, o->endpoint);
     if (t->sent_token && !add_header(t, "Authorization: Bearer %s%s", o->token, "")) return false;
     return add_header(t, "Accept: %s%s", "*/*", "");
 }
 
 const char *gm_http_prepare(gm_transfer *t, const gm_http_opts *o) {
     start_answer(t, 0);
-    CURL *e = curl_easy_init();
+    const gm_curl *c = t->curl = o->curl;
+    CURL *e = c->easy_init();
     if (!e) return "libcurl could not make a handle";
     t->easy = e;
     if (!set_headers(t, o)) return "out of memory for the request headers";
-    long timeout = (long)o->timeout_s;
-    bool ok = curl_easy_setopt(e, CURLOPT_URL, t->url) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS) == CURLE_OK &&
+    /* The session's deadline (remote.c) ends every wait at timeout_s; these
+     * are libcurl's own limits, a second later, as a backstop only. */
+    long timeout = (long)o->timeout_s + 1;
+    bool ok = c->easy_setopt(e, CURLOPT_URL, t->url) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS) == CURLE_OK &&
               /* Over TLS, wait to see whether HTTP/2 lets this request share a
                * connection; plain HTTP/1.1 cannot, and a paused stream would
                * keep the others waiting. */
-              curl_easy_setopt(e, CURLOPT_PIPEWAIT, strncasecmp(t->url, "https:", 6) == 0 ? 1L : 0L) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, timeout) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, timeout) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_USERAGENT, "ggufmap/" GGUFMAP_VERSION_STRING) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_HTTPHEADER, (struct curl_slist *)t->headers) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_HEADERDATA, t) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_WRITEDATA, t) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf) == CURLE_OK &&
-              curl_easy_setopt(e, CURLOPT_PRIVATE, t) == CURLE_OK &&
-              (!o->cacert || curl_easy_setopt(e, CURLOPT_CAINFO, o->cacert) == CURLE_OK);
+              c->easy_setopt(e, CURLOPT_PIPEWAIT, strncasecmp(t->url, "https:", 6) == 0 ? 1L : 0L) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_CONNECTTIMEOUT, timeout) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_LOW_SPEED_TIME, timeout) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_USERAGENT, "ggufmap/" GGUFMAP_VERSION_STRING) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_HTTPHEADER, (struct curl_slist *)t->headers) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_HEADERDATA, t) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_WRITEDATA, t) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf) == CURLE_OK &&
+              c->easy_setopt(e, CURLOPT_PRIVATE, t) == CURLE_OK &&
+              (!o->cacert || c->easy_setopt(e, CURLOPT_CAINFO, o->cacert) == CURLE_OK);
     t->started_ns = gm_now_ns();
     return ok ? NULL : "libcurl refused an option";
 }
 
 void gm_http_release(gm_transfer *t) {
-    if (t->easy) curl_easy_cleanup(t->easy);
-    curl_slist_free_all(t->headers);
+    if (t->easy) t->curl->easy_cleanup(t->easy);
+    if (t->headers) t->curl->slist_free_all(t->headers);
     t->easy = NULL;
     t->headers = NULL;
 }
@@ -185,7 +194,7 @@ void gm_http_release(gm_transfer *t) {
 
 const char *gm_http_version(const gm_transfer *t) {
     long v = 0;
-    if (t->easy) curl_easy_getinfo(t->easy, CURLINFO_HTTP_VERSION, &v);
+    if (t->easy) t->curl->easy_getinfo(t->easy, CURLINFO_HTTP_VERSION, &v);
     switch (v) {
     case CURL_HTTP_VERSION_1_0: return "HTTP/1.0";
     case CURL_HTTP_VERSION_1_1: return "HTTP/1.1";
@@ -197,13 +206,13 @@ const char *gm_http_version(const gm_transfer *t) {
 
 const char *gm_http_location(const gm_transfer *t) {
     char *where = NULL;
-    if (!t->easy || curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &where) != CURLE_OK) return NULL;
+    if (!t->easy || t->curl->easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &where) != CURLE_OK) return NULL;
     return where;
 }
 
 void gm_http_describe_failure(const gm_transfer *t, uint32_t timeout_s, char *out, size_t cap) {
     CURLcode rc = (CURLcode)t->result;
-    const char *detail = t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc);
+    const char *detail = t->errbuf[0] ? t->errbuf : t->curl->easy_strerror(rc);
     switch (rc) {
     case CURLE_OPERATION_TIMEDOUT:
         snprintf(out, cap, "%s for %u s (timeout; %s)", t->status ? "no data" : "no answer", timeout_s, detail);
@@ -223,6 +232,23 @@ void gm_http_describe_failure(const gm_transfer *t, uint32_t timeout_s, char *ou
     case CURLE_COULDNT_CONNECT:
         snprintf(out, cap, "cannot connect (%s)", detail);
         break;
-    default: snprintf(out, cap, "%s (%s)", curl_easy_strerror(rc), detail); break;
+    case CURLE_OUT_OF_MEMORY:
+#if LIBCURL_VERSION_NUM >= 0x080600
+    case CURLE_TOO_LARGE:
+#endif
+        if (t->body_started) goto other; /* a body is kept by us, not by libcurl: a real shortage */
+        /* libcurl refuses a header line over CURL_MAX_HTTP_HEADER (100 KB)
+         * with this code: no shortage of memory, an answer no file server
+         * gives (a Location or a cookie that long). */
+        if (t->status)
+            snprintf(out, cap,
+                     "the HTTP %ld answer has a header line (a Location, a cookie...) longer than the 100 KB libcurl "
+                     "reads: not an answer a file server gives",
+                     t->status);
+        else
+            snprintf(out, cap, "the answer's status or header lines are longer than the 100 KB libcurl reads");
+        break;
+    other:
+    default: snprintf(out, cap, "%s (%s)", t->curl->easy_strerror(rc), detail); break;
     }
 }

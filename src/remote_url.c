@@ -5,17 +5,20 @@
  * name that llama.cpp's split naming applies to.
  *
  * Everything here is string work on names of at most a few hundred bytes;
- * URLs are parsed with libcurl's own URL parser (curl_url), so that what we
- * compare is what libcurl will connect to.
+ * URLs are parsed with libcurl's own URL parser (curl_url, through the
+ * session's table: remote_curl.h), so that what we compare is what libcurl
+ * will connect to.
  */
 #include <ctype.h>
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "internal.h"
+#ifndef __EMSCRIPTEN__
+#include "remote_curl.h" /* libcurl's URL parser (the browser build compares no origins) */
+#endif
 #include "remote_internal.h"
 
 static bool has_prefix_nocase(const char *s, const char *prefix) {
@@ -73,30 +76,33 @@ char *gm_url_for_log(const char *url) {
 /* Origins                                                                   */
 /* ------------------------------------------------------------------------ */
 
+#ifndef __EMSCRIPTEN__ /* the browser build sends no token: it compares no origins (byte_source_web.c) */
+
 /* scheme, host and port of url, lower-cased, as "https://host:443". */
-static bool origin_of(const char *url, char *out, size_t cap) {
-    CURLU *u = curl_url();
+static bool origin_of(const gm_curl *c, const char *url, char *out, size_t cap) {
+    CURLU *u = c->url();
     char *scheme = NULL, *host = NULL, *port = NULL;
-    bool ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-              curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-              curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-              curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK;
+    bool ok = u && c->url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+              c->url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+              c->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+              c->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK;
     if (ok) {
         int n = snprintf(out, cap, "%s://%s:%s", scheme, host, port);
         ok = n > 0 && (size_t)n < cap;
         for (char *p = out; ok && *p; p++) *p = (char)tolower((unsigned char)*p);
     }
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
-    curl_url_cleanup(u);
+    c->free(scheme);
+    c->free(host);
+    c->free(port);
+    if (u) c->url_cleanup(u);
     return ok;
 }
 
-bool gm_url_same_origin(const char *a, const char *b) {
+bool gm_url_same_origin(const gm_curl *curl, const char *a, const char *b) {
     char oa[512], ob[512];
-    return origin_of(a, oa, sizeof oa) && origin_of(b, ob, sizeof ob) && strcmp(oa, ob) == 0;
+    return origin_of(curl, a, oa, sizeof oa) && origin_of(curl, b, ob, sizeof ob) && strcmp(oa, ob) == 0;
 }
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* hf://OWNER/REPO[@REVISION]/PATH                                           */
@@ -118,6 +124,32 @@ static size_t append_encoded(char *out, size_t used, size_t cap, const char *s, 
         } else {
             used = cap;
         }
+    }
+    return used;
+}
+
+/* "." or "..", dots and all percent-encoded (%2E): a name, not a step. */
+static size_t append_dot_segment(char *out, size_t used, size_t cap, const char *seg, size_t len) {
+    if ((len != 1 && len != 2) || memcmp(seg, "..", len) != 0) return SIZE_MAX;
+    for (size_t k = 0; k < len; k++) {
+        if (used + 3 >= cap) return cap;
+        memcpy(out + used, "%2E", 3);
+        used += 3;
+    }
+    return used;
+}
+
+size_t gm_url_append_path(char *out, size_t used, size_t cap, const char *s, size_t n, const char *keep) {
+    bool by_segment = strchr(keep, '/') != NULL; /* else the whole piece is one segment */
+    const char *end = s + n;
+    for (const char *seg = s; used < cap;) {
+        const char *stop = by_segment ? memchr(seg, '/', (size_t)(end - seg)) : NULL;
+        if (!stop) stop = end;
+        size_t len = (size_t)(stop - seg), dots = append_dot_segment(out, used, cap, seg, len);
+        used = dots != SIZE_MAX ? dots : append_encoded(out, used, cap, seg, len, keep);
+        if (stop == end) break;
+        if (used < cap) out[used++] = '/';
+        seg = stop + 1;
     }
     return used;
 }
@@ -165,11 +197,11 @@ int gm_url_resolve(const char *endpoint, const char *name, char **url, ggufmap_e
     char *out = malloc(cap);
     if (!out) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     used = (size_t)snprintf(out, cap, "%s/", endpoint);
-    used = append_encoded(out, used, cap, repo, repo_len, "/");
+    used = gm_url_append_path(out, used, cap, repo, repo_len, "/");
     used = append_encoded(out, used, cap, "/resolve/", 9, "/");
-    used = append_encoded(out, used, cap, rev, rev_len, "%"); /* refs/pr/1 -> refs%2Fpr%2F1, as the hub wants */
+    used = gm_url_append_path(out, used, cap, rev, rev_len, "%"); /* refs/pr/1 -> refs%2Fpr%2F1, as the hub wants */
     used = append_encoded(out, used, cap, "/", 1, "/");
-    used = append_encoded(out, used, cap, path, strlen(path), "/");
+    used = gm_url_append_path(out, used, cap, path, strlen(path), "/");
     if (used >= cap) {
         free(out);
         return gm_fail(err, GGUFMAP_EINVAL, "%s: name too long", name);

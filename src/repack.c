@@ -10,6 +10,8 @@
  *                       every candidate order on header-only layouts;
  *   fill the result     the figures before and after, the output paths;
  *   make the tasks      one per tensor, and the bytes that are data or holes;
+ *   journal             what killed repacks left in the folder settled
+ *                       (repack_journal.c), this one's journal begun;
  *   check the space     no output path may exist, enough free space;
  *   create temporaries  OUT.tmp-XXXXXX beside each output: header, size;
  *   copy and verify     repack_copy.c: copy, hash, read back, compare; then
@@ -20,6 +22,7 @@
  * the pieces of every copy; whatever was made is removed on the way out.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -136,18 +139,33 @@ typedef struct repack {
     gm_tempfile *out;        /* per output shard */
     uint32_t n_out;          /* temporaries made so far */
     uint32_t n_placed;       /* shards renamed into place (removed again on failure) */
+    rp_journal journal;      /* what a kill would leave, for the next repack to clean up */
 } repack;
 
 static void repack_free(repack *r, bool failed) {
     for (uint32_t s = 0; s < r->n_out; s++) gm_temp_discard(&r->out[s]);
     for (uint32_t k = 0; failed && k < r->n_placed; k++)
         unlink(r->res->paths[(k + 1) % r->ch.layout.n_shards]);
+    rp_journal_end(&r->journal); /* all placed, or all removed */
     free(r->out);
     free(r->tasks);
     rp_choice_free(&r->ch);
     ggufmap_model_free(r->m);
     ggufmap_repack_result_free(r->res);
 }
+
+#ifdef GGUFMAP_TEST_HOOKS
+/* Test hook: GGUFMAP_REPACK_TEST_KILL_AT=PHASE:N dies of SIGKILL here. */
+static void kill_point(const char *phase, uint32_t n) {
+    const char *at = getenv("GGUFMAP_REPACK_TEST_KILL_AT");
+    char here[32];
+    snprintf(here, sizeof here, "%s:%u", phase, n);
+    if (at && strcmp(at, here) == 0) raise(SIGKILL);
+}
+#define KILL_POINT(phase, n) kill_point(phase, n)
+#else
+#define KILL_POINT(phase, n) ((void)0)
+#endif
 
 static int interrupted(const repack *r, const char *when, ggufmap_error *err) {
     if (!r->o->cancel || !*r->o->cancel) return GGUFMAP_OK;
@@ -324,6 +342,8 @@ static int create_outputs(repack *r, ggufmap_error *err) {
         int rc = gm_temp_create(&r->out[s], r->res->paths[s], err);
         if (rc) return rc;
         r->n_out++;
+        if ((rc = rp_journal_add(&r->journal, &r->out[s], err))) return rc;
+        KILL_POINT("temp", s + 1);
         uint8_t *h = NULL;
         size_t hl = 0;
         if (ggufmap_writer_header(l->w[s], &h, &hl)) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
@@ -383,10 +403,19 @@ static int copy_and_verify(repack *r, ggufmap_error *err) {
     int rc = rp_copy_all(&c, err);
     if (rc && o->cancel && *o->cancel)
         return gm_fail(err, GGUFMAP_EIO, "interrupted by a signal: partial output removed, input untouched");
+    /* An input that changed while copied (truncated, rewritten, replaced)
+     * makes a copy of two files: that is the error, whatever the copy
+     * said, and it is found before the input's header is read again. */
+    ggufmap_error changed;
+    if (gm_model_check_unchanged(r->m, &changed) != GGUFMAP_OK) {
+        if (err) *err = changed;
+        return changed.status;
+    }
     if (rc) return rc;
     r->res->used_copy_file_range = c.used_copy_file_range;
     uint64_t t1 = gm_now_ns();
     r->res->seconds_copy = (double)(t1 - t0) / 1e9;
+    KILL_POINT("copied", 0);
     for (uint32_t s = 0; s < r->n_out && !rc; s++) rc = check_header(r, s, err);
     for (uint32_t s = 0; s < r->n_out && !rc; s++) rc = gm_temp_sync_close(&r->out[s], err);
     r->res->seconds_sync = (double)(gm_now_ns() - t1) / 1e9;
@@ -409,9 +438,11 @@ static int commit(repack *r, ggufmap_error *err) {
         free(t->tmp);
         t->tmp = NULL;
         r->n_placed++;
+        KILL_POINT("rename", r->n_placed);
     }
     if (rc) return rc;
     gm_sync_parent(r->res->paths[0]);
+    KILL_POINT("placed", 0);
     r->res->written = true;
     return GGUFMAP_OK;
 }
@@ -420,8 +451,32 @@ static int commit(repack *r, ggufmap_error *err) {
 /* ggufmap_repack                                                            */
 /* ------------------------------------------------------------------------ */
 
-static int write_output(repack *r, ggufmap_error *err) {
+int ggufmap_repack_recover(const char *out_path, ggufmap_repack_recovery *found, ggufmap_error *err) {
+    ggufmap_error_clear(err);
+    memset(found, 0, sizeof *found);
+    char *dir = parent_of(out_path);
+    if (!dir) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    rp_journal_recover_dir(dir, found);
+    free(dir);
+    return GGUFMAP_OK;
+}
+
+/* What killed repacks left in the output's folder, settled first (their
+ * partial shards would make the output "exist", their temporaries eat the
+ * space); then this repack's own journal. */
+static int start_journal(repack *r, const char *out_path, ggufmap_error *err) {
+    char *journal = rp_journal_path(out_path);
+    int rc = journal ? ggufmap_repack_recover(out_path, &r->res->recovered, err)
+                     : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
+    if (!rc) rc = rp_journal_begin(&r->journal, journal, err);
+    KILL_POINT("journal", 0);
+    free(journal);
+    return rc;
+}
+
+static int write_output(repack *r, const char *out_path, ggufmap_error *err) {
     int rc = interrupted(r, "before writing: nothing written", err);
+    if (!rc) rc = start_journal(r, out_path, err);
     if (!rc) rc = check_space(r, err);
     if (!rc) rc = create_outputs(r, err);
     if (!rc) rc = copy_and_verify(r, err);
@@ -434,7 +489,7 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
     ggufmap_error_clear(err);
     if (res_out) *res_out = NULL;
     if (!out_path && !o->dry_run) return gm_fail(err, GGUFMAP_EINVAL, "no output path");
-    repack r = {.o = o, .res = calloc(1, sizeof *r.res)};
+    repack r = {.o = o, .res = calloc(1, sizeof *r.res), .journal = {.path = NULL, .fd = -1}};
     int rc = r.res ? ggufmap_model_open(model_path, 0, &r.m, err) : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     if (!rc) rc = rp_choose(r.m, o, &r.ch, err);
     if (!rc) rc = fill_result(&r, out_path, err);
@@ -442,7 +497,7 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
     if (!rc) count_space(&r);
     if (!rc) rc = interrupted(&r, "while choosing the order: nothing written", err);
     if (!rc && o->report) o->report(o->report_ctx, r.res);
-    if (!rc && !o->dry_run && !(o->only_if_gain && r.res->no_gain)) rc = write_output(&r, err);
+    if (!rc && !o->dry_run && !(o->only_if_gain && r.res->no_gain)) rc = write_output(&r, out_path, err);
     if (!rc && res_out) {
         *res_out = r.res;
         r.res = NULL;

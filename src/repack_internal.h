@@ -66,6 +66,30 @@ void rp_layout_free(rp_layout *l);
  * NULL when out of memory.  The caller frees each and the array. */
 char **rp_output_paths(const char *out, uint32_t n);
 
+/* ---- repack_journal.c: what a killed repack leaves, cleaned up ---- */
+
+/* The journal of the repack in progress: OUT.ggufmap-journal, locked. */
+typedef struct rp_journal {
+    char *path; /* NULL: none */
+    int fd;
+} rp_journal;
+
+/* The journal's path for output OUT (the split suffix and .gguf off, so
+ * that every shard count of one -o shares it); NULL when out of memory. */
+char *rp_journal_path(const char *out);
+/* Creates the journal (O_EXCL: EEXIST when another repack writes OUT now)
+ * and locks it. */
+int rp_journal_begin(rp_journal *j, const char *path, ggufmap_error *err);
+/* Records temporary t (created, nothing written yet), durably. */
+int rp_journal_add(rp_journal *j, const gm_tempfile *t, ggufmap_error *err);
+/* Removes the journal: the repack placed all of its output, or removed it
+ * all.  Nothing when there is none. */
+void rp_journal_end(rp_journal *j);
+/* Settles every journal in dir whose repack is dead (see the file's head):
+ * a whole output kept, anything less removed, file by file, only what the
+ * journal proves its own. */
+void rp_journal_recover_dir(const char *dir, ggufmap_repack_recovery *rec);
+
 /* ---- repack_copy.c: the copy engine ---- */
 
 /* One tensor to copy: from an input shard to its place in an output shard. */
@@ -80,8 +104,8 @@ typedef struct rp_task {
     char name[GGUFMAP_MAX_NAME + 1];
 } rp_task;
 
-/* The copy of every task into the output temporaries, each tensor hashed
- * while copied and again as read back from the output (repack_copy.c). */
+/* The copy of every task into the output temporaries, each piece compared
+ * with what is read back from the output (repack_copy.c). */
 typedef struct rp_copy {
     rp_task *tasks;             /* reordered: the largest first */
     int64_t n_tasks;
@@ -97,7 +121,8 @@ typedef struct rp_copy {
 } rp_copy;
 
 /* Copies and checks every task (see "How the bytes move" in repack_copy.c).
- * Returns GGUFMAP_OK; EFORMAT when a read-back digest differs; EIO/ENOSPC
+ * Returns GGUFMAP_OK; EFORMAT when a piece read back differs from what was
+ * written; EIO/ENOSPC
  * for the system's errors; EIO "interrupted" on cancellation. */
 int rp_copy_all(rp_copy *c, ggufmap_error *err);
 

@@ -64,6 +64,7 @@ typedef struct gm_cursor {
     gm_byte_source *bytes; /* supplies what is past bytes->have */
     bool fetch_failed;     /* bytes->err says why a read stopped */
     bool over_limit;       /* a read ran into the header limit, not the end of the file */
+    bool moved;            /* the byte source moved its bytes: parse again (open_bytes) */
 } gm_cursor;
 
 static uint64_t left(const gm_cursor *c) { return c->size - c->pos; }
@@ -76,9 +77,13 @@ static const char *left_in(const gm_cursor *c) {
 /* The next n bytes (n <= left) will be read: a remote file fetches them now,
  * in one request (an array's elements: not one small request after another). */
 static bool need_ahead(gm_cursor *c, uint64_t n) {
-    if (c->pos + n <= c->bytes->have || c->bytes->ops->fetch(c->bytes, c->pos + n)) return true;
-    c->fetch_failed = true;
-    return false;
+    if (c->pos + n <= c->bytes->have) return true;
+    if (!c->bytes->ops->fetch(c->bytes, c->pos + n)) {
+        c->fetch_failed = true;
+        return false;
+    }
+    c->moved = c->bytes->base != c->base; /* only the browser's byte source moves (byte_source.h) */
+    return !c->moved;
 }
 
 static bool take(gm_cursor *c, uint64_t n, const uint8_t **p) {
@@ -346,7 +351,8 @@ static int parse_tensor_info(ggufmap_source *src, gm_cursor *c, int64_t i, unsig
             return gm_fail(err, GGUFMAP_EFORMAT,
                            "%s: offset %llu: tensor '%s': %lld elements per row, not a multiple of the %s block size %u",
                            src->path, (unsigned long long)at, nm, (long long)t->ne[0], ti->name, ti->block_size);
-        if ((uint64_t)(nelements / (int64_t)ti->block_size) > SIZE_MAX / ti->type_size)
+        /* ggml's size_t: 64 bits wherever llama.cpp runs, also when ggufmap is built for 32 (wasm) */
+        if ((uint64_t)(nelements / (int64_t)ti->block_size) > UINT64_MAX / ti->type_size)
             return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset %llu: tensor '%s': size in bytes overflows", src->path,
                            (unsigned long long)at, nm);
         /* ggml_nbytes, wrapping as size_t does (a wrapped size fails the bounds check below). */
@@ -461,8 +467,10 @@ static int parse(ggufmap_source *src, gm_cursor *c, unsigned flags, ggufmap_erro
         return gm_fail(err, GGUFMAP_EIO, "%s: offset 24: the key-value pairs and tensor infos cannot be read", src->path);
     src->n_kv = (int64_t)nk;
     src->n_tensors = (int64_t)nt;
-    src->kvs = calloc(nk ? nk : 1, sizeof *src->kvs);
-    src->tensors = calloc(nt ? nt : 1, sizeof *src->tensors);
+    /* (a 32-bit size_t, as in wasm, cannot count every pair a file may hold) */
+    bool countable = nk < SIZE_MAX / sizeof *src->kvs && nt < SIZE_MAX / sizeof *src->tensors;
+    src->kvs = countable ? calloc((size_t)(nk ? nk : 1), sizeof *src->kvs) : NULL;
+    src->tensors = countable ? calloc((size_t)(nt ? nt : 1), sizeof *src->tensors) : NULL;
     if (!src->kvs || !src->tensors || gm_hashtab_init(&src->kv_index, (size_t)nk) ||
         gm_hashtab_init(&src->kv_by_name, (size_t)nk) || gm_hashtab_init(&src->tensor_index, (size_t)nt))
         return gm_fail(err, GGUFMAP_ENOMEM, "%s: out of memory for %llu keys and %llu tensors", src->path,
@@ -479,6 +487,14 @@ static int parse(ggufmap_source *src, gm_cursor *c, unsigned flags, ggufmap_erro
 /* ------------------------------------------------------------------------ */
 /* The local byte source: the whole file, mapped read-only                   */
 /* ------------------------------------------------------------------------ */
+
+#ifdef __EMSCRIPTEN__
+/* In the browser (make web) a local file is one picked from disk, read in
+ * slices as the header needs them, never whole (byte_source_web.c). */
+static int local_open(const char *path, gm_byte_source **out, ggufmap_error *err) {
+    return gm_web_file_open(path, out, err);
+}
+#else
 
 /* The whole file is at hand (have == limit), so the cursor never asks. */
 static bool local_fetch(gm_byte_source *bs, uint64_t end) {
@@ -520,6 +536,7 @@ static int local_open(const char *path, gm_byte_source **out, ggufmap_error *err
         goto fail;
     }
     fcntl(bs->fd, F_SETFL, fcntl(bs->fd, F_GETFL) & ~O_NONBLOCK);
+    gm_file_identity_read(bs->fd, &bs->identity); /* a command checks it before it trusts what it read */
     bs->size = bs->have = bs->limit = (uint64_t)st.st_size;
     if (bs->size > 0) {
         void *m = mmap(NULL, (size_t)bs->size, PROT_READ, MAP_PRIVATE, bs->fd, 0);
@@ -535,10 +552,27 @@ fail:
     local_close(bs);
     return rc;
 }
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* Open / close                                                              */
 /* ------------------------------------------------------------------------ */
+
+/* Drops what a parse built, keeping the name and the bytes. */
+static void forget_parse(ggufmap_source *src) {
+    char *path = src->path;
+    gm_byte_source *bytes = src->bytes;
+    uint64_t size = src->size;
+    gm_hashtab_free(&src->kv_index);
+    gm_hashtab_free(&src->kv_by_name);
+    gm_hashtab_free(&src->tensor_index);
+    free(src->kvs);
+    free(src->tensors);
+    memset(src, 0, sizeof *src);
+    src->path = path;
+    src->bytes = bytes;
+    src->size = size;
+}
 
 /* Parses the header of the file that bytes reads, named name in messages.
  * The new source owns bytes from the call on, also when it fails. */
@@ -552,8 +586,15 @@ static int open_bytes(const char *name, gm_byte_source *bytes, unsigned flags, g
     }
     src->bytes = bytes;
     src->size = bytes->size;
-    gm_cursor c = {bytes->base, 0, bytes->limit < bytes->size ? bytes->limit : bytes->size, bytes, false, false};
-    int rc = parse(src, &c, flags, err);
+    gm_cursor c;
+    int rc;
+    do { /* again from byte 0 when the byte source moved the bytes to grow them */
+        forget_parse(src);
+        ggufmap_error_clear(err);
+        c = (gm_cursor){bytes->base, 0, bytes->limit < bytes->size ? bytes->limit : bytes->size, bytes, false, false,
+                        false};
+        rc = parse(src, &c, flags, err);
+    } while (rc && c.moved);
     if (rc && c.fetch_failed) { /* the bytes did not come: say why, not "file ends" */
         if (err) *err = bytes->err;
         rc = bytes->err.status;
@@ -621,7 +662,10 @@ uint64_t ggufmap_source_data_offset(const ggufmap_source *src) { return src->dat
 uint64_t ggufmap_source_data_size(const ggufmap_source *src) { return src->data_size; }
 const uint8_t *ggufmap_source_bytes(const ggufmap_source *src) { return src->bytes->base; }
 int ggufmap_source_fd(const ggufmap_source *src) { return src->bytes->fd; }
-bool ggufmap_source_is_remote(const ggufmap_source *src) { return src->bytes->ops != &local_ops; }
+const gm_file_identity *gm_source_identity(const ggufmap_source *src) {
+    return src->bytes->fd >= 0 ? &src->bytes->identity : NULL;
+}
+bool ggufmap_source_is_remote(const ggufmap_source *src) { return strcmp(src->bytes->ops->kind, "http") == 0; }
 
 void ggufmap_source_fetch_stats(const ggufmap_source *src, uint64_t *fetched_bytes, uint64_t *requests) {
     *fetched_bytes = src->bytes->fetched;

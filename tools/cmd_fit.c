@@ -8,6 +8,8 @@
  * flags and the planning options are plan's (placement_args.c), and MODEL
  * may be on a server as for plan (model_arg.c).
  */
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,10 +87,13 @@ typedef struct fit_args {
     device_limits limits;       /* --limit */
 } fit_args;
 
+/* -c, -np, -b, -ub: llama.cpp reads each with std::stoi (common/arg.cpp),
+ * so the largest it takes is INT_MAX; the message says the whole range. */
 static int parse_u32(const char *opt, const char *value, uint32_t min, uint32_t *out) {
     long n;
-    if (parse_count(value, 0xFFFFFFFFl, &n) || n < (long)min)
-        return cli_usage_error("fit", "%s %s: expected a count >= %u", opt, value, min);
+    if (parse_count(value, 2147483647l, &n) || n < (long)min)
+        return cli_usage_error("fit", "%s %s: expected a count from %u to 2147483647 (llama.cpp reads it as an int)",
+                               opt, value, min);
     *out = (uint32_t)n;
     return EXIT_OK;
 }

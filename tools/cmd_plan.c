@@ -170,6 +170,8 @@ static int place_and_plan(const cli_command *cmd, const ggufmap_model *m, const 
                           const ggufmap_plan_opts *popts, ggufmap_placement **pl, ggufmap_plan **plan) {
     ggufmap_error err;
     int st = ggufmap_placement_build(m, o, pl, &err);
+    if (st == GGUFMAP_OK && ggufmap_placement_refusal(*pl))
+        return cli_fail(cmd->name, EXIT_BAD_INPUT, ggufmap_placement_refusal(*pl));
     if (st == GGUFMAP_OK) st = ggufmap_plan_build(*pl, popts, plan, &err);
     if (st == GGUFMAP_OK) return EXIT_OK;
     return cli_fail(cmd->name, st == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT, err.message);
@@ -192,8 +194,11 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     ggufmap_placement *pl = NULL, *pl_mtp = NULL;
     ggufmap_plan *plan = NULL, *plan_mtp = NULL;
     ggufmap_plan_opts popts;
+    ggufmap_regex_cache *searched = NULL; /* -ot answers, shared with the next steps' placements */
     if (rc != EXIT_OK) goto done;
     placement_args_finish(&a->placement);
+    ggufmap_regex_cache_new(&searched); /* none when out of memory: the searches just run */
+    a->placement.opts.regex_cache = searched;
     planning_args_finish(&a->planning, a->placement.opts.device, &popts);
     if ((rc = device_limits_check(&a->limits, "plan", &a->placement.opts)) != EXIT_OK) goto done;
     a->report.limit = a->limits.limit;
@@ -217,6 +222,7 @@ done:
     ggufmap_model_free(m);
     model_arg_free(&a->model);
     placement_args_free(&a->placement);
+    ggufmap_regex_cache_free(searched);
     free(a);
     return cli_parse_status(cmd, rc);
 }

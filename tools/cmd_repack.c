@@ -62,6 +62,7 @@ typedef struct repack_args {
     bool force;
     uint64_t limit;
     const char *model;
+    ggufmap_repack_recovery recovered; /* what killed repacks had left, settled before the names are checked */
 } repack_args;
 
 static int apply(void *ctx, int code, const char *value) {
@@ -135,6 +136,22 @@ static void path_problem(const char *path, const ggufmap_model *in, char *why, s
         else snprintf(why, cap, "%s exists; refusing to overwrite it (choose another -o)", path);
     }
     free(dir);
+}
+
+/* What repacks killed earlier left in the output's folder (their partial
+ * shards would read as "exists"), settled and said before the names are
+ * checked.  A dry run writes nothing and settles nothing. */
+static void settle_killed(repack_args *a) {
+    ggufmap_error err;
+    const ggufmap_repack_recovery *r = &a->recovered;
+    char b[32];
+    if (ggufmap_repack_recover(a->out, &a->recovered, &err) != GGUFMAP_OK || !r->killed || a->common.json ||
+        a->common.quiet)
+        return;
+    printf("cleaned up after %u killed repack%s in this folder: %u file%s removed (%s), %u whole output%s kept\n",
+           r->killed, r->killed == 1 ? "" : "s", r->removed_files, r->removed_files == 1 ? "" : "s",
+           ggufmap_format_bytes(b, sizeof b, r->removed_bytes), r->kept_outputs, r->kept_outputs == 1 ? "" : "s");
+    fflush(stdout);
 }
 
 /* Every output path: a problem is an error, or in a dry run a warning. */
@@ -284,6 +301,13 @@ static void print_json(const repack_args *a, const ggufmap_repack_result *r) {
     r->written ? json_string(&j, r->used_copy_file_range ? "copy_file_range" : "pread/pwrite") : json_null(&j);
     json_key(&j, "seconds_copy"), json_double(&j, r->seconds_copy);
     json_key(&j, "seconds_sync"), json_double(&j, r->seconds_sync);
+    json_key(&j, "recovered");
+    json_begin_object(&j);
+    json_key(&j, "killed_repacks"), json_uint(&j, a->recovered.killed + r->recovered.killed);
+    json_key(&j, "removed_files"), json_uint(&j, a->recovered.removed_files + r->recovered.removed_files);
+    json_key(&j, "removed_bytes"), json_uint(&j, a->recovered.removed_bytes + r->recovered.removed_bytes);
+    json_key(&j, "kept_outputs"), json_uint(&j, a->recovered.kept_outputs + r->recovered.kept_outputs);
+    json_end_object(&j);
     json_end_object(&j);
     json_finish(&j);
 }
@@ -347,6 +371,7 @@ static int run(const cli_command *cmd, int argc, char **argv) {
         rc = cli_fail(cmd->name, EXIT_BAD_INPUT, err.message);
         goto done;
     }
+    if (a->out && !a->ro.dry_run) settle_killed(a);
     if (a->out && (rc = check_outputs(a, in)) != EXIT_OK) goto done;
     ggufmap_model_free(in);
     in = NULL;

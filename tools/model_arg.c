@@ -23,7 +23,8 @@ static const cli_option model_options[] = {
     {OPT_NO_CACHE, "--no-cache", NULL, NULL, "do not read or write the header cache"},
     {OPT_OFFLINE, "--offline", NULL, NULL, "no network: headers from the cache only"},
     {OPT_CACERT, "--cacert", "FILE", "@file", "trust this CA bundle (default $CURL_CA_BUNDLE, else the system's)"},
-    {OPT_TIMEOUT, "--timeout", "S", NULL, "connect timeout and longest stall, in seconds (default 30)"},
+    {OPT_TIMEOUT, "--timeout", "S", NULL, "the most the command may wait for servers in all, in seconds: connecting, stalls, slow bodies and waits "
+     "before retries together (default 30)"},
     {OPT_RETRIES, "--retries", "N", NULL, "retries on HTTP 429 and 5xx (default 4)"},
     {OPT_MAX_HEADER, "--max-header", "SIZE", NULL, "most header bytes read from a remote file (default 256M)"},
     {OPT_VERBOSE, "--verbose", NULL, NULL, "log each request and what each shard cost"},
@@ -99,8 +100,13 @@ int model_arg_take(model_arg *a, int argc, char **argv, int first) {
 /* Opening                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* --verbose: a line of the session's log.  It holds what servers sent (a
+ * redirect's Location, a URL): escaped like everything else printed, so
+ * that no control byte from a server reaches the terminal. */
 static void log_to_stderr(void *ctx, const char *line) {
-    fprintf(stderr, "ggufmap %s: %s\n", (const char *)ctx, line);
+    fprintf(stderr, "ggufmap %s: ", (const char *)ctx);
+    ggufmap_fputs_escaped(stderr, line, strlen(line));
+    fputc('\n', stderr);
 }
 
 static int fail(const model_arg *a, const ggufmap_error *err) {
@@ -128,8 +134,8 @@ static void report_cost(const model_arg *a, const ggufmap_model *m) {
     for (uint32_t s = 0; s < ggufmap_model_n_shards(m); s++) {
         const ggufmap_source *src = ggufmap_model_shard(m, s);
         ggufmap_source_fetch_stats(src, &bytes, &requests);
-        fprintf(stderr, "ggufmap %s: shard %u: %llu bytes in %llu request%s for a %llu-byte header\n", a->sub, s,
-                (unsigned long long)bytes, (unsigned long long)requests, requests == 1 ? "" : "s",
+        fprintf(stderr, "ggufmap %s: shard %u of %u: %llu bytes in %llu request%s for a %llu-byte header\n", a->sub,
+                s + 1, ggufmap_model_n_shards(m), (unsigned long long)bytes, (unsigned long long)requests, requests == 1 ? "" : "s",
                 (unsigned long long)ggufmap_source_data_offset(src));
     }
     ggufmap_remote_totals(a->remote, &bytes, &requests);
@@ -146,7 +152,13 @@ int model_arg_open(model_arg *a, unsigned flags, ggufmap_model **out) {
     const char *name = a->model;
     if (a->hf_repo) {
         if (ggufmap_remote_hf_pick(a->remote, a->hf_repo, &a->picked, &err) != GGUFMAP_OK) return fail(a, &err);
-        if (a->verbose) fprintf(stderr, "ggufmap %s: -hf %s: %s\n", a->sub, a->hf_repo, a->picked);
+        if (a->verbose) {
+            fprintf(stderr, "ggufmap %s: -hf ", a->sub);
+            ggufmap_fputs_escaped(stderr, a->hf_repo, strlen(a->hf_repo));
+            fputs(": ", stderr);
+            ggufmap_fputs_escaped(stderr, a->picked, strlen(a->picked)); /* from the hub's listing */
+            fputc('\n', stderr);
+        }
         name = a->picked;
     }
     if (ggufmap_model_open_url(name, flags, a->remote, out, &err) != GGUFMAP_OK) return fail(a, &err);

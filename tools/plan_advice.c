@@ -16,6 +16,11 @@
  * GPUs, each one's under its own) and, with
  * --mem, the weights the RAM holds under it (ggufmap_plan_resident); every
  * step is judged by placing and planning with it.
+ *
+ * Each evaluation places the model again with the user's -ot patterns in
+ * front; they share the plan's ggufmap_regex_cache (placement opts), so a
+ * pattern is searched once per tensor name for the whole command, not once
+ * per evaluation (`.*.*.*.*.*x` on a 24-layer model: 23 s -> 4 s).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +92,7 @@ static int evaluate(const plan_advice_input *in, const int *skip, size_t n_skip,
     if (rc == 0) {
         a->cpu_given = in->placement->cpu_given;
         placement_args_finish(a);
+        a->opts.regex_cache = in->placement->opts.regex_cache; /* each pattern searched once per name */
         rc = ggufmap_placement_build(in->model, &a->opts, &pl, &err) || ggufmap_plan_build(pl, in->plan_opts, &plan, &err);
     }
     if (rc == 0) measure(in, plan, out);

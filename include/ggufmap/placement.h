@@ -89,6 +89,19 @@ typedef enum ggufmap_regex_dialect {
     GGUFMAP_REGEX_LIBCXX = 2     /* LLVM libc++ (macOS, and clang -stdlib=libc++) */
 } ggufmap_regex_dialect;
 
+/* What the -ot pattern searches answered on tensor names, kept between
+ * placements that share the cache: each pattern is searched once per
+ * distinct name, however many placements of the model (or of its
+ * reordered copies: the answers depend on the names only) are built with
+ * it.  `plan` builds a dozen to evaluate its next steps.  A cache is used
+ * by one thread at a time and lives until ggufmap_regex_cache_free. */
+typedef struct ggufmap_regex_cache ggufmap_regex_cache;
+
+/* A new, empty cache.  GGUFMAP_OK, or GGUFMAP_ENOMEM (*out NULL). */
+GGUFMAP_API int ggufmap_regex_cache_new(ggufmap_regex_cache **out);
+/* NULL is allowed. */
+GGUFMAP_API void ggufmap_regex_cache_free(ggufmap_regex_cache *cache);
+
 typedef struct ggufmap_override {
     const char *pattern; /* ECMAScript regex (std::regex), searched unanchored in the tensor name */
     const char *buft;    /* a device's default buffer type: "CPU", "MTL0", "CUDA0", "CUDA1" */
@@ -125,6 +138,8 @@ typedef struct ggufmap_placement_opts {
     ggufmap_regex_dialect regex;         /* how the override patterns are read (default AUTO) */
     bool load_mtp;                       /* llama_model_params.load_mtp: create the MTP/NextN
                                             layers instead of skipping them (--spec-type draft-mtp) */
+    ggufmap_regex_cache *regex_cache;    /* NULL: none; else the override searches' answers are
+                                            looked up and kept there */
 } ggufmap_placement_opts;
 
 /* The i-th architecture llama.cpp v0.5.0 has a loader for, by its
@@ -232,6 +247,13 @@ GGUFMAP_API const char *ggufmap_placement_arch(const ggufmap_placement *p);
 GGUFMAP_API bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer);
 /* A warning for the user, or "" (v0.5.0's rules leave nothing to guess today). */
 GGUFMAP_API const char *ggufmap_placement_warning(const ggufmap_placement *p);
+/* Why llama.cpp v0.5.0 refuses to load the model or aborts creating any
+ * context for it, or NULL when it loads it: llama.cpp's own message (a key
+ * missing or of the wrong type, a GGML_ASSERT of load_hparams, a tensor
+ * whose shape contradicts the hyperparameters, ...) with its source line.
+ * The placement is still made (as llama.cpp would place the tensors had it
+ * not stopped), so that a caller can show it; the commands refuse. */
+GGUFMAP_API const char *ggufmap_placement_refusal(const ggufmap_placement *p);
 /* The effective CPU kind (GGUFMAP_CPU_HOST resolved by the device). */
 GGUFMAP_API ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p);
 /* The effective -ot dialect (GGUFMAP_REGEX_AUTO resolved by the device). */

@@ -15,10 +15,12 @@
  *   - a server that ignores Range (200 with the whole body) is read as a
  *     stream that pauses while the reader has enough, and is closed once the
  *     header is parsed: only what was read is counted;
- *   - redirects are followed (10 at most), HTTP/2 is used where offered, a
- *     connection that stalls for `timeout_s` fails, 429 and 5xx answers are
- *     retried `retries` times with doubling waits (Retry-After honoured, up to
- *     `max_retry_wait_s`);
+ *   - redirects are followed (10 at most), HTTP/2 is used where offered,
+ *     429 and 5xx answers are retried `retries` times with doubling waits
+ *     (Retry-After honoured, up to `max_retry_wait_s`);
+ *   - the session waits for servers `timeout_s` seconds in all: once that is
+ *     spent, every file not yet had fails, whether the server is silent,
+ *     stalls, or drips its bytes (a deadline, not an idle timeout);
  *   - the shards of a split model are fetched in parallel (one connection
  *     each, or streams of one HTTP/2 connection).
  *
@@ -58,7 +60,8 @@ typedef struct ggufmap_remote_opts {
     const char *cacert;        /* CA bundle (PEM) to trust; NULL: the system's */
     const char *cache_dir;     /* header cache; NULL: none */
     bool offline;              /* no request at all: the cache or an error */
-    uint32_t timeout_s;        /* connect timeout, and longest stall (default 30) */
+    uint32_t timeout_s;        /* the session's whole network time: connecting, stalls, bodies
+                                  however slow, waits before retries, all together (default 30) */
     uint32_t retries;          /* on 429 and 5xx (default 4) */
     uint32_t max_retry_wait_s; /* longest wait honoured, Retry-After included (default 60) */
     uint64_t first_range;      /* bytes asked by the first request (default 64 KiB) */

@@ -40,19 +40,19 @@
  * Free space is checked first (holes of a sparse input count as holes).  Each
  * shard is written to OUT.tmp-XXXXXX beside its final name, sized with
  * ftruncate (holes stay holes: only the 64 KiB chunks that hold data are
- * read and written).  Up to n_threads workers copy whole tensors in 8 MiB
- * pieces, each piece added to the tensor's copy digest (sparse digest, see
- * ggufmap/hash.h) as it is copied; a few pieces later the worker waits until
- * the disk has the piece (sync_file_range), reads it back from the output,
- * adds it to the read-back digest and drops it from the page cache; the two
- * digests of every tensor must agree.  Then every shard's header is
+ * read and written).  Up to n_threads workers copy whole tensors in 4 MiB
+ * pieces, each kept in memory after it is written; a few pieces later the
+ * worker waits until the disk has the piece (sync_file_range), reads it
+ * back from the output, compares it byte for byte with what was written
+ * and drops it from the page cache.  Then every shard's header is
  * re-parsed by our reader and its pairs, tensor names, types and offsets
  * compared with the input and the layout; then each shard is fsynced.  Only
  * then are the shards renamed into place with RENAME_NOREPLACE, the first
  * shard last, and the folder fsynced.  On any error or cancellation every
  * temporary file (and any shard already placed) is removed and the input is
- * untouched.  A SIGKILL can leave OUT.tmp-* files, never a partial file under
- * a final name.
+ * untouched.  A SIGKILL can leave OUT.tmp-* files, and shards but the first
+ * under their final names; the next repack into the folder removes them
+ * (ggufmap_repack_recover).
  *
  * Copying: see ggufmap_copy_mode.
  *
@@ -82,8 +82,8 @@ typedef enum ggufmap_order {
     GGUFMAP_ORDER_CPU_LAST = 3
 } ggufmap_order;
 
-/* How tensor bytes move.  The digest needs every byte in memory, so the
- * input is always read into a buffer; the question is who writes:
+/* How tensor bytes move.  The read-back check needs every byte in memory,
+ * so the input is always read into a buffer; the question is who writes:
  *   AUTO    copy_file_range where the output's file system can share blocks
  *           or copy on the server (Btrfs, XFS, bcachefs, ZFS, NFS, SMB),
  *           write() elsewhere: on ext4 or tmpfs copy_file_range is a second
@@ -120,6 +120,15 @@ typedef struct ggufmap_repack_case {
     uint64_t cpu_before, cpu_after;
 } ggufmap_repack_case;
 
+/* What repacks killed earlier (SIGKILL, a crash, a power cut) had left in a
+ * folder, and what was done with it (see ggufmap_repack_recover). */
+typedef struct ggufmap_repack_recovery {
+    uint32_t killed;        /* killed repacks found (their journals) */
+    uint32_t removed_files; /* their temporaries and shards placed before they died, removed */
+    uint64_t removed_bytes; /* ... and their bytes */
+    uint32_t kept_outputs;  /* whole outputs they had placed before they died, kept */
+} ggufmap_repack_recovery;
+
 typedef struct ggufmap_repack_result {
     ggufmap_order order;          /* the order used (auto resolved) */
     uint32_t n_candidates;
@@ -144,6 +153,8 @@ typedef struct ggufmap_repack_result {
     bool used_copy_file_range;    /* the kernel copied (else pread/pwrite) */
     double seconds_copy;          /* copying, with each piece read back and checked */
     double seconds_sync;          /* checking the headers, fsync */
+    ggufmap_repack_recovery recovered; /* what killed repacks had left in the output's folder,
+                                          settled before this one wrote */
 } ggufmap_repack_result;
 
 typedef struct ggufmap_repack_opts {
@@ -181,11 +192,25 @@ GGUFMAP_API int ggufmap_repack_output_path(char *buf, size_t cap, const char *ou
 /* Defaults: auto, the family, page 1, no move, 0 threads. */
 GGUFMAP_API void ggufmap_repack_opts_init(ggufmap_repack_opts *opts);
 
+/* Settles what repacks killed earlier left in the folder that out_path's
+ * files go to.  Each repack keeps a journal beside its output
+ * (OUT.ggufmap-journal, locked while it runs) that names its temporary
+ * files by device and inode; a journal whose lock can be taken belongs to a
+ * dead repack.  Its whole output (every shard in place) is kept; anything
+ * less is removed: its temporaries, and the shards it had placed before
+ * the first (which is placed last, so no reader saw a partial model).
+ * Only files the journal proves its own are touched; live repacks' are
+ * not.  ggufmap_repack does this itself before it writes; a caller that
+ * checks the output names first (the command line does) calls it before.
+ * Fills *found; GGUFMAP_OK, or GGUFMAP_ENOMEM. */
+GGUFMAP_API int ggufmap_repack_recover(const char *out_path, ggufmap_repack_recovery *found, ggufmap_error *err);
+
 /* Repacks the model that model_path belongs to into out_path (NULL allowed
  * for a dry run).  On success *res (if res is not NULL) is the caller's
  * (ggufmap_repack_result_free).  On error: nothing exists at any output
- * path that was not there before, no temporary file remains (except after
- * SIGKILL), the input is untouched, and err says what happened (file,
+ * path that was not there before, no temporary file remains (after
+ * SIGKILL: the next repack into the folder removes them, see
+ * ggufmap_repack_recover), the input is untouched, and err says what happened (file,
  * offset, tensor); EEXIST when an output path exists, ENOSPC when the file
  * system is (or would be) full, EFORMAT when the read-back check fails, EIO
  * for other system errors or a cancellation. */

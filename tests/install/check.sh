@@ -27,6 +27,15 @@ for target in ggufmap::ggufmap ggufmap::ggufmap_static; do
   [[ $("$d/consumer") == "$want" ]] && ok || bad "$target consumer prints $("$d/consumer")"
 done
 [[ -x $work/prefix/bin/ggufmap ]] && "$work/prefix/bin/ggufmap" --version >/dev/null && ok || bad "no ggufmap installed"
+# libcurl is loaded when a URL is given, not at every start (issue 21): the
+# tool and the library do not need it, yet the library can load it
+so=$(find "$work/prefix" -name 'libggufmap.so*' -type f | head -1)
+for f in "$work/prefix/bin/ggufmap" "$so"; do
+  needs=$(objdump -p "$f" | awk '$1 == "NEEDED" { print $2 }' | tr '\n' ' ')
+  [[ -n $needs && $needs != *curl* ]] && ok || bad "$(basename "$f") needs libcurl at start-up: $needs"
+done
+undefined=$(nm -D --undefined-only "$so" | awk '{ print $NF }') # not piped into grep -q: pipefail and SIGPIPE
+grep -q '^dlopen\(@\|$\)' <<<"$undefined" && ok || bad "the installed library cannot load libcurl (no dlopen)"
 man=$(find "$work/prefix" -path '*/man1/ggufmap.1')
 comp=$(find "$work/prefix" -path '*/bash-completion/completions/ggufmap')
 [[ -n $man ]] && cmp -s "$man" <("$work/prefix/bin/ggufmap" help --man) && ok || bad "man page not installed or stale: '$man'"

@@ -3,7 +3,8 @@
 # system's own functions:
 #   - every object of the library, the ggufmap tool and the fixture maker,
 #     except os.c's, calls nothing of the system but what susv4.txt lists
-#     (ISO C11 and SUSv4), libcrypto, libcurl and the compiler's runtime;
+#     (ISO C11 and SUSv4), libcrypto and the compiler's runtime (libcurl is
+#     loaded on demand, through os.c), and none but os.c calls dlopen;
 #   - os.c's object in a native Linux build does call Linux's own functions
 #     (so this check can fail: they are there to be found), and in a
 #     GGUFMAP_PORTABLE=posix build it calls only susv4.txt's too;
@@ -55,6 +56,12 @@ for o in "${objects[@]}"; do
   [[ -z $calls ]] && ok || bad "$(basename "$o") calls outside SUSv4 (put it behind src/os.h): $calls"
 done
 (( n > 50 )) && ok || bad "only $n objects checked: are the object lists right?"
+# dlopen is POSIX, but which libraries load on demand is os.c's to say (the
+# network stack: remote_curl.h): no other object opens a library
+loaders=$(for o in "${objects[@]}"; do [[ $o == "$os_object" ]] && continue
+  nm -u "$o" | awk '{ print $NF }' | grep -qxE 'dlopen|dlsym|dlmopen' && basename "$o"; done | tr '\n' ' ')
+[[ -z $loaders ]] && ok || bad "objects other than os.c open libraries themselves: $loaders"
+nm -u "$os_object" | awk '{ print $NF }' | grep -qx dlopen && ok || bad "os.c does not call dlopen: is the check able to fail?"
 echo "$n objects call only what $(basename "$list") lists"
 
 # os.c: the system's own calls in a native build, none in a posix build.
@@ -75,7 +82,7 @@ echo "os.c ($mode) calls: $(tr '\n' ' ' <<<"$os_calls")"
 
 # The sources: code (comments and strings stripped) naming a system's own
 # flag or function, or a string naming /proc, outside os.c.
-words='renameat2|RENAME_NOREPLACE|renamex_np|RENAME_EXCL|copy_file_range|sync_file_range|SYNC_FILE_RANGE_[A-Z_]+|SEEK_DATA|SEEK_HOLE|getrandom|arc4random_buf|fstatfs|statfs|syscall|SYS_[a-z_]+|F_FULLFSYNC|MAP_ANONYMOUS|MAP_ANON|MAP_NORESERVE|MAP_POPULATE|O_DIRECT|O_TMPFILE|fallocate|mincore|madvise|task_info|proc_pid_rusage|pthread_cond_timedwait_relative_np|_GNU_SOURCE|_DARWIN_C_SOURCE|__linux__|__APPLE__'
+words='renameat2|RENAME_NOREPLACE|renamex_np|RENAME_EXCL|copy_file_range|sync_file_range|SYNC_FILE_RANGE_[A-Z_]+|SEEK_DATA|SEEK_HOLE|getrandom|arc4random_buf|fstatfs|statfs|syscall|SYS_[a-z_]+|F_FULLFSYNC|MAP_ANONYMOUS|MAP_ANON|MAP_NORESERVE|MAP_POPULATE|O_DIRECT|O_TMPFILE|fallocate|mincore|madvise|task_info|proc_pid_rusage|pthread_cond_timedwait_relative_np|F_OFD_SETLK|flock|_GNU_SOURCE|_DARWIN_C_SOURCE|__linux__|__APPLE__'
 hits=""
 for f in "$src"/src/*.[ch] "$src"/tools/*.[ch] "$src"/tools/fixture/*.[ch]; do
   case $(basename "$f") in os.c|os.h) continue ;; esac

@@ -6,7 +6,8 @@
 #   - no object of the library is writable global state (.data, .bss);
 #   - nothing calls umask() (files are created 0666 under the umask);
 #   - the release library and the ggufmap tool carry no test hook: the
-#     names of the GGUFMAP_REPACK_TEST_* variables appear nowhere in them,
+#     names of the GGUFMAP_REPACK_TEST_* and GGUFMAP_TEST_* variables
+#     appear nowhere in them,
 #     while the test build (ggufmap-testhooks) has them (so this check can
 #     fail).
 #   symbols.sh INCLUDE_DIR LIBGGUFMAP_SO LIBGGUFMAP_A GGUFMAP GGUFMAP_TESTHOOKS
@@ -43,11 +44,11 @@ n=$(nm -u "$static" "$tool" 2>/dev/null | grep -c ' U umask$')
 [[ $n == 0 ]] && ok || bad "the library or the tool calls umask ($n references)"
 
 for f in "$so" "$static" "$tool"; do
-  n=$(strings "$f" | grep -c 'GGUFMAP_REPACK_TEST')
+  n=$(strings "$f" | grep -cE 'GGUFMAP_(REPACK_)?TEST_')
   [[ $n == 0 ]] && ok || bad "$f holds $n test hook name(s)"
 done
-n=$(strings "$hooks" | grep -c 'GGUFMAP_REPACK_TEST')
-[[ $n -ge 3 ]] && ok || bad "the test build holds $n test hook names, expected 3 (is the check able to fail?)"
+n=$(strings "$hooks" | grep -cE 'GGUFMAP_(REPACK_)?TEST_')
+[[ $n -ge 4 ]] && ok || bad "the test build holds $n test hook names, expected 4 (is the check able to fail?)"
 
 echo "$passed passed, $failed failed"
 (( failed == 0 && passed > 0 ))

@@ -4,6 +4,7 @@
  *
  * usage: regex-driver [--why] libstdc++|libc++ PATTERNS NAMES
  *        regex-driver --random SEED COUNT
+ *        regex-driver --budget
  * For pattern i: "i ok BITS" (1 found, 0 not, C libc++'s error_complexity),
  * "i reject CODE", or "i hang" (the step budget ran out on some name).
  * --why adds the position and reason of a refusal, for people.
@@ -12,6 +13,8 @@
  * of them token soup from ECMAScript's and other languages' pieces, half
  * built as trees of groups, lookaheads, quantifiers and back-references
  * to groups that exist, the constructs whose semantics the engines model.
+ * --budget prints the step budget of one search (GM_REGEX_STEP_BUDGET):
+ * check.sh gives it to the libstdc++ probe, which counts the same steps.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +191,7 @@ static int random_patterns(const char *seed, const char *count) {
 
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "--random") == 0) return random_patterns(argv[2], argv[3]);
+    if (argc == 2 && strcmp(argv[1], "--budget") == 0) return printf("%u\n", GM_REGEX_STEP_BUDGET) > 0 ? 0 : 1;
     int why = argc > 1 && strcmp(argv[1], "--why") == 0;
     if (argc != 4 + why || (strcmp(argv[1 + why], "libstdc++") != 0 && strcmp(argv[1 + why], "libc++") != 0)) {
         fprintf(stderr, "usage: regex-driver [--why] libstdc++|libc++ PATTERNS NAMES\n");

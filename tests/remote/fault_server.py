@@ -20,6 +20,15 @@ path prefix, so that every fault ggufmap must survive is one request away:
   /cdn/F         a CDN: refuses with 400 any request that carries a token
   /huge/N        a 2**62-byte file whose header claims N tensors
   /tiny/N        the same header as a 24-byte file
+  /drip/F        206 and its headers, then the body at 2 bytes a second
+  /bigheader/F   an answer with a 150 KB header line (libcurl's limit: 100 KB)
+  /longloc/N     302 to a Location of N bytes (a path of 'a's, then /ok/...)
+  /esc/F         302 to http://HOST/esc2/ESC[31mF (a terminal colour in a URL)
+  /esc2/ESC[31mF  the file F (Range honoured)
+  /noetag/F      Range honoured, no ETag, a fixed Last-Modified; 304 to an
+                 If-Modified-Since of that date
+  /lmchange/F    no ETag, and a Last-Modified that changes at every request
+  /dots/P        404, logging the path as received (dot segments kept?)
 
 F names a file in the folder served.  Usage:
   fault_server.py ROOT PORT_FILE TOKEN LOG
@@ -37,6 +46,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ROOT, PORT_FILE, TOKEN, LOG = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 log_lock = threading.Lock()
 seen = set()  # paths of /429/ already answered 429
+LAST_MODIFIED = "Wed, 21 Oct 2015 07:28:00 GMT"
+lm_counter = [0]
 
 
 def log(line):
@@ -91,14 +102,14 @@ class Handler(BaseHTTPRequestHandler):
             return 24
         return os.path.getsize(os.path.join(ROOT, name))
 
-    def serve_ranged(self, name, shift=0, truncate=False):
+    def serve_ranged(self, name, shift=0, truncate=False, validator=("ETag", '"fault-1"')):
         size = self.size_of(name)
         r = self.wanted_range(size)
         if r is None or r[0] >= size:
             return self.answer(416, [("Content-Range", f"bytes */{size}")])
         first, last = r
         body = self.read_part(name, first, last)
-        headers = [("Content-Range", f"bytes {first + shift}-{last + shift}/{size}"), ("ETag", '"fault-1"')]
+        headers = [("Content-Range", f"bytes {first + shift}-{last + shift}/{size}"), validator]
         if truncate:
             log(f"{self.path} range={self.headers.get('Range')} -> 206 truncated")
             self.send_response(206)
@@ -130,6 +141,10 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def do_GET(self):
+        if self.path.startswith("/esc2/"):
+            return self.serve_ranged(self.path[len("/esc2/"):].replace("\x1b[31m", "").replace("%1B[31m", ""))
+        if self.path.startswith("/dots/"):
+            return self.answer(404)  # answer() logs the path as it came
         m = re.fullmatch(r"/([a-z0-9]+)/(.+)", self.path)
         if not m:
             return self.answer(404)
@@ -178,7 +193,42 @@ class Handler(BaseHTTPRequestHandler):
             if auth:
                 return self.answer(400, body=b"a token reached the CDN\n")
             return self.serve_ranged(name)
+        if kind == "drip":
+            return self.drip(name)
+        if kind == "bigheader":
+            return self.answer(206, [("X-Big", "a" * 150000)])
+        if kind == "longloc":
+            return self.answer(302, [("Location", "/" + "a" * int(name) + "/ok/spm.gguf")])
+        if kind == "esc":
+            host = self.headers.get("Host", "127.0.0.1")
+            return self.answer(302, [("Location", f"http://{host}/esc2/\x1b[31m{name}")])
+        if kind == "noetag":
+            if self.headers.get("If-Modified-Since") == LAST_MODIFIED:
+                return self.answer(304, [("Last-Modified", LAST_MODIFIED)])
+            return self.serve_ranged(name, validator=("Last-Modified", LAST_MODIFIED))
+        if kind == "lmchange":
+            lm_counter[0] += 1
+            return self.serve_ranged(name, validator=("Last-Modified", f"Wed, 21 Oct 2015 07:{lm_counter[0] % 60:02d}:00 GMT"))
         return self.answer(404)
+
+    def drip(self, name):
+        size = self.size_of(name)
+        log(f"{self.path} -> 206 dripping")
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes 0-65535/{size}")
+        self.send_header("Content-Length", "65536")
+        self.end_headers()
+        try:
+            with open(os.path.join(ROOT, name), "rb") as f:
+                data = f.read(65536)
+            for i in range(0, len(data), 2):
+                self.wfile.write(data[i:i + 2])
+                self.wfile.flush()
+                time.sleep(1)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        log(f"{self.path} drip ended")
+        self.close_connection = True
 
 
 class Server(ThreadingHTTPServer):

@@ -115,6 +115,15 @@ static void test_sparse(void) {
         CHECK_MSG(d == at && h >= at + len && h < size, "linux: data at %llu, hole at %llu", (unsigned long long)d,
                   (unsigned long long)h);
         CHECK(gm_os_next_data(fd, at + (2u << 20), size) == size); /* only a hole follows */
+        /* The file shrinks under a reader that still thinks it has size
+         * bytes (issue 20, item 3): SEEK_DATA's ENXIO past the new end is
+         * no hole.  Past the end: pos, so that the reader's read fails;
+         * inside a trailing hole: the new end, not the old one. */
+        CHECK(fd >= 0 && ftruncate(fd, (off_t)(at + len + (1u << 20))) == 0);
+        uint64_t past = gm_os_next_data(fd, at + (4u << 20), size);
+        CHECK_MSG(past == at + (4u << 20), "past the new end: %llu, want pos", (unsigned long long)past);
+        uint64_t tail = gm_os_next_data(fd, at + len + 4096, size);
+        CHECK_MSG(tail == at + len + (1u << 20), "trailing hole: %llu, want the new end", (unsigned long long)tail);
     } else {
         printf("this file system allocated the hole (%lld blocks): nothing to find\n", (long long)st.st_blocks);
         CHECK(d <= at);

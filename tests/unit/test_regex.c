@@ -299,6 +299,65 @@ static void test_placement(void) {
     ggufmap_model_free(m);
 }
 
+/* A placement given a ggufmap_regex_cache keeps its answers there: the
+ * next placement (or anyone) reads them without searching.  The proof: a
+ * lookup through the memo with another compiled pattern, one that answers
+ * the opposite, still gives the remembered answer; a name never searched
+ * gets the other pattern's.  Placements with and without the cache agree. */
+static void test_cache(void) {
+    write_model();
+    ggufmap_model *m;
+    ggufmap_error err;
+    ggufmap_placement *p = NULL, *q = NULL;
+    ggufmap_regex_cache *cache = NULL;
+    CHECK(ggufmap_model_open(path, 0, &m, &err) == GGUFMAP_OK);
+    CHECK(ggufmap_regex_cache_new(&cache) == GGUFMAP_OK && cache);
+    ggufmap_override ov[1] = {{"ffn_(up|down)", "CPU"}};
+    ggufmap_placement_opts o;
+    ggufmap_placement_opts_init(&o);
+    o.device = GGUFMAP_DEVICE_METAL;
+    o.cpu = GGUFMAP_CPU_GENERIC;
+    o.no_repack = true;
+    o.regex = GNU;
+    o.overrides = ov;
+    o.n_overrides = 1;
+    o.regex_cache = cache;
+    CHECK(ggufmap_placement_build(m, &o, &p, &err) == GGUFMAP_OK);
+    CHECK(ggufmap_placement_options(p)->regex_cache == NULL); /* not kept past the call */
+    CHECK(ggufmap_placement_build(m, &o, &q, &err) == GGUFMAP_OK);
+    o.regex_cache = NULL;
+    ggufmap_placement *r = NULL;
+    CHECK(ggufmap_placement_build(m, &o, &r, &err) == GGUFMAP_OK);
+    CHECK(p && q && r && in_context(p, "CPU") == 5 && in_context(q, "CPU") == 5 && in_context(r, "CPU") == 5);
+    CHECK(p && in_context(p, "MTL0") == 16); /* 21 tensors: 4 ffn_up/down and token_embd on the CPU */
+
+    gm_regex_memo *memo = gm_regex_memo_of(cache, ov[0].pattern, strlen(ov[0].pattern), GNU);
+    gm_regex *other = NULL; /* matches what the pattern does not, and not what it does */
+    gm_regex_error why;
+    CHECK(gm_regex_compile("^(?!.*ffn_(up|down))", 20, GNU, &other, &why) == GGUFMAP_OK);
+    const char *up = "blk.1.ffn_up.weight", *q_ = "blk.1.attn_q.weight", *never = "blk.9.ffn_up.weight";
+    CHECK(memo && gm_regex_memo_search(memo, other, up, strlen(up), &why) == GM_REGEX_MATCH);
+    CHECK(memo && gm_regex_memo_search(memo, other, q_, strlen(q_), &why) == GM_REGEX_NOMATCH);
+    CHECK(memo && gm_regex_memo_search(memo, other, never, strlen(never), &why) == GM_REGEX_NOMATCH);
+    /* another dialect is another memo: searched afresh */
+    gm_regex_memo *llvm = gm_regex_memo_of(cache, ov[0].pattern, strlen(ov[0].pattern), LLVM);
+    CHECK(llvm && llvm != memo && gm_regex_memo_search(llvm, other, up, strlen(up), &why) == GM_REGEX_NOMATCH);
+    /* a search given up is not remembered */
+    gm_regex *slow = NULL;
+    CHECK(gm_regex_compile("(.*)*x", 6, GNU, &slow, &why) == GGUFMAP_OK);
+    gm_regex_memo *memo_slow = gm_regex_memo_of(cache, "(.*)*x", 6, GNU);
+    CHECK(gm_regex_memo_search(memo_slow, slow, up, strlen(up), &why) == GM_REGEX_EBUDGET);
+    CHECK(gm_regex_memo_search(memo_slow, other, up, strlen(up), &why) == GM_REGEX_NOMATCH);
+    gm_regex_free(slow);
+    gm_regex_free(other);
+    ggufmap_placement_free(p);
+    ggufmap_placement_free(q);
+    ggufmap_placement_free(r);
+    ggufmap_regex_cache_free(cache);
+    ggufmap_regex_cache_free(NULL);
+    ggufmap_model_free(m);
+}
+
 int main(int argc, char **argv) {
     scratch_init(argc > 1 ? argv[1] : "tmp-test_regex");
     test_ordinary();
@@ -307,5 +366,6 @@ int main(int argc, char **argv) {
     test_limits();
     test_budget();
     test_placement();
+    test_cache();
     return check_summary();
 }

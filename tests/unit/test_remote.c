@@ -14,6 +14,7 @@
 #include "check.h"
 #include "ggufmap/ggufmap.h"
 #include "internal.h"
+#include "remote_curl.h"
 #include "remote_internal.h"
 
 static void check_resolve(const char *endpoint, const char *name, const char *want) {
@@ -46,6 +47,15 @@ static void test_names(void) {
     check_resolve("https://hub", "hf://o/r@0123abc/m.gguf", "https://hub/o/r/resolve/0123abc/m.gguf");
     check_resolve("https://hub", "hf://o/r/a b+c.gguf", "https://hub/o/r/resolve/main/a%20b%2Bc.gguf");
     check_resolve("https://hub", "https://elsewhere/x.gguf", "https://elsewhere/x.gguf");
+    /* dot segments are names, never steps out of the endpoint's path (issue
+     * 20, item 9): with a token, the request must stay under the prefix */
+    check_resolve("https://hub/prefix", "hf://../../x/resolve/main/m.gguf",
+                  "https://hub/prefix/%2E%2E/%2E%2E/resolve/main/x/resolve/main/m.gguf");
+    check_resolve("https://hub/prefix", "hf://o/r/../../../secret.gguf",
+                  "https://hub/prefix/o/r/resolve/main/%2E%2E/%2E%2E/%2E%2E/secret.gguf");
+    check_resolve("https://hub", "hf://o/./x.gguf", "https://hub/o/%2E/resolve/main/x.gguf");
+    check_resolve("https://hub", "hf://o/r@../x.gguf", "https://hub/o/r/resolve/%2E%2E/x.gguf");
+    check_resolve("https://hub", "hf://o/r/a/.../b..c/.x.gguf", "https://hub/o/r/resolve/main/a/.../b..c/.x.gguf");
     check_resolve("https://hub", "hf://o/r", NULL);
     check_resolve("https://hub", "hf://o/r/", NULL);
     check_resolve("https://hub", "hf:///r/x.gguf", NULL);
@@ -59,13 +69,16 @@ static void test_names(void) {
     check_redacted("model@home.gguf", "model@home.gguf", false);
     check_redacted("https://u:p@cdn/x.gguf?X-Amz-Signature=abc", "https://cdn/x.gguf?\xe2\x80\xa6", true);
 
-    CHECK(gm_url_same_origin("https://huggingface.co/a", "https://HuggingFace.co:443/b?c"));
-    CHECK(gm_url_same_origin("http://127.0.0.1:80/a", "http://127.0.0.1/b"));
-    CHECK(!gm_url_same_origin("https://huggingface.co/a", "http://huggingface.co/a"));
-    CHECK(!gm_url_same_origin("https://huggingface.co/a", "https://cdn-lfs.huggingface.co/a"));
-    CHECK(!gm_url_same_origin("http://127.0.0.1:8080/a", "http://127.0.0.2:8080/a"));
-    CHECK(!gm_url_same_origin("http://127.0.0.1:8080/a", "http://127.0.0.1:8081/a"));
-    CHECK(!gm_url_same_origin("https://huggingface.co.evil.com/a", "https://huggingface.co/a"));
+    gm_curl curl_table, *curl = &curl_table; /* libcurl, loaded as a session loads it */
+    ggufmap_error err;
+    CHECK_MSG(gm_curl_load(curl, &err) == GGUFMAP_OK, "%s", err.message);
+    CHECK(gm_url_same_origin(curl, "https://huggingface.co/a", "https://HuggingFace.co:443/b?c"));
+    CHECK(gm_url_same_origin(curl, "http://127.0.0.1:80/a", "http://127.0.0.1/b"));
+    CHECK(!gm_url_same_origin(curl, "https://huggingface.co/a", "http://huggingface.co/a"));
+    CHECK(!gm_url_same_origin(curl, "https://huggingface.co/a", "https://cdn-lfs.huggingface.co/a"));
+    CHECK(!gm_url_same_origin(curl, "http://127.0.0.1:8080/a", "http://127.0.0.2:8080/a"));
+    CHECK(!gm_url_same_origin(curl, "http://127.0.0.1:8080/a", "http://127.0.0.1:8081/a"));
+    CHECK(!gm_url_same_origin(curl, "https://huggingface.co.evil.com/a", "https://huggingface.co/a"));
 
     const char *q = "https://h/d/M-00002-of-00004.gguf?download=true#x";
     CHECK(gm_url_name_len(q) == strlen("https://h/d/M-00002-of-00004.gguf"));
@@ -118,14 +131,16 @@ static void test_cache(const char *tmp) {
     ggufmap_error err;
     gm_cache_entry e;
     CHECK(!gm_cache_load(dir, url, 1 << 20, &e));
-    CHECK(gm_cache_store(dir, url, "\"etag-1\"", 123456789, bytes, sizeof bytes, &err) == 0);
+    CHECK(gm_cache_store(dir, url, "\"etag-1\"", "", 123456789, bytes, sizeof bytes, &err) == 0);
     CHECK(gm_cache_load(dir, url, 1 << 20, &e) && e.size == 123456789 && e.n == sizeof bytes &&
-          memcmp(e.bytes, bytes, sizeof bytes) == 0 && strcmp(e.etag, "\"etag-1\"") == 0);
+          memcmp(e.bytes, bytes, sizeof bytes) == 0 && strcmp(e.etag, "\"etag-1\"") == 0 && e.modified[0] == '\0');
     gm_cache_entry_free(&e);
     CHECK(!gm_cache_load(dir, "https://hub/other.gguf", 1 << 20, &e)); /* another URL */
     CHECK(!gm_cache_load(dir, url, 8, &e));                             /* more bytes than allowed */
-    CHECK(gm_cache_store(dir, url, "", 40, bytes, 4, &err) == 0);        /* replaced, without an ETag */
-    CHECK(gm_cache_load(dir, url, 1 << 20, &e) && e.n == 4 && e.size == 40 && e.etag[0] == '\0');
+    const char *date = "Wed, 21 Oct 2015 07:28:00 GMT";
+    CHECK(gm_cache_store(dir, url, "", date, 40, bytes, 4, &err) == 0);  /* replaced, without an ETag */
+    CHECK(gm_cache_load(dir, url, 1 << 20, &e) && e.n == 4 && e.size == 40 && e.etag[0] == '\0' &&
+          strcmp(e.modified, date) == 0);
     gm_cache_entry_free(&e);
     struct stat st;
     CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700);
@@ -133,6 +148,28 @@ static void test_cache(const char *tmp) {
     char path[700], cmd[1500];
     snprintf(path, sizeof path, "%s/%016llx.gguf-header", dir, (unsigned long long)gm_hash_bytes(url, strlen(url)));
     CHECK(truncate(path, 60) == 0);
+    CHECK(!gm_cache_load(dir, url, 1 << 20, &e));
+    /* A FIFO (or any file but a regular one) in its place is a miss, at
+     * once: opening it must not wait for a writer (issue 20, item 5). */
+    CHECK(unlink(path) == 0 && mkfifo(path, 0600) == 0);
+    CHECK(!gm_cache_load(dir, url, 1 << 20, &e));
+    /* a link planted in the cache, to a good entry for this very URL kept
+     * elsewhere: followed, it would load */
+    char other_dir[700], target[800];
+    snprintf(other_dir, sizeof other_dir, "%s/cache/elsewhere", tmp);
+    snprintf(target, sizeof target, "%s/%016llx.gguf-header", other_dir, (unsigned long long)gm_hash_bytes(url, strlen(url)));
+    CHECK(gm_cache_store(other_dir, url, "\"x\"", "", 4, bytes, 4, &err) == 0);
+    CHECK(gm_cache_load(other_dir, url, 1 << 20, &e));
+    gm_cache_entry_free(&e);
+    CHECK(unlink(path) == 0 && symlink(target, path) == 0);
+    CHECK(!gm_cache_load(dir, url, 1 << 20, &e));
+    /* an entry of the first format (no Last-Modified line) is a miss */
+    FILE *old = NULL;
+    CHECK(unlink(path) == 0 && (old = fopen(path, "wbx")) != NULL);
+    if (old) {
+        fprintf(old, "ggufmap-header-cache 1\nurl %s\netag \"e\"\nsize 4\nbytes 4\n\nGGUF", url);
+        fclose(old);
+    }
     CHECK(!gm_cache_load(dir, url, 1 << 20, &e));
     snprintf(cmd, sizeof cmd, "rm -rf '%s/cache'", tmp);
     CHECK(system(cmd) == 0);
