@@ -254,6 +254,10 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     }
     f->common.progress = -1;
     ggufmap_fit_opts_init(&f->fit);
+    /* llama.cpp's own switch for CUDA's fusions (ggml-cuda.cu:4508), read
+     * the same way: set and not 0, the fused MoE keeps nothing alive */
+    const char *no_fusion = getenv("GGML_CUDA_DISABLE_FUSION");
+    f->fit.no_cuda_fusion = no_fusion && (int)strtol(no_fusion, NULL, 10) != 0; /* atoi */
     model_arg_init(&f->model, cmd->name);
     int first, rc = cli_parse(cmd, argc, argv, apply, f, CLI_ANY_OPERANDS, &first);
     if (rc == EXIT_OK) rc = model_arg_take(&f->model, argc, argv, first);
