@@ -43,9 +43,10 @@ static int add_weights(ggufmap_fit *fit) {
         if (!b) return GGUFMAP_ENOMEM;
         snprintf(b->buft, sizeof b->buft, "%s", pb->name); /* the buffer's own name: CPU_Mapped, MTL0_Mapped */
         b->planned = pb->mapped ? pb->ranges_resident : pb->size;
+        b->logged = pb->size; /* llama.cpp's "model buffer size" line: the span, not page-aligned */
         if (pb->mapped)
             snprintf(b->what, sizeof b->what, "%lld tensor%s mapped from shard %u%s", (long long)pb->n_tensors,
-                     pb->n_tensors == 1 ? "" : "s", pb->shard, ctx->lazy ? " (read lazily)" : "");
+                     pb->n_tensors == 1 ? "" : "s", pb->shard + 1 /* from 1, as the file names */, ctx->lazy ? " (read lazily)" : "");
         else
             snprintf(b->what, sizeof b->what, "%lld tensor%s copied", (long long)pb->n_tensors,
                      pb->n_tensors == 1 ? "" : "s");

@@ -133,7 +133,8 @@ static bool can_inplace(uint8_t op) {
 
 /* ggml_backend_buft_get_alloc_size of backend b's buffer type: nbytes,
  * plus what the device adds (device.h: CUDA's row padding of quantized
- * tensors, its hook for op-specific extras) */
+ * tensors; its alloc_extra hook: the f16 copies of K and V its
+ * flash-attention kernel converts into the output's allocation) */
 static uint64_t alloc_size(const galloc *a, int b, int32_t t) {
     const gm_tensor *x = &a->g->t[t];
     const ggufmap_buft_kind kind = gm_loc_kind(a->be->buft[b]);

@@ -132,7 +132,7 @@ int32_t gm_dsa_top_k(gm_llm *l, const gm_dsa_inp *inp, int32_t qr, int32_t cur, 
     w = gm_unary(g, GM_OP_SCALE, w);
     const int32_t srcs[4] = { q, k, w, inp->kq_mask_lid };
     const int64_t ne[4] = { g->t[k].ne[2], g->t[q].ne[2], 1, g->t[q].ne[3] };
-    int32_t score = gm_op_shaped(g, GM_OP_CUSTOM, T_F32, 4, ne, srcs, 4); /* ggml_lightning_indexer */
+    int32_t score = gm_op_shaped(g, GM_OP_LIGHTNING_INDEXER, T_F32, 4, ne, srcs, 4);
     const int64_t top = g->t[score].ne[0] < (int64_t)hp->indexer_top_k ? g->t[score].ne[0] : (int64_t)hp->indexer_top_k;
     return gm_cont(g, gm_top_k(g, score, top));
 }

@@ -240,8 +240,13 @@ static uint64_t attention_term(const gm_fit_ctx *fit, reserve_shape r) {
             if (!s->v_trans || hp->is_mla)
                 t = sadd(t, smul(gm_row_size(hp->is_mla ? cp->type_k : cp->type_v, gm_n_embd_v_gqa(hp, il)), cells));
         } else {
-            if (cp->type_k == 0) t = sadd(t, smul3(2, gm_n_embd_k_gqa(hp, il), cells));
-            if (cp->type_v == 0) t = sadd(t, smul3(2, gm_n_embd_v_gqa(hp, il), cells));
+            /* f16 copies of an f32 cache; of any cache not in f16 where the
+             * device's kernels convert K and V (CUDA's tensor-core kernels) */
+            const bool converts = gm_backend(fit->device)->fa_f16_copies;
+            enum { F32 = 0, F16 = 1 };
+            if (cp->type_k == F32 || (converts && cp->type_k != F16)) t = sadd(t, smul3(2, gm_n_embd_k_gqa(hp, il), cells));
+            if (!hp->is_mla && (cp->type_v == F32 || (converts && cp->type_v != F16)))
+                t = sadd(t, smul3(2, gm_n_embd_v_gqa(hp, il), cells));
             if (attends_ubatch(hp))
                 t = sadd(t, smul3(2, (uint64_t)gm_n_embd_k_gqa(hp, il) + gm_n_embd_v_gqa(hp, il), r.T));
         }
@@ -327,17 +332,43 @@ static bound_terms terms_of(const gm_fit_ctx *fit, const weight_sums *w, reserve
  * the output head is on a GPU, and on the CPU */
 typedef struct layout {
     bool gpu, gpu_layers, cpu_layers, output_on_gpu;
+    uint32_t n_gpu_layers;
 } layout;
 
 static layout layout_of(const gm_fit_ctx *fit) {
     layout lo = { .gpu = gm_fit_has_gpu(fit) };
     for (uint32_t il = 0; il < fit->hp->n_layer_all; il++) {
         if (!in_context(fit->hp, (int32_t)il)) continue;
-        if (gm_fit_layer_on_gpu(fit, il)) lo.gpu_layers = true;
+        if (gm_fit_layer_on_gpu(fit, il)) lo.gpu_layers = true, lo.n_gpu_layers++;
         else lo.cpu_layers = true;
     }
     lo.output_on_gpu = gm_fit_layer_on_gpu(fit, fit->hp->n_layer_all);
     return lo;
+}
+
+/* Ops of a GPU layer the device refuses run on the CPU, which then
+ * computes a share of the GPU's layers: flash attention without a kernel
+ * (forced on), the DSA lightning indexer outside the shapes it has kernels
+ * for (CUDA: 128-wide keys of 32 or 64 heads), the SSM kernels' shapes (the
+ * row's weight_supported for the architecture's SSM_CONV and SSM_SCAN,
+ * device_cuda.c). */
+static bool device_refuses_layer_ops(const gm_fit_ctx *fit) {
+    const gm_backend_def *d = gm_backend(fit->device);
+    const gm_hparams *hp = fit->hp;
+    enum { F32 = 0 };
+    if (fit->cp.sizes.flash_attn && gm_fit_lacks_fa_kernel(fit, true)) return true;
+    if (hp->indexer_head_size && d->runs_indexer && !d->runs_indexer(hp->indexer_head_size, hp->indexer_n_head))
+        return true;
+    if (!d->weight_supported || hp->traits.ssm_ops == GM_SSM_OPS_NONE) return false;
+    const int64_t groups = hp->ssm_n_group ? hp->ssm_n_group : 1, n_head = hp->ssm_dt_rank ? hp->ssm_dt_rank : 1;
+    const gm_ssm_dims dims = {hp->ssm_d_state, hp->ssm_d_inner, groups};
+    if (hp->traits.ssm_ops == GM_SSM_OPS_SHORT_CONV) {
+        const int64_t conv[4] = {hp->shortconv_l_cache, hp->n_embd, 1, 1};
+        return !d->weight_supported(F32, conv, GM_WOP_SSM_CONV, &dims);
+    }
+    const int64_t conv[4] = {hp->ssm_d_conv, (int64_t)hp->ssm_d_inner + 2 * groups * hp->ssm_d_state, 1, 1};
+    const int64_t a[4] = {1, n_head, 1, 1}; /* Mamba-2's A */
+    return !d->weight_supported(F32, conv, GM_WOP_SSM_CONV, &dims) || !d->weight_supported(F32, a, GM_WOP_SSM_SCAN, &dims);
 }
 
 /* Whether GPU `ordinal` runs any of this context's layers or the output
@@ -388,7 +419,15 @@ static void bound_reserve(const gm_fit_ctx *fit, const weight_sums *w, reserve_s
             *gpu = sadd(*gpu, sadd(smul(n_copies, sadd(b.inputs, b.embed)), n_copies > 1 ? smul(n_copies, b.bias) : 0));
     }
     *cpu = sadd(sadd(b.inputs, b.embed), smul(n_copies - 1, b.inputs)); /* the graph inputs' copies stay where they are */
-    if (!lo.gpu || lo.cpu_layers || !fit->cp.offload_kqv) *cpu = sadd(*cpu, work);
+    const bool refused = lo.gpu_layers && device_refuses_layer_ops(fit);
+    if (!lo.gpu || lo.cpu_layers || !fit->cp.offload_kqv || refused) *cpu = sadd(*cpu, work);
+    /* ops of every GPU layer run on the CPU: with pipeline parallelism the scheduler keeps
+     * GM_SCHED_MAX_COPIES copies of each such split's inputs to the end, on the CPU (a layer's
+     * activations and its cache views) and on the GPU the results come back to (activations) */
+    if (refused && n_copies > 1) {
+        *cpu = sadd(*cpu, smul3(n_copies, lo.n_gpu_layers, sadd(b.layer, b.kv_copy / 2)));
+        if (*gpu) *gpu = sadd(*gpu, smul3(n_copies, lo.n_gpu_layers, b.layer));
+    }
     if (!lo.gpu || !lo.output_on_gpu) *cpu = sadd(*cpu, b.output);
 }
 

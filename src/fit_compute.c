@@ -106,6 +106,7 @@ static void setup_backends(const gm_fit_ctx *fit, gm_backends *be) {
     be->device = fit->device;
     be->op_offload = fit->cp.op_offload;
     be->n_copies = gm_fit_pipeline_parallel(fit) ? GM_SCHED_MAX_COPIES : 1;
+    be->no_fusion = fit->opts.no_cuda_fusion;
     for (uint32_t i = 0; i < ggufmap_placement_n_gpus(pl); i++) {
         be->buft[be->n] = gm_loc_of((gm_buft_id){GGUFMAP_BUFT_GPU, ggufmap_placement_gpu(pl, i)});
         be->alignment[be->n++] = gm_buft_alignment(fit->device, GGUFMAP_BUFT_GPU);
@@ -350,6 +351,16 @@ bool gm_fit_has_graph(const gm_hparams *hp) { return context_graph(hp) != NULL; 
 
 int gm_fit_compute(gm_fit_ctx *fit, ggufmap_error *err) {
     arch_graph build = context_graph(fit->hp);
+    /* flash attention forced on (-fa on) over a cache type the GPU's kernels
+     * refuse (CUDA: iq4_nl), for a CPU layer, with op offload pulling that
+     * layer's neighbouring ops to the GPU: where they go around the refused
+     * node is not traced to the byte (qwen4exp in tests/fit's fidelity set,
+     * phi3 on the H200; docs/cuda.md): the bound */
+    const gm_backend_def *dev = gm_backend(fit->device);
+    const ggufmap_fit_context *sz = &fit->cp.sizes;
+    if (dev->fa_kv_type && fit->opts.flash_attn == GGUFMAP_FA_ON && fit->cp.op_offload && sz->n_ubatch >= 32 &&
+        (!dev->fa_kv_type(fit->cp.type_k) || !dev->fa_kv_type(fit->cp.type_v)) && gm_fit_lacks_fa_kernel(fit, false))
+        build = NULL;
     if (!build) return gm_fit_compute_bound(fit) == GGUFMAP_OK ? GGUFMAP_OK : gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const ggufmap_placement *pl = ggufmap_plan_placement(fit->plan);

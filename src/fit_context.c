@@ -10,7 +10,8 @@
  * the cache is unified (n_ctx is then rounded to a whole number of streams).
  * Flash attention "auto" counts as on when the memory is created (the KV
  * cache's V layout is fixed then) and is resolved afterwards by whether the
- * device runs the op; the CPU and the GPUs ggufmap models all do.
+ * device runs the op: the CPU and Metal do, CUDA not for every head size or
+ * cache type (device_cuda.c).
  */
 #include <stdio.h>
 
@@ -163,23 +164,55 @@ static bool hybrid_fa_moves(const gm_fit_ctx *fit) {
     return false;
 }
 
-/* The device's own answer (device.h runs_fa): a GPU layer whose heads or
- * cache types its flash attention has no kernel for moves the op off it. */
-static bool device_lacks_fa(const gm_fit_ctx *fit) {
+/* A layer's attention as a device's flash attention sees it in the probe
+ * graph: K of the cache type (f16 where there is no cache: the encoders'
+ * activations are cast), V a view of K with MLA, the KV cells padded to
+ * 256. */
+static void layer_fa_shape(const gm_fit_ctx *fit, uint32_t il, gm_fa_shape *fa) {
+    const gm_hparams *hp = fit->hp;
+    enum { T_F16 = 1 };
+    const bool cache = hp->memory != GM_MEMORY_NONE;
+    fa->d_k = gm_head_k(hp, il);
+    fa->d_v = hp->is_mla ? gm_head_k(hp, il) - hp->n_rot_full : gm_head_v(hp, il);
+    fa->n_q = 1;
+    fa->q_ne3 = 1;
+    fa->n_kv = cache ? 256 : 1;
+    fa->gqa = hp->is_mla ? hp->n_head[il] : hp->n_head[il] / (hp->n_head_kv[il] ? hp->n_head_kv[il] : 1);
+    fa->type_k = cache ? fit->cp.type_k : T_F16;
+    fa->type_v = hp->is_mla ? fa->type_k : cache ? fit->cp.type_v : T_F16;
+    fa->nel_k = fa->nel_v = 0;
+    fa->mask = true;
+    fa->rows_aligned = true;
+    fa->v_is_k_view = hp->is_mla;
+}
+
+/* The device's own answer (device.h runs_fa): flash attention without a
+ * kernel for a layer on a GPU (on_gpu) or on the CPU (its head size or the
+ * cache types) runs on the CPU in the probe graph (measured on the H200:
+ * gemma2/3/3n/4's 16-wide heads, deepseek2/32 and glm-dsa's MLA, every
+ * 16-wide fixture head; docs/cuda.md).  An architecture whose every
+ * attention has a position bias (t5encoder) has no fused op to probe. */
+bool gm_fit_lacks_fa_kernel(const gm_fit_ctx *fit, bool on_gpu) {
     const gm_backend_def *d = gm_backend(fit->device);
     const gm_hparams *hp = fit->hp;
-    if (!d->runs_fa) return false;
-    for (uint32_t il = 0; il < hp->n_layer; il++)
-        if (hp->n_head[il] && gm_fit_layer_on_gpu(fit, il) &&
-            !d->runs_fa(fit->cp.type_k, fit->cp.type_v, gm_head_k(hp, il), gm_head_v(hp, il)))
-            return true;
+    if (!d->runs_fa || (hp->traits.position_bias && !hp->traits.encoder_decoder)) return false;
+    /* the MTP draft context's graph runs its NextN layers, the main one its trunk */
+    const uint32_t first = hp->ctx_mtp ? hp->n_layer : 0, end = hp->ctx_mtp ? hp->n_layer_all : hp->n_layer;
+    for (uint32_t il = first; il < end; il++) {
+        if (gm_fit_layer_on_gpu(fit, il) != on_gpu || hp->n_head[il] == 0) continue;
+        if (!hp->ctx_mtp && hp->is_recr[il] && hp->attn_filter != GM_ATTN_ALL) continue;
+        if (!hp->ctx_mtp && hp->attn_filter == GM_ATTN_NEMOTRON && hp->n_ff[il] != 0) continue;
+        gm_fa_shape fa;
+        layer_fa_shape(fit, il, &fa);
+        if (!d->runs_fa(&fa)) return true;
+    }
     return false;
 }
 
 static bool auto_fa_turns_off(const gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
+    if (gm_fit_lacks_fa_kernel(fit, true)) return true;
     bool gpu_layer = false, cpu_layer = false;
-    if (device_lacks_fa(fit)) return true;
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         if (gm_fit_layer_on_gpu(fit, il)) gpu_layer = true;
         else cpu_layer = true;

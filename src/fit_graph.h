@@ -44,6 +44,7 @@ typedef enum gm_op {
     GM_OP_SUB, GM_OP_SQR, GM_OP_SSM_SCAN, GM_OP_RWKV_WKV7, /* graphs-recurrent: Mamba-2, RWKV-7 */
     GM_OP_ADD_ID,         /* ggml_add_id: a + b's rows picked by ids (experts' biases) */
     GM_OP_MEAN,           /* graphs-dense: gemma3n's activation sparsity (a [1, ...] reduction, not in place) */
+    GM_OP_LIGHTNING_INDEXER, /* the DSA indexer's fused scores (ggml_lightning_indexer: q, k, weights, mask) */
     GM_OP_COUNT
 } gm_op;
 
@@ -185,6 +186,7 @@ typedef struct gm_backends {
                                  pipeline parallelism, else 1 (0 counts as 1) */
     gm_buft buft[GM_MAX_BACKENDS];     /* the buffer type each backend computes in */
     uint64_t alignment[GM_MAX_BACKENDS];
+    bool no_fusion;           /* the GPUs' graph_optimize fuses nothing (GGML_CUDA_DISABLE_FUSION=1) */
 } gm_backends;
 
 /* The split graph: its nodes and leafs (indices into the graph's tensors)

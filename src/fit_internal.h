@@ -112,6 +112,9 @@ uint64_t gm_row_size(int32_t type, int64_t n);
 /* fit_context.c: the sizes llama_context's constructor computes from opts,
  * or a refusal in fit->refusal (llama_init_from_model's checks, in order). */
 void gm_fit_context(gm_fit_ctx *fit);
+/* Whether the device's flash attention has no kernel (its runs_fa hook)
+ * for the attention of some layer on a GPU (on_gpu) or on the CPU. */
+bool gm_fit_lacks_fa_kernel(const gm_fit_ctx *fit, bool on_gpu);
 
 /* fit_memory.c: the output buffer, then the memory module's buffers. */
 int gm_fit_memory(gm_fit_ctx *fit, ggufmap_error *err);

@@ -56,9 +56,9 @@ static void add_output(gm_fit_ctx *fit) {
     ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, GGUFMAP_FIT_OUTPUT, buft, row * s->n_seq_max);
     if (!b) return;
     b->bytes_max = row * rows_max;
-    snprintf(b->what, sizeof b->what, "%s of %u row%s (%llu rows at the first full batch)",
+    snprintf(b->what, sizeof b->what, "%s of %u row%s (%llu row%s at the first full batch)",
              embd ? "logits + embeddings" : "logits", s->n_seq_max, s->n_seq_max == 1 ? "" : "s",
-             (unsigned long long)rows_max);
+             (unsigned long long)rows_max, rows_max == 1 ? "" : "s");
 }
 
 /* ------------------------------------------------------------------------ */

@@ -637,8 +637,9 @@ static void read_qwen4exp(reader *r, gm_hparams *hp) {
 #define MTP_PLAIN { .mtp_plain_cache = true, .mtp_one_block = true, BIG_GRAPH }
 #define MTP_PLAIN_ROLLBACK { .mtp_plain_cache = true, .mtp_one_block = true, .rs_rollback = true, BIG_GRAPH }
 #define MTP_ONE { .mtp_one_block = true }
-#define HYBRID_FA { .fa_auto = GM_FA_OFF_WHEN_MOVED }
-#define HYBRID_FA_ROLLBACK { .fa_auto = GM_FA_OFF_WHEN_MOVED, .rs_rollback = true }
+#define MAMBA2_HYBRID { .fa_auto = GM_FA_OFF_WHEN_MOVED, .ssm_ops = GM_SSM_OPS_MAMBA2 }
+#define MAMBA2_HYBRID_ROLLBACK { .fa_auto = GM_FA_OFF_WHEN_MOVED, .rs_rollback = true, .ssm_ops = GM_SSM_OPS_MAMBA2 }
+#define SHORT_CONV_HYBRID_ROLLBACK { .fa_auto = GM_FA_OFF_WHEN_MOVED, .rs_rollback = true, .ssm_ops = GM_SSM_OPS_SHORT_CONV }
 static const struct arch_row {
     const char *name;
     gm_arch arch;
@@ -678,13 +679,15 @@ static const struct arch_row {
     { "qwen35", GM_ARCH_QWEN35, GM_MEMORY_HYBRID, read_qwen35, MTP_PLAIN_ROLLBACK },
     { "qwen35moe", GM_ARCH_QWEN35MOE, GM_MEMORY_HYBRID, read_qwen35, MTP_PLAIN_ROLLBACK },
     { "qwen3next", GM_ARCH_QWEN3NEXT, GM_MEMORY_HYBRID, read_qwen3next, MTP_PLAIN },
-    { "granitehybrid", GM_ARCH_GRANITEHYBRID, GM_MEMORY_HYBRID, read_mamba_hybrid, HYBRID_FA },
-    { "nemotron_h", GM_ARCH_NEMOTRON_H, GM_MEMORY_HYBRID, read_nemotron, HYBRID_FA_ROLLBACK },
+    { "granitehybrid", GM_ARCH_GRANITEHYBRID, GM_MEMORY_HYBRID, read_mamba_hybrid, MAMBA2_HYBRID },
+    { "nemotron_h", GM_ARCH_NEMOTRON_H, GM_MEMORY_HYBRID, read_nemotron, MAMBA2_HYBRID_ROLLBACK },
     { "nemotron_h_moe", GM_ARCH_NEMOTRON_H_MOE, GM_MEMORY_HYBRID, read_nemotron,
-      { .mtp_plain_cache = true, .mtp_one_block = true, .fa_auto = GM_FA_OFF_WHEN_MOVED, .rs_rollback = true } },
-    { "lfm2", GM_ARCH_LFM2, GM_MEMORY_HYBRID, read_lfm2, HYBRID_FA_ROLLBACK },
-    { "falcon-h1", GM_ARCH_FALCON_H1, GM_MEMORY_HYBRID, read_falcon_h1, { .fa_auto = GM_FA_OFF_GPU_NKVO } },
-    { "mamba2", GM_ARCH_MAMBA2, GM_MEMORY_RECURRENT, read_mamba2, { 0 } },
+      { .mtp_plain_cache = true, .mtp_one_block = true, .fa_auto = GM_FA_OFF_WHEN_MOVED, .rs_rollback = true,
+        .ssm_ops = GM_SSM_OPS_MAMBA2 } },
+    { "lfm2", GM_ARCH_LFM2, GM_MEMORY_HYBRID, read_lfm2, SHORT_CONV_HYBRID_ROLLBACK },
+    { "falcon-h1", GM_ARCH_FALCON_H1, GM_MEMORY_HYBRID, read_falcon_h1,
+      { .fa_auto = GM_FA_OFF_GPU_NKVO, .ssm_ops = GM_SSM_OPS_MAMBA2 } },
+    { "mamba2", GM_ARCH_MAMBA2, GM_MEMORY_RECURRENT, read_mamba2, { .ssm_ops = GM_SSM_OPS_MAMBA2 } },
     { "rwkv7", GM_ARCH_RWKV7, GM_MEMORY_RECURRENT, read_rwkv7, { 0 } },
     { "gemma2", GM_ARCH_GEMMA2, GM_MEMORY_KV_ISWA, read_gemma2, { 0 } },
     { "gemma3", GM_ARCH_GEMMA3, GM_MEMORY_KV_ISWA, read_gemma3, { 0 } },
@@ -701,8 +704,9 @@ static const struct arch_row {
 #undef BIG_GRAPH
 #undef MTP_PLAIN_ROLLBACK
 #undef MTP_ONE
-#undef HYBRID_FA
-#undef HYBRID_FA_ROLLBACK
+#undef MAMBA2_HYBRID
+#undef MAMBA2_HYBRID_ROLLBACK
+#undef SHORT_CONV_HYBRID_ROLLBACK
 
 /* create_memory picks the iswa pair by swa_type: an architecture whose SWA
  * is optional (olmo2, exaone4, gemma3) makes one only when its reader found

@@ -76,6 +76,14 @@ typedef enum gm_fa_auto {
     GM_FA_OFF_GPU_WITH_CPU_LAYER /* t5: its decoder attention runs on the GPU whenever one is present */
 } gm_fa_auto;
 
+/* The state-space ops of its layers whose shapes a device's kernels judge
+ * (the compute bound asks the device's weight_supported with them). */
+typedef enum gm_ssm_ops {
+    GM_SSM_OPS_NONE = 0,
+    GM_SSM_OPS_SHORT_CONV,       /* lfm2: SSM_CONV over n_embd channels */
+    GM_SSM_OPS_MAMBA2            /* SSM_CONV over d_inner + 2 n_group d_state channels, then Mamba-2's SSM_SCAN */
+} gm_ssm_ops;
+
 /* What an architecture does differently from the common path, as data in
  * its row (hparams.c): the parts of fit ask these, not its name. */
 typedef struct gm_arch_traits {
@@ -100,6 +108,7 @@ typedef struct gm_arch_traits {
     bool rs_rollback;            /* llm_arch_supports_rs_rollback (llama-arch.cpp:1112-1128): the recurrent
                                     memory keeps n_rs_seq rollback rows per sequence when asked (--mtp) */
     bool rank_soft_max;          /* qwen3: build_pooling's rank head ends in a soft max (llama-graph.cpp:3760) */
+    gm_ssm_ops ssm_ops;
 } gm_arch_traits;
 
 typedef enum gm_swa_type { GM_SWA_NONE = 0, GM_SWA_STANDARD = 1, GM_SWA_CHUNKED = 2, GM_SWA_SYMMETRIC = 3 } gm_swa_type;

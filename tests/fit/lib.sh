@@ -133,6 +133,16 @@ check() {
   n_cases=$((n_cases + 1))
   "$GGUFMAP" fit "$model" "$@" -nr --page 1B --json >"$dir/fit.json" 2>"$dir/fit.err"
   local rc=$?
+  # an assert of the architecture's graph that no context passes: fit
+  # refuses the model (exit 2, llama.cpp's reason); llama.cpp must abort
+  if [ $rc -eq 2 ] && grep -q "llama.cpp aborts creating any context" "$dir/fit.err"; then
+    "$ORACLE" --no-repack "${oargs[@]}" "$model" >"$dir/oracle.out" 2>&1
+    if $lines "$dir/oracle.out" | grep -q '^CTX abort'; then
+      n_refused=$((n_refused + 1)); rm -rf "$dir"; return
+    fi
+    fails+=("$name: fit refuses every context ($(head -c 200 "$dir/fit.err")), llama.cpp does not abort")
+    n_fail=$((n_fail + 1)); return
+  fi
   if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then
     fails+=("$name: ggufmap fit exited $rc: $(head -c 300 "$dir/fit.err")"); n_fail=$((n_fail + 1)); return
   fi
