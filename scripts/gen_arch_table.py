@@ -15,14 +15,25 @@ What it reads (paths relative to LLAMA_SRC_DIR, a v0.5.0 tree):
   ggml/include/ggml.h         the ggml_type values (output->type == GGML_TYPE_NVFP4)
   src/llama-model.cpp         llama_model_mapping (arch -> model class), the
                               helpers create_tensor_qkv / create_tensor_gate_up_exps,
-                              and the generic ".scale" pass of load_tensors
+                              the generic ".scale" pass of load_tensors,
+                              load_hparams and load_swa_pattern, the case
+                              labels of create_memory
+  src/llama-model.h           LLAMA_LOAD_LOCALS, the model's members
   src/llama-model-loader.h    the create_tensor flags
-  src/llama-hparams.h         the hparams' initializers
+  src/llama-hparams.h         struct llama_hparams: fields, types, initializers, methods
+  include/llama.h             the enums hparams code compares with
+  src/llama-graph.cpp         what llm_graph_context's members are (n_rot: hparams.n_rot())
   src/models/models.h         the model classes and whom they inherit from
-  src/models/*.cpp            every load_arch_tensors, and the keys each
-                              load_arch_hparams reads
+  src/models/*.cpp            every load_arch_tensors with each create_tensor's
+                              shape, every load_arch_hparams (with the file's
+                              static helpers), and the GGML_ASSERTs of the graph
+                              constructors that the hyperparameters decide
 
-Every load_arch_tensors is compiled into a small program (statements and
+load_hparams and every load_arch_hparams are compiled the same way (the
+ml.get_* readers, assignments to llama_hparams' fields, GGML_ASSERT, throw
+with its formatted message; gen_arch_table_hparams.py), and so are the
+graph constructors' hyperparameter asserts.  Every load_arch_tensors is
+compiled into a small program (statements and
 expressions, see src/arch.h) that src/arch.c runs against a GGUF file: the
 create_tensor calls in order with their tensor, suffix, layer argument and
 flags; if/else, for loops and a switch; int locals (flags, is_mtp, ...);
@@ -46,6 +57,7 @@ import sys
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_arch_table_cxx as cx  # noqa: E402
+import gen_arch_table_hparams as hpx  # noqa: E402
 
 # ------------------------------------------------------------------ source tables
 
@@ -144,6 +156,23 @@ class Sources:
             for m in re.finditer(r"\b(llama_model_\w+)::load_arch_tensors\s*\(", text):
                 self.loader_defs.setdefault(m.group(1), path)
         self.bases = dict(re.findall(r"struct\s+(llama_model_\w+)\s*:\s*public\s+(\w+)", self.models_h))
+        model_h = read(root, "src/llama-model.h")
+        m = re.search(r"#define LLAMA_LOAD_LOCALS((?:.*\\\n)*.*)", model_h)
+        macro = m.group(1).replace("\\\n", "\n")
+        self.load_locals = cx.parse_body("{" + macro + "}", model_h.count("\n", 0, m.start()) + 1, "src/llama-model.h")
+        body = cx.balanced(model_h, model_h.index("{", model_h.index("\nstruct llama_model {")))
+        self.arch_predicates = {}
+        for fn in ("llm_arch_is_recurrent", "llm_arch_is_hybrid", "llm_arch_is_diffusion"):
+            fn_body, _ = cx.find_function(arch_cpp, fn)
+            self.arch_predicates[fn] = re.findall(r"case\s+(LLM_ARCH_\w+)\s*:", fn_body)
+        m = re.search(r"LLAMA_ROPE_SCALING_TYPES = \{(.*?)\};", self.model_cpp, re.S)
+        self.rope_scaling_types = [(v, n) for v, n in re.findall(r"\{\s*(LLAMA_ROPE_SCALING_TYPE_\w+)\s*,\s*\"(\w+)\"\s*\}", m.group(1))]
+        self.model_members = {n: t.strip() for t, n in re.findall(r"^\s+([\w:<>, ]+?)\s+(\w+)\s*(?:=[^;]*)?;", body, re.M)}
+
+    def file_text(self, path):
+        if path in self.model_files:
+            return self.model_files[path]
+        return read(self.root, path)
 
     def _mapping(self):
         m = re.search(r"static llama_model \* llama_model_mapping\(", self.model_cpp)
@@ -203,6 +232,25 @@ class Sources:
         self._hparams_cache[cls] = known
         return known
 
+    def hparams_class(self, cls):
+        """The class whose load_arch_hparams cls runs (itself or a base)."""
+        c = cls
+        while c and c.startswith("llama_model_") and c != "llama_model_base":
+            for text in self.model_files.values():
+                if c + "::load_arch_hparams" in text and cx.find_function(text, c + "::load_arch_hparams"):
+                    return c
+            c = self.bases.get(c)
+        return None
+
+    def hparams_def(self, cls):
+        """(file, body text, first line) of cls::load_arch_hparams."""
+        for path, text in self.model_files.items():
+            if cls + "::load_arch_hparams" in text:
+                r = cx.find_function(text, cls + "::load_arch_hparams")
+                if r:
+                    return path, r[0], r[1]
+        raise SystemExit(f"gen_arch_table: no load_arch_hparams for {cls}")
+
     def loader_of(self, cls):
         """(file, body_text, first_line, defining_class) of cls's load_arch_tensors."""
         c = cls
@@ -214,14 +262,17 @@ class Sources:
             c = self.bases.get(c)
         return None
 
-    def params_of(self, text, qualified):
-        """[(type, name)] of a function definition's parameters."""
-        m = re.search(r"\b" + re.escape(qualified) + r"\s*\((.*?)\)\s*\{", text, re.S)
+    def params_of(self, text, qualified, declaration=False):
+        """[(type, name)] of a function definition's parameters; with
+        declaration, [(type, name, default text or None)] of its declaration
+        (where C++ keeps the default arguments)."""
+        m = re.search(r"\b" + re.escape(qualified) + r"\s*\((.*?)\)\s*" + (";" if declaration else r"\{"), text, re.S)
         out = []
         for p in m.group(1).split(","):
             p = p.strip()
-            mm = re.fullmatch(r"(.*?)(\w+)", p, re.S)
-            out.append((mm.group(1).strip(), mm.group(2)))
+            mm = re.fullmatch(r"(.*?)(\w+)(?:\s*=\s*(.+))?", p, re.S)
+            out.append((mm.group(1).strip(), mm.group(2), mm.group(3)) if declaration else
+                       (mm.group(1).strip(), mm.group(2)))
         return out
 
 
@@ -229,7 +280,7 @@ class Sources:
 
 EXPR_KINDS = [
     "CONST", "UNKNOWN", "LOCAL", "NLAYER", "NLAYER_ALL", "NLAYER_NEXTN", "LOAD_MTP", "ARCH",
-    "HANDLE", "HTYPE", "WEIGHT", "IS_SWA", "HPKEY",
+    "HANDLE", "HTYPE", "WEIGHT", "HPF", "HPM", "VOCAB", "CAST", "STRKEY",
     "NOT", "NEG", "BNOT",
     "ADD", "SUB", "MUL", "DIV", "MOD", "SHL", "SHR", "BAND", "BOR", "BXOR",
     "LAND", "LOR", "EQ", "NE", "LT", "LE", "GT", "GE", "COND",
@@ -263,6 +314,16 @@ class Program:
             raise SystemExit(f"gen_arch_table: llama-model-loader.h flags are {sorted(self.flags)}")
         self.unknown = self.expr("UNKNOWN")
         self.minus_one = self.expr("CONST", v=-1)
+        self.hp = hpx.HparamsModel(src.root)
+        self.mode = "loader"
+        self.shapes, self.shape_index = [], {}
+        self.graph_failed = []
+
+    def shape(self, dims):
+        if dims not in self.shape_index:
+            self.shape_index[dims] = len(self.shapes)
+            self.shapes.append(dims)
+        return self.shape_index[dims]
 
     def expr(self, kind, a=-1, b=-1, c=-1, v=0):
         key = (kind, a, b, c, v)
@@ -294,7 +355,7 @@ class Env:
     """A C++ scope: name -> binding, with the enclosing scope as parent."""
 
     def __init__(self, parent=None):
-        self.parent, self.names = parent, {}
+        self.parent, self.names, self.types, self.decls = parent, {}, {}, {}
 
     def get(self, name):
         e = self
@@ -307,6 +368,25 @@ class Env:
     def set(self, name, value):
         self.names[name] = value
 
+    def set_type(self, name, ctype, decl=None):
+        self.types[name] = ctype
+        if decl is not None:
+            self.decls[name] = decl
+
+    def _find(self, table, name):
+        e = self
+        while e:
+            if name in e.names or name in getattr(e, table):
+                return getattr(e, table).get(name)
+            e = e.parent
+        return None
+
+    def type_of(self, name):
+        return self._find("types", name)
+
+    def decl_of(self, name):
+        return self._find("decls", name)
+
 
 class Function:
     """One compiled function: a load_arch_tensors or the generic pass."""
@@ -316,22 +396,30 @@ class Function:
         self.n_locals = 0
         self.body = []
         self.handle_members = set()
+        self.kind = "LOADER"
 
     def local(self):
         self.n_locals += 1
         return self.n_locals - 1
 
 
-class Compiler:
-    """Compiles one function's syntax tree into statements."""
+class Compiler(hpx.HparamsMixin):
+    """Compiles one function's syntax tree into statements.  mode "loader":
+    a load_arch_tensors (create_tensor calls, their shapes); "hparams":
+    load_hparams / load_arch_hparams (ml.get_* calls, hparams fields)."""
 
-    def __init__(self, prog, fn, handle_members, helpers, hparams=None):
+    def __init__(self, prog, fn, handle_members, helpers, mode="loader"):
         self.p, self.fn = prog, fn
-        self.hparams = hparams or {}  # field -> (key, required, default): hparams.F read from the file
+        self.hp = prog.hp
+        self.mode = mode
         self.handle_members = handle_members
         self.helpers = helpers  # name -> (params, body, path)
         self.path = fn.path
         self.depth = 0
+        prog.mode = mode
+
+    def error(self, line, what):
+        return CompileError(f"{self.path}:{line}: {what}")
 
     # -------------------------------------------------------- expressions
 
@@ -353,6 +441,10 @@ class Compiler:
             return ("int", p.const(p.src.arch_enum[name]))
         if name in p.src.ggml_types:
             return ("int", p.const(p.src.ggml_types[name]))
+        if name in self.hp.enums:
+            return ("int", p.const(self.hp.enums[name]))
+        if name in self.hp.defines:
+            return ("int", p.const(self.hp.defines[name]))
         if name in p.src.tensor_enum:
             return ("tensor", name)
         if name in self.handle_members:
@@ -387,13 +479,17 @@ class Compiler:
         if k == "bin":
             a = self.int_expr(env, e[2], line)
             b = self.int_expr(env, e[3], line)
-            return p.expr(BINOPS[e[1]], a, b)
+            typed = self.typed_bin(env, e, line, a, b)
+            return typed if typed is not None else p.expr(BINOPS[e[1]], a, b)
         if k == "cond":
             return p.expr("COND", self.int_expr(env, e[1], line), self.int_expr(env, e[2], line),
                           self.int_expr(env, e[3], line))
         if k == "member":
             return self.member_int(env, e, line)
         if k == "index":
+            f = hpx.hparams_field_of(e[1])
+            if f in self.hp.fields and self.hp.fields[f][1] > 1:
+                return p.expr("HPF", self.hp.index(f), self.int_expr(env, e[2], line))
             return p.unknown
         if k == "call":
             return self.call_int(env, e, line)
@@ -420,15 +516,12 @@ class Compiler:
         p = self.p
         _, base, name, arrow = e
         if base == ("name", "hparams"):
-            if name == "n_layer_all":
+            if self.mode == "loader" and name == "n_layer_all":
                 return p.expr("NLAYER_ALL")
-            if name == "n_layer_nextn":
+            if self.mode == "loader" and name == "n_layer_nextn":
                 return p.expr("NLAYER_NEXTN")
-            if name in self.hparams:
-                key, required, default = self.hparams[name]
-                if key is None:  # never set by this arch: the initializer
-                    return p.const(default)
-                return p.expr("HPKEY", p.string(key), int(required), v=default)
+            if name in self.hp.fields and self.hp.fields[name][1] == 1:
+                return p.expr("HPF", self.hp.index(name), -1)
             return p.unknown
         if base == ("name", "ml") and name == "load_mtp":
             return p.expr("LOAD_MTP")
@@ -445,11 +538,27 @@ class Compiler:
         p = self.p
         fn, args = e[1], e[2]
         if fn[0] == "member" and fn[1] == ("name", "hparams"):
-            if fn[2] == "n_layer" and not args:
+            if fn[2] == "n_layer" and not args and self.mode == "loader":
                 return p.expr("NLAYER")
-            if fn[2] == "is_swa" and len(args) == 1:
-                return p.expr("IS_SWA", self.int_expr(env, args[0], line))
+            if fn[2] in self.hp.methods and fn[2] not in hpx.EFFECT_METHODS and len(args) <= 1:
+                return p.expr("HPM", p.string(fn[2]), self.int_expr(env, args[0], line) if args else -1)
             return p.unknown
+        if fn[0] == "member" and fn[1] == ("name", "vocab") and fn[2] in ("n_tokens", "n_token_types") and not args:
+            return p.expr("VOCAB", 0 if fn[2] == "n_tokens" else 1)
+        if fn == ("member", ("name", "ml"), "get_arch", False) and not args:
+            return p.expr("ARCH")
+        if fn[0] == "name" and fn[1] in p.src.arch_predicates and len(args) == 1:
+            # llm_arch_is_recurrent(arch) and its siblings (src/llama-arch.cpp): a list of archs
+            a = self.int_expr(env, args[0], line)
+            c = p.const(0)
+            for arch in p.src.arch_predicates[fn[1]]:
+                c = p.expr("LOR", c, p.expr("EQ", a, p.const(p.src.arch_enum[arch])))
+            return c
+        if fn == ("name", "llama_rope_scaling_type_from_string") and len(args) == 1 and args[0][0] == "name":
+            b = env.get(args[0][1])  # the name a string key holds, or the string's initial value
+            if b and b[0] == "strkey":
+                values = {n: self.hp.enums[v] for v, n in p.src.rope_scaling_types}
+                return p.expr("STRKEY", p.string(b[1]), v=values.get(b[2], self.hp.enums["LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED"]))
         if fn[0] == "member" and fn[1] in (("name", "ml"),) and fn[2] in ("get_weight", "get_tensor_meta"):
             return self.weight_expr(env, args[0], line)
         if fn[0] == "member" and fn[2] in ("c_str", "str") and not args:
@@ -584,13 +693,22 @@ class Compiler:
             return self.block(Env(env), s[1], ctx)
         if k == "empty":
             return []
+        if k == "rangefor" and self.mode == "graph":
+            return []
         if k == "throw":  # llama.cpp refuses the file here
-            return [("fail", p.string(s[1]), line, self.path)]
-        if k == "load_locals":
+            text, args = self.message(env, line, s[2] if len(s) > 2 else None, s[1])
+            return [("fail", p.string(text), line, self.path, args)]
+        if k == "load_locals":  # LLAMA_LOAD_LOCALS, src/llama-model.h
             env.set("n_layer", ("int", p.expr("NLAYER")))
             env.set("n_layer_all", ("int", p.expr("NLAYER_ALL")))
             env.set("n_layer_nextn", ("int", p.expr("NLAYER_NEXTN")))
-            return []
+            for name in ("n_layer", "n_layer_all", "n_layer_nextn"):
+                env.set_type(name, "I32")
+            out = []
+            for ln, st in p.src.load_locals[1]:  # the macro's declarations
+                if st[0] == "decl" and st[2][0][0] not in ("n_layer", "n_layer_all", "n_layer_nextn"):
+                    out += self.stmt(env, ln, st, ctx)
+            return out
         if k == "try":  # the catch only runs on a shape mismatch, which this table does not check
             return self.block(Env(env), s[1][1], ctx)
         if k == "decl":
@@ -607,7 +725,13 @@ class Compiler:
         if k == "rangefor":
             if contains_create(s[1]):
                 raise CompileError(f"{self.path}:{line}: create_tensor in a range-based for")
-            return []
+            if self.mode != "hparams":
+                return []
+            # over a vector the table does not keep: the body runs an unknown number of times
+            scope = Env(env)
+            for name, _ in s[2][2]:
+                scope.set(name, ("unknown", name))
+            return [("if", p.unknown, self.stmt(scope, s[1][0], s[1][1], ctx), [], line)]
         if k == "switch":
             return self.switch_stmt(env, line, s, ctx)
         if k == "return":
@@ -622,12 +746,28 @@ class Compiler:
 
     def decl(self, env, line, ty, name, init, ctx):
         p = self.p
+        env.set_type(name, hpx.ctype_of_text(ty, self.hp.enum_types), ty)
         if init is not None and init[0] == "lambda":
             env.set(name, ("lambda", init[1], init[2], env))
             return []
-        if "std::string" in ty:
-            env.set(name, ("str", self.str_parts(env, init, line) if init else [""]))
-            return []
+        pre = []
+        if self.mode == "hparams" and init is not None and hpx.contains_get(init):
+            init = self.lift(env, line, init, pre)
+        if "std::string" in ty and not ("vector" in ty or "array" in ty):
+            try:
+                if self.mode == "hparams" and init is None:
+                    raise CompileError("a string the loader fills")
+                if init is not None and init[0] == "ctor" and len(init[1]) == 1:
+                    init = init[1][0]  # std::string s("text")
+                env.set(name, ("str", self.str_parts(env, init, line) if init else [""]))
+            except CompileError:
+                if self.mode != "hparams":
+                    raise
+                env.set(name, ("unknown", name))  # a string the loader reads: its value is not kept
+            return pre
+        if "llm_kv" in ty.split() and init is not None and init[0] == "name":
+            env.set(name, ("kv", self.kv_key(env, init, line)))
+            return pre
         if init is not None and "&" in ty.split():
             alias = self.layer_alias(env, init, line)
             if alias:
@@ -660,21 +800,30 @@ class Compiler:
                 raise CompileError(f"{self.path}:{line}: cannot compile declaration of {name}")
             env.set(name, ("unknown", name))
             return []
-        if init is None or init == ("ctor",):
+        if init is None or init[0] == "ctor":
             node = p.const(0)
         else:
             node = self.int_expr(env, init, line)
+            t = env.type_of(name)
+            if t in ("I32", "U32", "BOOL") and self.etype(env, init) != t:
+                node = self.cast(node, t)
         if "const" in ty.split() and not refers_to_state(p, node):
             # a constant of the file (or of nothing known): read where it is used
             env.set(name, ("int", node))
-            return []
+            return pre
         slot = self.fn.local()
         env.set(name, ("local", slot))
-        return [("set", slot, node, line)]
+        return pre + [("set", slot, node, line)]
 
     def expr_stmt(self, env, line, e, ctx):
         p = self.p
         k = e[0]
+        if self.mode == "graph":
+            return self.graph_stmt(env, line, e, ctx)
+        if self.mode == "hparams":
+            out = self.hparams_stmt(env, line, e, ctx)
+            if out is not None:
+                return out
         if k == "assign":
             op, lhs, rhs = e[1], e[2], e[3]
             target = self.lvalue(env, lhs, line)
@@ -700,6 +849,9 @@ class Compiler:
             if is_create(e):
                 return self.create(env, line, e, None, ctx)
             fn = e[1]
+            if fn == ("name", "GGML_ASSERT") and e[2] and self.mode == "loader":  # llama.cpp aborts when false
+                return [("assert", self.int_expr(env, e[2][0], line), p.string(self.assert_text(line)), line,
+                         self.path)]
             if fn == ("name", "GGML_ABORT"):  # llama.cpp aborts here
                 text = e[2][0][1] if e[2] and e[2][0][0] == "str" else ""
                 return [("fail", p.string(text), line, self.path)]
@@ -713,6 +865,54 @@ class Compiler:
         if contains_create(e):
             raise CompileError(f"{self.path}:{line}: create_tensor in {k}")
         return []
+
+    def hparams_stmt(self, env, line, e, ctx):
+        """An expression statement of load_hparams / load_arch_hparams, or
+        None when the generic rules apply (locals, ignored calls)."""
+        pre = []
+        if hpx.contains_get(e):
+            if hpx.is_get_call(e):
+                return self.getkey(env, line, e, -1)
+            e = self.lift(env, line, e, pre)
+        k = e[0]
+        if k == "assign":
+            out = self.hp_assign(env, line, e)
+            if out is not None:
+                return pre + out
+            return pre + self.expr_stmt_generic(env, line, e, ctx)
+        if k in ("un", "post") and e[1] in ("++", "--") and hpx.hparams_field_of(e[2]) in self.hp.fields:
+            return pre + self.hp_assign(env, line, ("assign", e[1][0] + "=", e[2], ("num", 1)))
+        if k == "call":
+            out = self.hp_call(env, line, e)
+            if out is not None:
+                return pre + out
+            fn = e[1]
+            if fn == ("name", "load_arch_hparams"):
+                return pre + [("callarch", line)]
+            if fn[0] == "name" and fn[1] in self.helpers:
+                return pre + self.inline_helper(env, line, e, ctx)
+        return pre + self.expr_stmt_generic(env, line, e, ctx) if pre else None
+
+    def graph_stmt(self, env, line, e, ctx):
+        """An expression statement of a graph constructor: its GGML_ASSERTs
+        that the hyperparameters decide, and the int locals they read."""
+        k = e[0]
+        if k == "call" and e[1] == ("name", "GGML_ASSERT") and e[2]:
+            c = self.int_expr(env, e[2][0], line)
+            if has_unknown(self.p, c):
+                return []
+            return [("assert", c, self.p.string(self.assert_text(line)), line, self.path)]
+        target = self.lvalue(env, e[2], line, quiet=True) if k in ("assign", "un", "post") and len(e) > 2 else None
+        if target and target[0] == "local":
+            return self.expr_stmt_generic(env, line, e, ctx)
+        return []
+
+    def expr_stmt_generic(self, env, line, e, ctx):
+        mode, self.mode = self.mode, "generic"
+        try:
+            return self.expr_stmt(env, line, e, ctx)
+        finally:
+            self.mode = mode
 
     def assign_handle(self, env, line, target, rhs, ctx):
         """target = rhs, where rhs is create_tensor(...), a lambda call, a
@@ -741,7 +941,10 @@ class Compiler:
         t = self.tn_of(env, args[0], line)
         flags = self.int_expr(env, args[2], line)
         hslot, hlayer = (target[1], target[2]) if target else (-1, -1)
-        return [("create", t["tensor"], t["suffix"], t["bid"], t["xid"], flags, hslot, hlayer, line, self.path)]
+        shape = None  # the dimensions check_tensor_dims compares, when written out
+        if args[1][0] == "init" and 1 <= len(args[1][1]) <= 4:
+            shape = tuple(self.int_expr(env, x, line) for x in args[1][1])
+        return [("create", t["tensor"], t["suffix"], t["bid"], t["xid"], flags, hslot, hlayer, line, self.path, shape)]
 
     def if_stmt(self, env, line, s, ctx):
         _, cond, then, els = s
@@ -749,8 +952,10 @@ class Compiler:
         scope = Env(env)
         if cond[0] == "declcond":
             pre = self.decl(scope, line, cond[1], cond[2], cond[3], ctx)
-            c = self.int_expr(scope, ("name", cond[2]), line)
+            c = self.int_expr(scope, cond[4] if len(cond) > 4 else ("name", cond[2]), line)
         else:
+            if self.mode == "hparams" and hpx.contains_get(cond):
+                cond = self.lift(scope, line, cond, pre)
             c = self.int_expr(scope, cond, line)
         t = self.stmt(Env(scope), then[0], then[1], ctx)
         e = self.stmt(Env(scope), els[0], els[1], ctx) if els else []
@@ -808,9 +1013,17 @@ class Compiler:
 
     def bind_params(self, env, callee_env, params, args, line, body):
         out = []
+        if len(args) < len(params) and call_defaults(params, args):
+            args = list(args) + call_defaults(params, args)
         if len(params) != len(args):
             raise CompileError(f"{self.path}:{line}: {len(args)} arguments for {len(params)} parameters")
         for (ty, pname), arg in zip(params, args):
+            callee_env.set_type(pname, hpx.ctype_of_text(ty, self.hp.enum_types), ty)
+            if "llama_model_loader" in ty:
+                continue
+            if "llm_kv" in ty.split():
+                callee_env.set(pname, ("kv", self.kv_key(env, arg, line)))
+                continue
             if "llama_layer" in ty:
                 alias = self.layer_alias(env, arg, line)
                 if not alias:
@@ -849,7 +1062,16 @@ class Compiler:
         self.path = path
         inner = self.block(callee, body[1], {"target": None})
         self.path = saved
-        return pre + [("scope", inner, line)]
+        return pre + [("scope", inner, line, path)]
+
+
+def call_defaults(params, args):
+    """The default arguments of the parameters a call leaves out (only a
+    trailing bool, as load_swa_pattern's dense_first = false, has one here)."""
+    missing = params[len(args):]
+    if all(t.split()[-1] == "bool" for t, _ in missing):
+        return [("name", "false")] * len(missing)
+    return []
 
 
 def is_create(e):
@@ -857,13 +1079,7 @@ def is_create(e):
 
 
 def contains_create(node):
-    if isinstance(node, tuple):
-        if node and node[0] == "call" and node[1] == ("name", "create_tensor"):
-            return True
-        return any(contains_create(x) for x in node)
-    if isinstance(node, list):
-        return any(contains_create(x) for x in node)
-    return False
+    return hpx.contains(node, is_create)
 
 
 def render(e):
@@ -898,7 +1114,9 @@ def refers_to_state(prog, node):
         return True
     if kind in ("WEIGHT",):
         return any(x >= 0 and refers_to_state(prog, x) for x in (b, c))
-    if kind in ("IS_SWA", "NOT", "NEG", "BNOT"):
+    if kind in ("HPF", "HPM", "VOCAB"):  # the store changes while the hparams run
+        return prog.mode == "hparams" or (kind != "VOCAB" and b >= 0 and refers_to_state(prog, b))
+    if kind in ("NOT", "NEG", "BNOT", "CAST"):
         return refers_to_state(prog, a)
     if kind in BINOPS.values() or kind == "COND":
         return any(x >= 0 and refers_to_state(prog, x) for x in (a, b, c))
@@ -909,8 +1127,10 @@ def has_unknown(prog, node):
     kind, a, b, c, _ = prog.exprs[node]
     if kind == "UNKNOWN":
         return True
-    if kind in ("CONST", "LOCAL", "NLAYER", "NLAYER_ALL", "NLAYER_NEXTN", "LOAD_MTP", "ARCH", "HPKEY"):
+    if kind in ("CONST", "LOCAL", "NLAYER", "NLAYER_ALL", "NLAYER_NEXTN", "LOAD_MTP", "ARCH", "VOCAB"):
         return False
+    if kind in ("HPF", "HPM"):
+        return b >= 0 and has_unknown(prog, b)
     if kind == "WEIGHT":
         return any(x >= 0 and has_unknown(prog, x) for x in (b, c))
     if kind in ("HANDLE", "HTYPE"):
@@ -1054,9 +1274,7 @@ def build(root):
     fn_of_class = {}
     for cls, (path, line, body) in sorted(loaders.items(), key=lambda kv: (kv[1][0], kv[1][1])):
         fn = Function(prog, cls + "::load_arch_tensors", path, line)
-        maps = [src.hparams_of(c) for c in sorted(users[cls])]
-        hparams = {f: e for f, e in maps[0].items() if all(m.get(f) == e for m in maps[1:])}
-        comp = Compiler(prog, fn, members, helpers, hparams)
+        comp = Compiler(prog, fn, members, helpers)
         fn.body = comp.block(Env(), body[1], {"target": None})
         fn_of_class[cls] = len(functions)
         functions.append(fn)
@@ -1065,17 +1283,232 @@ def build(root):
     genv.set("n_layer_all", ("int", prog.expr("NLAYER_ALL")))
     comp = Compiler(prog, gfn, members, helpers)
     gfn.body = comp.block(genv, gp_body[1], {"target": None})
+    prog.generic_pass = len(functions)
     functions.append(gfn)
 
+    hp_of_class = build_hparams(src, prog, functions, members)
+    graph_of_class = build_graph_checks(src, prog, functions, members)
     archs = []
     for arch in sorted(src.arch_class, key=lambda a: src.arch_enum[a]):
         cls = src.arch_class[arch]
         path, _, _, defining = src.loader_of(cls)
-        archs.append((src.arch_names[arch], arch, src.arch_enum[arch], fn_of_class[defining]))
+        archs.append((src.arch_names[arch], arch, src.arch_enum[arch], fn_of_class[defining],
+                      hp_of_class.get(src.hparams_class(cls), -1), graph_of_class.get(cls, -1)))
     return src, prog, functions, archs
 
 
+def arch_memory_flags(src):
+    """{LLM_ARCH_X: GM_ARCH_* flags}: llm_arch_is_recurrent / llm_arch_is_hybrid
+    (src/llama-arch.cpp), and which archs llama_model::create_memory makes
+    a memory of its own for (a case before its default:) or none at all."""
+    arch_cpp = read(src.root, "src/llama-arch.cpp")
+    flags = {}
+
+    def cases(body):
+        return re.findall(r"case\s+(LLM_ARCH_\w+)\s*:", body)
+
+    for fn, flag in (("llm_arch_is_recurrent", "GM_ARCH_RECURRENT"), ("llm_arch_is_hybrid", "GM_ARCH_HYBRID")):
+        body, _ = cx.find_function(arch_cpp, fn)
+        for a in cases(body):
+            flags.setdefault(a, []).append(flag)
+    body, _ = cx.find_function(src.model_cpp, "llama_model::create_memory")
+    head = body[:body.index("default:")]
+    pending = []
+    for m in re.finditer(r"case\s+(LLM_ARCH_\w+)\s*:|\{", head):
+        if m.group(1):
+            pending.append(m.group(1))
+            continue
+        if not pending:
+            continue
+        block = cx.balanced(head, m.start())
+        own = "GM_ARCH_NO_MEMORY" if re.fullmatch(r"\{\s*res\s*=\s*nullptr;\s*\}", block) else "GM_ARCH_OWN_MEMORY"
+        for a in pending:
+            flags.setdefault(a, []).append(own)
+        pending = []
+    return {a: " | ".join(f) for a, f in flags.items()}
+
+
+def graph_members(src):
+    """llm_graph_context's members and the expressions its constructor
+    initializes them with (src/llama-graph.cpp): n_rot is hparams.n_rot()."""
+    text = read(src.root, "src/llama-graph.cpp")
+    m = re.search(r"llm_graph_context::llm_graph_context\(const llm_graph_params & params\)\s*:(.*?)\{", text, re.S)
+    first = text.count("\n", 0, m.start(1)) + 1
+    out = {}
+    for mm in re.finditer(r"(\w+)\s*\(([^()]*(?:\([^()]*\))?[^()]*)\)\s*,?", m.group(1)):
+        line = first + m.group(1).count("\n", 0, mm.start())
+        try:
+            toks = cx.tokenize(mm.group(2), line)
+            out[mm.group(1)] = cx.Parser(toks, "src/llama-graph.cpp").parse_expr()
+        except SyntaxError:
+            continue
+    return out
+
+
+def graph_classes(src, cls):
+    """(file, constructor body, first line) of every graph class cls builds
+    for a context of its own (build_arch_graph's make_unique<...>, the MTP
+    draft's graph_mtp left out)."""
+    c = cls
+    while c and c.startswith("llama_model_") and c != "llama_model_base":
+        for path, text in src.model_files.items():
+            r = cx.find_function(text, c + "::build_arch_graph") if c + "::build_arch_graph" in text else None
+            if not r:
+                continue
+            out = []
+            for ty in sorted(set(re.findall(r"make_unique<(graph\w*)(?:<\w+>)?>", r[0]))):
+                if "mtp" in ty:
+                    continue
+                for tpath, ttext in src.model_files.items():
+                    for name in (f"{c}::{ty}::{ty}", f"{c}::{ty}<embed>::{ty}"):
+                        g = constructor_body(ttext, name) if name in ttext else None
+                        if g:
+                            out.append((tpath, g[0], g[1]))
+            return out
+        c = src.bases.get(c)
+    return []
+
+
+def constructor_body(text, qualified):
+    """(body text, first line) of a constructor's definition, past its
+    member initializer list, or None."""
+    for m in re.finditer(r"\b" + re.escape(qualified) + r"\s*\(", text):
+        j, depth = m.end() - 1, 0
+        while True:  # the parameter list
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            j += 1
+            if depth == 0:
+                break
+        rest = text[j:]
+        if not re.match(r"\s*[:{]", rest):
+            continue  # a declaration or a call
+        k, depth = j, 0
+        while text[k] != "{" or depth:  # the initializer list's parentheses
+            depth += {"(": 1, ")": -1}.get(text[k], 0)
+            k += 1
+        return cx.balanced(text, k), text.count("\n", 0, k) + 1
+    return None
+
+
+def build_graph_checks(src, prog, functions, members):
+    """The GGML_ASSERTs of each architecture's graph constructor that the
+    hyperparameters decide (n_embd_head == n_rot, ...), compiled into a
+    function per class: llama.cpp aborts on them when it builds the graph
+    of any context.  {class: function index}."""
+    gm = graph_members(src)
+    out = {}
+    for cls in sorted(set(src.arch_class.values())):
+        graphs = graph_classes(src, cls)
+        if not graphs:
+            continue
+        fn = Function(prog, cls + " graph (llm_graph_context)", graphs[0][0], graphs[0][2])
+        fn.kind = "GRAPH"
+        body = []
+        try:
+            for path, text, line in graphs:
+                env = Env()
+                for name, init in gm.items():
+                    env.set(name, ("lazy", init, Env()))
+                fn.path = path
+                comp = Compiler(prog, fn, members, {}, mode="graph")
+                body += comp.block(env, cx.parse_body(text, line, path)[1], {"target": None})
+        except (CompileError, SyntaxError) as e:
+            prog.graph_failed.append((cls, str(e)))
+            continue
+        body = prune(body)
+        if not any(s[0] in ("assert", "fail") for s in flat_kinds(body)):
+            continue
+        fn.body = body
+        out[cls] = len(functions)
+        functions.append(fn)
+    return out
+
+
+def prune(stmts):
+    """The statements without the compound ones that check nothing."""
+    out = []
+    for s in stmts:
+        if s[0] in ("if", "for"):
+            a, b = prune(s[2]), prune(s[3]) if s[0] == "if" else s[3]
+            if any(x[0] in ("assert", "fail") for x in flat_kinds(a + list(b))):
+                out.append((s[0], s[1], a, b, s[4]))
+        elif s[0] == "scope":
+            inner = prune(s[1])
+            if any(x[0] in ("assert", "fail") for x in flat_kinds(inner)):
+                out.append(("scope", inner, s[2]))
+        else:
+            out.append(s)
+    return out
+
+
+def flat_kinds(stmts):
+    for s in stmts:
+        yield s
+        if s[0] in ("if", "for"):
+            yield from flat_kinds(s[2])
+            yield from flat_kinds(s[3])
+        elif s[0] == "scope":
+            yield from flat_kinds(s[1])
+
+
+def static_helpers(src, path):
+    """name -> (params, body, path) of the free functions a model file
+    defines (static helpers such as qwen4exp_require_nonzero)."""
+    text = src.file_text(path)
+    out = {}
+    for m in re.finditer(r"^static\s+[\w:<>]+\s+(\w+)\s*\(", text, re.M):
+        r = cx.find_function(text, m.group(1))
+        if r:
+            out[m.group(1)] = (src.params_of(text, m.group(1)), cx.parse_body(r[0], r[1], path), path)
+    return out
+
+
+def build_hparams(src, prog, functions, members):
+    """Compiles llama_model_base::load_hparams and every class's
+    load_arch_hparams into functions; {class: function index}.  A class
+    whose code does not compile gets none (its fields stay unknown)."""
+    base_helpers = {}
+    q = "llama_model_base::load_swa_pattern"
+    body_text, line = cx.find_function(src.model_cpp, q)
+    decl = src.params_of(read(src.root, "src/llama-model.h"), "load_swa_pattern", declaration=True)
+    base_helpers["load_swa_pattern"] = ([(t, n) for t, n, _ in decl],
+                                        cx.parse_body(body_text, line, "src/llama-model.cpp"), "src/llama-model.cpp")
+    body_text, line = cx.find_function(src.model_cpp, "llama_model_base::load_hparams")
+    fn = Function(prog, "llama_model_base::load_hparams", "src/llama-model.cpp", line)
+    fn.kind = "HPARAMS"
+    comp = Compiler(prog, fn, members, base_helpers, mode="hparams")
+    fn.body = comp.block(Env(), cx.parse_body(body_text, line, "src/llama-model.cpp")[1], {"target": None})
+    prog.base_hparams = len(functions)
+    functions.append(fn)
+    out = {}
+    prog.hparams_failed = []
+    for cls in sorted(set(src.hparams_class(c) for c in src.arch_class.values()) - {None}):
+        path, text, line = src.hparams_def(cls)
+        fn = Function(prog, cls + "::load_arch_hparams", path, line)
+        fn.kind = "HPARAMS"
+        helpers = dict(base_helpers, **static_helpers(src, path))
+        try:
+            comp = Compiler(prog, fn, members, helpers, mode="hparams")
+            fn.body = comp.block(Env(), cx.parse_body(text, line, path)[1], {"target": None})
+        except (CompileError, SyntaxError) as e:
+            prog.hparams_failed.append((cls, str(e)))
+            continue
+        out[cls] = len(functions)
+        functions.append(fn)
+    return out
+
+
 # ------------------------------------------------------------------ emitting C
+
+
+def c_escape(text):
+    """text as the inside of a C string literal."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def row(kind, a=-1, b=-1, c=-1, d=-1, e=-1, f=-1, g=-1, line=0, path=None, tensor=None, suffix=None, h=-1):
+    """One flattened statement: kind, operands a..h, its source line and file."""
+    return (kind, a, b, c, d, e, f, g, line, path, tensor, suffix, h)
 
 
 def flatten(stmts, out, prog, path):
@@ -1087,25 +1520,42 @@ def flatten(stmts, out, prog, path):
         if k in ("if", "for") and has_unknown(prog, s[1]):
             prog.notes.append((path, s[4], f"{k} condition unknown: resolved by the tensors present"))
         if k == "create":
-            _, tensor, suffix, bid, xid, flags, hslot, hlayer, line, path = s
+            _, tensor, suffix, bid, xid, flags, hslot, hlayer, line, path, shape = s
             for what, e in (("flags", flags), ("layer", bid), ("xid", xid)):
                 if e >= 0 and has_unknown(prog, e):
                     prog.notes.append((path, line, f"create_tensor {what} unknown"))
-            out.append(("CREATE", prog.src.tensor_enum_index[tensor], -1 if suffix is None else prog.string(suffix),
-                        bid, xid, flags, hslot, hlayer, line, path, tensor, suffix))
+            out.append(row("CREATE", prog.src.tensor_enum_index[tensor], -1 if suffix is None else prog.string(suffix),
+                           bid, xid, flags, hslot, hlayer, line, path, tensor, suffix,
+                           -1 if shape is None else prog.shape(shape)))
         elif k == "set":
-            out.append(("SET", s[1], s[2], -1, -1, -1, -1, -1, s[3], None, None, None))
+            out.append(row("SET", s[1], s[2], line=s[3], path=path))
         elif k == "hset":
-            out.append(("HSET", s[1], s[2], s[3], s[4], -1, -1, -1, s[5], None, None, None))
+            out.append(row("HSET", s[1], s[2], s[3], s[4], line=s[5], path=path))
         elif k in ("return", "break", "continue"):
-            out.append((k.upper(), -1, -1, -1, -1, -1, -1, -1, s[1], None, None, None))
+            out.append(row(k.upper(), line=s[1]))
+        elif k == "callarch":
+            out.append(row("CALLARCH", line=s[1]))
         elif k == "fail":
-            out.append(("FAIL", s[1], -1, -1, -1, -1, -1, -1, s[2], s[3], None, None))
+            args = list(s[4]) + [-1] * (3 - len(s[4])) if len(s) > 4 else [-1, -1, -1]
+            out.append(row("FAIL", s[1], args[0], args[1], args[2], line=s[2], path=s[3]))
+        elif k == "getkey":
+            _, key, mode, field, local, n_expr, result, required, line, path = s
+            out.append(row("GETKEY", key, mode, field, local, n_expr, result, required, line=line, path=path))
+        elif k == "hpset":
+            out.append(row("HPSET", s[1], s[2], s[3], line=s[4], path=path))
+        elif k == "hpcopy":
+            out.append(row("HPCOPY", s[1], s[2], line=s[3], path=path))
+        elif k == "hpfill":
+            out.append(row("HPFILL", s[1], s[2], line=s[3], path=path))
+        elif k == "hpcall":
+            out.append(row("HPCALL", s[1], s[2], s[3], line=s[4], path=path))
+        elif k == "assert":
+            out.append(row("ASSERT", s[1], s[2], line=s[3], path=s[4]))
         elif k == "scope":
             at = len(out)
             out.append(None)
-            flatten(s[1], out, prog, path)
-            out[at] = ("SCOPE", len(out) - at - 1, -1, -1, -1, -1, -1, -1, s[2], None, None, None)
+            flatten(s[1], out, prog, s[3] if len(s) > 3 else path)
+            out[at] = row("SCOPE", len(out) - at - 1, line=s[2], path=path)
         elif k in ("if", "for"):  # IF: then, else; FOR: body, step
             at = len(out)
             out.append(None)
@@ -1113,7 +1563,7 @@ def flatten(stmts, out, prog, path):
             n_first = len(out) - at - 1
             flatten(s[3], out, prog, path)
             n_second = len(out) - at - 1 - n_first
-            out[at] = (k.upper(), s[1], n_first, n_second, -1, -1, -1, -1, s[4], None, None, None)
+            out[at] = row(k.upper(), s[1], n_first, n_second, line=s[4], path=path)
         else:
             raise SystemExit(f"gen_arch_table: internal: statement {k}")
 
@@ -1126,7 +1576,7 @@ def emit(root, out_path):
     for fn in functions:
         first = len(flat)
         flatten(fn.body, flat, prog, fn.path)
-        fn_rows.append((first, len(flat) - first, fn.n_locals, fn.name, fn.path, fn.line))
+        fn_rows.append((first, len(flat) - first, fn.n_locals, fn.name, fn.path, fn.line, fn.kind))
     files = sorted({fn.path for fn in functions} | {r[9] for r in flat if r[9]})
     file_index = {f: i for i, f in enumerate(files)}
     ops = sorted({info[1] for info in src.tensor_infos.values()})
@@ -1164,7 +1614,7 @@ def emit(root, out_path):
     w.append(f"const uint32_t gm_arch_n_strings = {len(prog.strings)};")
     w.append("const char *const gm_arch_strings[] = {")
     for i, s in enumerate(prog.strings):
-        w.append(f'    "{s}", /* {i} */')
+        w.append(f'    "{c_escape(s)}", /* {i} */')
     w.append("};")
     w.append("")
     w.append(f"const uint32_t gm_arch_n_handles = {len(prog.handles)};")
@@ -1197,21 +1647,68 @@ def emit(root, out_path):
         if kind == "CREATE":
             name = src.tensor_names[r[10]] + ("." + r[11] if r[11] else "")
             comment = f" {name} ({r[9]}:{r[8]})"
-        w.append(f"    {{GM_AS_{kind}, {r[1]}, {r[2]}, {r[3]}, {r[4]}, {r[5]}, {r[6]}, {r[7]}, {r[8]}, {fidx}}},"
+        b = r[2]
+        if kind == "GETKEY":
+            b = f"GM_GK_{hpx.GK_MODES[r[2] & 255]} | GM_CT_{hpx.CTYPES[r[2] >> 8]} << 8"
+            comment = f" {prog.strings[r[1]]}"
+        elif kind in ("HPSET", "HPFILL", "HPCOPY"):
+            comment = f" hparams.{prog.hp.order[r[1]]}"
+        elif kind == "ASSERT":
+            comment = f" GGML_ASSERT({prog.strings[r[2]]})".replace("*/", "* /")
+        w.append(f"    {{GM_AS_{kind}, {r[1]}, {b}, {r[3]}, {r[4]}, {r[5]}, {r[6]}, {r[7]}, {r[12]}, {r[8]}, {fidx}}},"
                  f" /* {i}{comment} */")
     w.append("};")
     w.append("")
     w.append(f"const uint32_t gm_arch_n_funcs = {len(fn_rows)};")
     w.append("const gm_arch_func gm_arch_funcs[] = {")
-    for i, (first, n, n_locals, name, path, line) in enumerate(fn_rows):
-        w.append(f'    {{{first}, {n}, {n_locals}, "{name}", "{path}:{line}"}}, /* {i} */')
+    for i, (first, n, n_locals, name, path, line, kind) in enumerate(fn_rows):
+        w.append(f'    {{{first}, {n}, {n_locals}, GM_FN_{kind}, "{name}", "{path}:{line}"}}, /* {i} */')
     w.append("};")
-    w.append(f"const uint32_t gm_arch_generic_pass = {len(fn_rows) - 1};")
+    w.append(f"const uint32_t gm_arch_generic_pass = {prog.generic_pass};")
+    w.append(f"const uint32_t gm_arch_base_hparams = {prog.base_hparams};")
     w.append("")
     w.append(f"const uint32_t gm_arch_n_defs = {len(archs)};")
     w.append("const gm_arch_def gm_arch_defs[] = { /* llama_model_mapping, src/llama-model.cpp */")
-    for name, enum, value, fn in sorted(archs, key=lambda a: a[0]):
-        w.append(f'    {{"{name}", {value}, {fn}}}, /* {enum} */')
+    mem = arch_memory_flags(src)
+    for name, enum, value, fn, hfn, gfn in sorted(archs, key=lambda a: a[0]):
+        w.append(f'    {{"{name}", {value}, {fn}, {hfn}, {gfn}, {mem.get(enum, 0)}}}, /* {enum} */')
+    w.append("};")
+    w.append("")
+    w.append("/* The shapes create_tensor asks for (check_tensor_dims): dimension count, expressions. */")
+    w.append(f"const uint32_t gm_arch_n_shapes = {len(prog.shapes)};")
+    w.append("const gm_arch_shape gm_arch_shapes[] = {")
+    for i, dims in enumerate(prog.shapes):
+        d = list(dims) + [-1] * (4 - len(dims))
+        w.append(f"    {{{len(dims)}, {{{d[0]}, {d[1]}, {d[2]}, {d[3]}}}}}, /* {i} */")
+    w.append("};")
+    w.append("")
+    w.append("/* struct llama_hparams (src/llama-hparams.h): every field, its type, its")
+    w.append(" * element count (1, or an array's) and its initializer (the struct is")
+    w.append(" * value-initialized: 0 where none is written; init_known 0 for floats). */")
+    w.append(f"const uint32_t gm_hp_n_fields = {len(prog.hp.order)};")
+    w.append("const gm_hp_field gm_hp_fields[] = {")
+    for i, name in enumerate(prog.hp.order):
+        ty, count, init = prog.hp.fields[name]
+        w.append(f'    {{"{name}", GM_CT_{ty}, {count}, {0 if init is None else init}, {0 if init is None else 1}}},'
+                 f" /* {i} */")
+    w.append("};")
+    w.append("")
+    w.append("/* LLAMA_ROPE_SCALING_TYPES (src/llama-model.cpp): what llama_rope_scaling_type_from_string")
+    w.append(" * maps a name to (STRKEY; any other name is LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED). */")
+    w.append(f"const uint32_t gm_arch_n_rope_scaling = {len(src.rope_scaling_types)};")
+    w.append("const gm_arch_name_value gm_arch_rope_scaling[] = {")
+    for enum, name in src.rope_scaling_types:
+        w.append(f'    {{"{name}", {prog.hp.enums[enum]}}}, /* {enum} */')
+    w.append("};")
+    w.append(f"const int32_t gm_arch_rope_scaling_unspecified = {prog.hp.enums['LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED']};")
+    w.append("")
+    w.append("/* The methods of llama_hparams the table calls (src/arch.c implements them from")
+    w.append(" * src/llama-hparams.cpp; tests/arch/regen.sh checks that every one is). */")
+    methods = sorted(prog.hp.methods)
+    w.append(f"const uint32_t gm_hp_n_methods = {len(methods)};")
+    w.append("const char *const gm_hp_methods[] = {")
+    for name in methods:
+        w.append(f'    "{name}",')
     w.append("};")
     w.append("")
     w.append("/* The flags of llama_model_loader::create_tensor (src/llama-model-loader.h). */")
@@ -1247,8 +1744,9 @@ def source_commit(root):
     return os.environ.get("GGUFMAP_LLAMA_COMMIT", "llama.cpp v0.5.0, commit de3ff815")
 
 
-INPUTS = ["src/llama-arch.h", "src/llama-arch.cpp", "ggml/include/ggml.h", "src/llama-model.cpp",
-          "src/llama-model-loader.h", "src/llama-hparams.h", "src/models"]
+INPUTS = ["src/llama-arch.h", "src/llama-arch.cpp", "ggml/include/ggml.h", "src/llama-model.cpp", "src/llama-model.h",
+          "src/llama-graph.cpp",
+          "src/llama-model-loader.h", "src/llama-hparams.h", "include/llama.h", "src/models"]
 
 
 def main(argv):

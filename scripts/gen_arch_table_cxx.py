@@ -14,9 +14,9 @@ compiles the tree.
 Node shapes (tuples, first item the kind):
   statements: ('block', [stmt]), ('if', cond, then, else|None),
     ('for', init_stmt|None, cond|None, step|None, body), ('rangefor', body),
-    ('switch', expr, [(values|None, [stmt])]), ('decl', type_text, [(name, init|None)]),
+    ('switch', expr, [(values|None, [stmt])]), ('decl', type_text, [(name, init|('ctor', [args])|None)]),
     ('expr', expr), ('return', expr|None), ('break',), ('continue',),
-    ('throw', message), ('try', block, catch_block), ('load_locals',), ('empty',); every statement is wrapped as (line, node).
+    ('throw', message, thrown expression|None), ('try', block, catch_block), ('load_locals',), ('empty',); every statement is wrapped as (line, node).
   expressions: ('num', int), ('str', text), ('name', 'a::b'), ('un', op, e),
     ('post', op, e), ('bin', op, a, b), ('assign', op, lhs, rhs),
     ('cond', c, a, b), ('call', fn, [args]), ('member', e, name, arrow),
@@ -132,6 +132,8 @@ class Parser:
         tok = self.peek()
         if tok.kind != "id":
             return False
+        if tok.text == "std" and self.at("::", 1) and self.peek(3).text == "(":
+            return False  # std::copy(...), std::fill(...): a call
         if tok.text in _TYPE_WORDS and not (tok.text == "std" and self.at("::", 1) and
                                             self.peek(2).text in ("to_string", "max", "min", "fill")):
             return True
@@ -213,6 +215,8 @@ class Parser:
         if tok.kind == "id":
             if s == "if":
                 self.take()
+                if self.at("constexpr"):
+                    self.take()
                 self.take("(")
                 if self.looks_like_decl():
                     ty = self.parse_type()
@@ -220,6 +224,9 @@ class Parser:
                     self.take("=")
                     init = self.parse_expr()
                     cond = ("declcond", ty, name, init)
+                    if self.at(";"):  # if (init; cond): the condition is its own expression
+                        self.take()
+                        cond = ("declcond", ty, name, init, self.parse_expr())
                 else:
                     cond = self.parse_expr()
                 self.take(")")
@@ -244,20 +251,47 @@ class Parser:
                 self.take()
                 self.take(";")
                 return (s,)
-            if s == "throw":  # ('throw', first string literal of the message or "")
+            if s == "throw":  # ('throw', first string literal of the message or "", the thrown expression or None)
                 text = ""
+                self.take()
+                start = self.i
+                try:
+                    thrown = self.parse_expr()
+                    if not self.at(";"):
+                        raise SyntaxError("throw")
+                except SyntaxError:
+                    thrown = None
+                self.i = start
                 while not self.at(";"):
                     tok = self.take()
                     if tok.kind == "str" and not text:
                         text = tok.text[1:-1]
                 self.take(";")
-                return ("throw", text)
+                return ("throw", text, thrown)
             if s == "try":  # try { A } catch (...) { B }: kept as ('try', A, B)
                 self.take()
                 body = self.parse_block()
                 self.take("catch")
                 self.skip_balanced("(", ")")
                 return ("try", body, self.parse_block())
+            j = 1 if s == "const" else 0
+            if self.peek(j).text == "auto" and self.peek(j + 1).text == "[":  # auto [a, b] = e;
+                self.i += j + 2
+                names = []
+                while not self.at("]"):
+                    tok = self.take()
+                    if tok.kind == "id":
+                        names.append(tok.text)
+                self.take("]")
+                self.take("=")
+                self.parse_expr()
+                self.take(";")
+                return ("decl", "auto *", [(n, None) for n in names])  # structured bindings: values not followed
+            if s == "using":  # a type alias: nothing to run
+                while not self.at(";"):
+                    self.take()
+                self.take(";")
+                return ("empty",)
             if s == "LLAMA_LOAD_LOCALS":
                 self.take()
                 self.take(";")
@@ -272,6 +306,8 @@ class Parser:
         ty = self.parse_type()
         decls = []
         while True:
+            while self.peek().text in ("*", "&"):  # T *a, *b;
+                self.take()
             name = self.take().text
             init = None
             if self.at("="):
@@ -280,8 +316,7 @@ class Parser:
             elif self.at("{"):
                 init = self.parse_primary()
             elif self.at("("):
-                self.skip_balanced("(", ")")
-                init = ("ctor",)
+                init = ("ctor", self.parse_args())
             elif self.at("["):
                 self.skip_balanced("[", "]")
             elif self.at(":"):  # range-for declaration: handled by the caller
@@ -308,7 +343,7 @@ class Parser:
                     self.take()
                     self.parse_expr()
                     self.take(")")
-                    return ("rangefor", self.parse_stmt())
+                    return ("rangefor", self.parse_stmt(), d)
                 init = (line, d)
             else:
                 init = (line, ("expr", self.parse_expr()))
@@ -388,6 +423,13 @@ class Parser:
         """'(' TYPE ')' followed by the start of an operand."""
         if not self.at("("):
             return False
+        if self.peek(1).kind == "id":  # (some_struct *) e
+            k = 2
+            while self.peek(k).text == "*":
+                k += 1
+            if k > 2 and self.peek(k).text == ")":
+                nxt = self.peek(k + 1)
+                return nxt.kind in ("id", "num", "str") or nxt.text == "("
         j = 1
         words = 0
         while self.peek(j).kind == "id" or self.peek(j).text in ("*", "::"):
@@ -419,17 +461,21 @@ class Parser:
             return ("cast", " ".join(ty), self.parse_unary())
         return self.parse_postfix(self.parse_primary())
 
+    def parse_args(self):
+        """'(' a, b, ... ')': the expressions."""
+        self.take("(")
+        args = []
+        while not self.at(")"):
+            args.append(self.parse_assign())
+            if self.at(","):
+                self.take()
+        self.take(")")
+        return args
+
     def parse_postfix(self, e):
         while True:
             if self.at("("):
-                self.take()
-                args = []
-                while not self.at(")"):
-                    args.append(self.parse_assign())
-                    if self.at(","):
-                        self.take()
-                self.take(")")
-                e = ("call", e, args)
+                e = ("call", e, self.parse_args())
             elif self.at(".") or self.at("->"):
                 arrow = self.take().text == "->"
                 e = ("member", e, self.take().text, arrow)
@@ -454,8 +500,9 @@ class Parser:
             return ("float", s)
         if tok.kind == "str":
             text = tok.text[1:-1]
-            while self.peek().kind == "str":  # adjacent literals concatenate
-                text += self.take().text[1:-1]
+            while self.peek().kind == "str" or self.peek().text in _PRI_MACROS:  # adjacent literals concatenate
+                tok = self.take()
+                text += _PRI_MACROS.get(tok.text, tok.text[1:-1])
             return ("str", text)
         if tok.kind == "chr":
             return ("num", ord(tok.text[1:-1][-1]))
@@ -512,6 +559,10 @@ class Parser:
                 self.skip_balanced("<", ">")
             return ("name", name)
         raise SyntaxError(f"{self.where}:{tok.line}: unexpected {tok.text!r}")
+
+
+# <cinttypes> conversions inside format strings ("%" PRId64), as glibc spells them
+_PRI_MACROS = {"PRId64": "ld", "PRIu64": "lu", "PRIi64": "li", "PRId32": "d", "PRIu32": "u", "PRIx64": "lx"}
 
 
 def parse_body(text, first_line, where):

@@ -238,17 +238,21 @@ uint64_t gm_amx_alloc_size(int32_t type, const int64_t ne[4]) {
  * test op: element-wise ops need an F32 weight (the test input's type),
  * SCALE an F32/F16 one; matrix products and row gathers every type but
  * NVFP4 and TQ1_0; the rest (ROPE, SSM_CONV/SCAN, RWKV_WKV6, IM2COL) all. */
-static bool metal_weight_supported(int32_t type, const int64_t ne[4], gm_weight_op op) {
+static bool metal_weight_supported(int32_t type, const int64_t ne[4], gm_weight_op op, const gm_ssm_dims *ssm) {
     (void)ne;
+    (void)ssm;
     enum { F32 = 0, F16 = 1, TQ1_0 = 34, NVFP4 = 40 };
     switch (op) {
-    case GM_WOP_ELEMENTWISE: return type == F32;
+    case GM_WOP_ELEMENTWISE: case GM_WOP_ADD_ID: return type == F32;
     case GM_WOP_SCALE: return type == F32 || type == F16;
-    case GM_WOP_MATMUL: return type != NVFP4 && type != TQ1_0;
+    case GM_WOP_MATMUL: case GM_WOP_GET_ROWS: return type != NVFP4 && type != TQ1_0;
     default: return true;
     }
 }
 
+#define CUDA_HOOKS                                                                                       \
+    .alloc_extra = gm_cuda_alloc_extra, .supports_node = gm_cuda_supports_node, .runs_fa = gm_cuda_runs_fa, \
+    .fa_kv_type = gm_cuda_fa_kv_type, .runs_indexer = gm_cuda_runs_indexer, .fusion = gm_cuda_fusion
 static const gm_backend_def backends[] = {
     [GGUFMAP_DEVICE_CPU] = {
         .device = GGUFMAP_DEVICE_CPU, .kind = "cpu", .prefix = NULL, .alignment = 32, .alloc = GM_ALLOC_NBYTES,
@@ -266,21 +270,27 @@ static const gm_backend_def backends[] = {
     },
     /* ggml-cuda.cu: CUDA0 type, alignment 128 (:902), get_alloc_size pads quantized rows to 512
        (:908-925); no buffer_from_host_ptr: weights copied; CUDA_Host pinned type (:1263); CUDA_Split
-       (-sm row); offload_op any op but GET_ROWS of >= 32 rows (:5650-5660) */
+       (-sm row); offload_op any op but GET_ROWS of >= 32 rows (:5650-5660); its supports_op,
+       flash-attention kernels and fusions as hooks (device_cuda.c, measured on an H200: docs/cuda.md) */
     [GGUFMAP_DEVICE_CUDA] = {
         .device = GGUFMAP_DEVICE_CUDA, .kind = "cuda", .prefix = "CUDA", .alignment = 128,
         .alloc = GM_ALLOC_ROW_PAD_512, .host_buft = true, .split_buft = true,
+        .weight_supported = gm_cuda_weight_supported,
         .offload = GM_OFFLOAD_ALL_BUT_ROWS, .offload_min_batch = 32, .cpu = GGUFMAP_CPU_HOST, .page = 1,
-        .regex = GGUFMAP_REGEX_LIBSTDCXX,
+        .regex = GGUFMAP_REGEX_LIBSTDCXX, .fa_f16_copies = true, CUDA_HOOKS,
     },
-    /* ROCm: ggml-cuda.cu built with GGML_USE_HIP, every rule above under the name "ROCm" */
+    /* ROCm: ggml-cuda.cu built with GGML_USE_HIP, every rule above under the name "ROCm" (the hooks
+       as measured on NVIDIA: an AMD GPU's flash-attention kernel choice may differ) */
     [GGUFMAP_DEVICE_ROCM] = {
         .device = GGUFMAP_DEVICE_ROCM, .kind = "rocm", .prefix = "ROCm", .alignment = 128,
         .alloc = GM_ALLOC_ROW_PAD_512, .host_buft = true, .split_buft = true,
+        .weight_supported = gm_cuda_weight_supported,
         .offload = GM_OFFLOAD_ALL_BUT_ROWS, .offload_min_batch = 32, .cpu = GGUFMAP_CPU_HOST, .page = 1,
-        .regex = GGUFMAP_REGEX_LIBSTDCXX,
+        .regex = GGUFMAP_REGEX_LIBSTDCXX, .fa_f16_copies = true, CUDA_HOOKS,
     },
 };
+
+#undef CUDA_HOOKS
 
 const gm_backend_def *gm_backend(ggufmap_device d) {
     return (unsigned)d < sizeof backends / sizeof backends[0] ? &backends[d] : &backends[GGUFMAP_DEVICE_CPU];

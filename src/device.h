@@ -21,8 +21,8 @@
  * own type, which GPU (its ordinal: CUDA1 is 1); gm_loc packs both for the
  * graph tensors of the compute model.  Where the CUDA backend has rules
  * beyond the table (op-specific allocation sizes, flash attention per head
- * size, ops it refuses, fusion), they go into its row's hooks in device.c
- * (docs/devices.md says how).
+ * size, ops it refuses, fusion), they are its row's hooks, implemented in
+ * device_cuda.c (docs/devices.md lists them, docs/cuda.md measures them).
  */
 #ifndef GGUFMAP_DEVICE_H
 #define GGUFMAP_DEVICE_H
@@ -116,12 +116,47 @@ typedef enum gm_offload_rule {
  * supports_op of a GPU's default type judges them. */
 typedef enum gm_weight_op {
     GM_WOP_OTHER,             /* ROPE, RWKV, IM2COL, ... */
-    GM_WOP_ELEMENTWISE,       /* MUL, ADD, ADD_ID, DIV: the weight is a second operand */
+    GM_WOP_ELEMENTWISE,       /* MUL, ADD, DIV: the weight is a second operand */
+    GM_WOP_ADD_ID,            /* ADD_ID: the weight is the added rows */
     GM_WOP_SCALE,
-    GM_WOP_MATMUL,            /* MUL_MAT, MUL_MAT_ID, GET_ROWS */
+    GM_WOP_MATMUL,            /* MUL_MAT, MUL_MAT_ID */
+    GM_WOP_GET_ROWS,          /* GET_ROWS: the weight is the table */
     GM_WOP_SSM_CONV,          /* the weight is the conv kernel [d_conv, channels] */
     GM_WOP_SSM_SCAN,          /* the weight is A [d_state or 1, n_head] */
 } gm_weight_op;
+
+/* The SSM hyperparameters of a model that its weights' shapes do not show
+ * (Mamba-2's A is [1, n_head]): <arch>.ssm.state_size, inner_size and
+ * group_count, 0 where absent.  weight_supported reads them for SSM_SCAN. */
+typedef struct gm_ssm_dims {
+    int64_t d_state, d_inner, n_group;
+} gm_ssm_dims;
+
+/* A FLASH_ATTN_EXT node as a device's kernels look at it: Q [d_k, n_q,
+ * n_head, q_ne3], K [d_k, n_kv, n_head_kv, ...] of type_k, V [d_v, ...] of
+ * type_v.  Read off a graph node (device_cuda.c) or written for a layer's
+ * attention in llama.cpp's probe graph (fit_context.c). */
+typedef struct gm_fa_shape {
+    int64_t d_k, d_v;       /* K->ne[0], V->ne[0] */
+    int64_t n_q, q_ne3;     /* Q->ne[1], Q->ne[3] */
+    int64_t n_kv;           /* K->ne[1] */
+    int64_t gqa;            /* Q->ne[2] / K->ne[2] */
+    int32_t type_k, type_v;
+    int64_t nel_k, nel_v;   /* ggml_nelements of K and V */
+    bool mask;              /* a KQ mask is given */
+    bool rows_aligned;      /* Q, K, V and the mask (those not quantized) have strides of 16 bytes */
+    bool v_is_k_view;       /* V views K's data (MLA) */
+} gm_fa_shape;
+
+/* A fusion the device's graph_optimize will run at some node: it asks the
+ * scheduler to keep the fusion's inputs alive until its last node (ggml
+ * lists them in a dependency view right after that node,
+ * ggml-backend.cpp:1442-1540). */
+typedef struct gm_fusion {
+    int32_t until;          /* the fusion's last node */
+    int32_t keep[3];        /* the tensors kept alive until then */
+    int n_keep;
+} gm_fusion;
 
 struct gm_graph; /* the compute model's graph (fit_graph.h), for the hooks below */
 
@@ -136,23 +171,47 @@ typedef struct gm_backend_def {
     bool maps_host_ptr;        /* caps.buffer_from_host_ptr: weights mapped, not copied (MTL0_Mapped) */
     bool host_buft;            /* a pinned host type "<prefix>_Host" (CUDA_Host) heads the CPU list */
     bool split_buft;           /* a split buffer type for -sm row ("<prefix>_Split") */
-    bool (*weight_supported)(int32_t type, const int64_t ne[4], gm_weight_op op); /* NULL: every weight */
+    bool (*weight_supported)(int32_t type, const int64_t ne[4], gm_weight_op op,
+                             const gm_ssm_dims *ssm); /* NULL: every weight */
     gm_offload_rule offload;
     uint32_t offload_min_batch; /* get_op_batch_size's threshold */
     ggufmap_cpu cpu;           /* the CPU rules of the machines it comes in (HOST: this machine's) */
     uint64_t page;             /* the page its buffers are wired in: Metal 16 KiB; 1 = exact bytes */
     ggufmap_regex_dialect regex; /* whose std::regex its usual build has: libc++ (macOS) or libstdc++ */
     bool unified;              /* one RAM for CPU and GPU (Apple Silicon): a working-set limit */
-    /* Hooks for rules beyond the table (NULL: none), each with its ggml source in device*.c:
+    bool fa_f16_copies;        /* its flash attention may copy a K or V not in F16 into F16 in the
+                                  output's allocation (ggml-cuda's tensor-core kernels): the compute
+                                  bound counts the copies */
+    /* Hooks for rules beyond the table (NULL: none), each with its ggml source in device*.c
+     * (docs/devices.md lists the callers):
      *   alloc_extra   bytes get_alloc_size adds to a graph tensor t in the device's own type beyond
      *                 ggml_nbytes and the row padding (ggml-cuda: FLASH_ATTN_EXT's f16 K/V copies);
-     *   supports_node whether the device's supports_op takes graph node t (ggml-cuda: SSM_CONV, SSM_SCAN);
-     *   runs_fa       whether flash attention has a kernel for these K/V types and head sizes (-fa auto
-     *                 resolves to off where not: ggml-cuda's fattn.cu). */
+     *   supports_node whether the device's supports_op takes graph node t (ggml-cuda: FLASH_ATTN_EXT
+     *                 without a kernel, SSM_CONV, SSM_SCAN);
+     *   runs_fa       whether flash attention has a kernel for this shape (-fa auto resolves to off
+     *                 where a GPU layer's has none: ggml-cuda's fattn.cu);
+     *   fa_kv_type    whether its flash attention reads a K or V of this type at all;
+     *   runs_indexer  whether its LIGHTNING_INDEXER takes keys of head_size with n_head heads (the
+     *                 compute bound: the op is not in the modelled graphs);
+     *   fusion        the fusion its graph_optimize runs at node i of a split of its own [i, end)
+     *                 whose inputs the scheduler keeps alive: the node count, 0 for none (uses:
+     *                 each tensor's uses by the graph as built; opts.no_cuda_fusion turns it off). */
     uint64_t (*alloc_extra)(const struct gm_graph *g, int32_t t);
     bool (*supports_node)(const struct gm_graph *g, int32_t t);
-    bool (*runs_fa)(int32_t type_k, int32_t type_v, uint32_t head_k, uint32_t head_v);
+    bool (*runs_fa)(const gm_fa_shape *fa);
+    bool (*fa_kv_type)(int32_t type);
+    bool (*runs_indexer)(uint32_t head_size, uint32_t n_head);
+    int32_t (*fusion)(const struct gm_graph *g, const int32_t *uses, int32_t i, int32_t end, gm_fusion *out);
 } gm_backend_def;
+
+/* ggml-cuda's hooks (device_cuda.c), the CUDA and ROCm rows' */
+bool gm_cuda_weight_supported(int32_t type, const int64_t ne[4], gm_weight_op op, const gm_ssm_dims *ssm);
+uint64_t gm_cuda_alloc_extra(const struct gm_graph *g, int32_t t);
+bool gm_cuda_supports_node(const struct gm_graph *g, int32_t t);
+bool gm_cuda_runs_fa(const gm_fa_shape *fa);
+bool gm_cuda_fa_kv_type(int32_t type);
+bool gm_cuda_runs_indexer(uint32_t head_size, uint32_t n_head);
+int32_t gm_cuda_fusion(const struct gm_graph *g, const int32_t *uses, int32_t i, int32_t end, gm_fusion *out);
 
 /* The row of a device kind (GGUFMAP_DEVICE_CPU: the CPU alone). */
 const gm_backend_def *gm_backend(ggufmap_device device);

@@ -43,9 +43,10 @@ static int add_weights(ggufmap_fit *fit) {
         if (!b) return GGUFMAP_ENOMEM;
         snprintf(b->buft, sizeof b->buft, "%s", pb->name); /* the buffer's own name: CPU_Mapped, MTL0_Mapped */
         b->planned = pb->mapped ? pb->ranges_resident : pb->size;
+        b->logged = pb->size; /* llama.cpp's "model buffer size" line: the span, not page-aligned */
         if (pb->mapped)
             snprintf(b->what, sizeof b->what, "%lld tensor%s mapped from shard %u%s", (long long)pb->n_tensors,
-                     pb->n_tensors == 1 ? "" : "s", pb->shard, ctx->lazy ? " (read lazily)" : "");
+                     pb->n_tensors == 1 ? "" : "s", pb->shard + 1 /* from 1, as the file names */, ctx->lazy ? " (read lazily)" : "");
         else
             snprintf(b->what, sizeof b->what, "%lld tensor%s copied", (long long)pb->n_tensors,
                      pb->n_tensors == 1 ? "" : "s");
@@ -64,6 +65,7 @@ void ggufmap_fit_opts_init(ggufmap_fit_opts *o) {
     o->n_ubatch = 512;
     o->type_k = o->type_v = 1; /* f16 */
     o->flash_attn = GGUFMAP_FA_AUTO;
+    o->spec_draft_n_max = 3; /* common_params_speculative_draft::n_max */
 }
 
 static void init_context(ggufmap_fit *fit, gm_fit_ctx *c, const ggufmap_fit_opts *opts, const gm_hparams *hp,
@@ -256,7 +258,10 @@ int ggufmap_fit_build(const ggufmap_plan *plan, const ggufmap_fit_opts *opts, gg
     }
     gm_run_init(&fit->run, plan);
     fit->opts = *opts;
-    int rc = gm_hparams_read(ggufmap_placement_model(ggufmap_plan_placement(plan)), fit->hp, err);
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    const char *model_refusal = ggufmap_placement_refusal(pl); /* no figures for a model llama.cpp refuses */
+    int rc = model_refusal ? gm_fail(err, GGUFMAP_EFORMAT, "%s", model_refusal)
+                           : gm_hparams_read(ggufmap_placement_model(pl), fit->hp, err);
     if (rc == GGUFMAP_OK) rc = add_weights(fit);
     if (rc == GGUFMAP_OK) rc = build_contexts(fit, err);
     if (rc == GGUFMAP_OK) rc = gather_buffers(fit);

@@ -122,7 +122,7 @@ typedef struct galloc {
 /* ggml_op_can_inplace (ggml-alloc.c:22-51), for the ops modelled */
 static bool can_inplace(uint8_t op) {
     switch (op) {
-    case GM_OP_FILL: case GM_OP_SCALE: case GM_OP_ADD: case GM_OP_MUL: case GM_OP_DIV: case GM_OP_SQRT:
+    case GM_OP_FILL: case GM_OP_SCALE: case GM_OP_ADD: case GM_OP_ADD_ID: case GM_OP_MUL: case GM_OP_DIV: case GM_OP_SQRT:
     case GM_OP_UNARY: case GM_OP_ROPE: case GM_OP_RMS_NORM: case GM_OP_CLAMP: case GM_OP_SOFT_MAX:
     case GM_OP_SUB: case GM_OP_SQR:
         return true;
@@ -133,7 +133,8 @@ static bool can_inplace(uint8_t op) {
 
 /* ggml_backend_buft_get_alloc_size of backend b's buffer type: nbytes,
  * plus what the device adds (device.h: CUDA's row padding of quantized
- * tensors, its hook for op-specific extras) */
+ * tensors; its alloc_extra hook: the f16 copies of K and V its
+ * flash-attention kernel converts into the output's allocation) */
 static uint64_t alloc_size(const galloc *a, int b, int32_t t) {
     const gm_tensor *x = &a->g->t[t];
     const ggufmap_buft_kind kind = gm_loc_kind(a->be->buft[b]);

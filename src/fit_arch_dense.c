@@ -103,7 +103,7 @@ void gm_arch_mistral3(gm_llm *l) {
         int32_t inpSA = d.inpL, q, k, v;
         int32_t cur = gm_build_norm(l, d.inpL, w(&d, "blk.%d.attn_norm.weight", il), GM_NONE, true, il);
         const int32_t factors = gm_rope_factors(l, il);
-        gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], true, &q, &k, &v);
+        gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[0], hp->n_head_kv[0], true, &q, &k, &v);
         rope_qk(&d, &q, &k, factors);
         if (attn_scale != GM_NONE) q = gm_binary(g, GM_OP_MUL, q, attn_scale);
         cur = attn(&d, il, q, k, v, true);
@@ -130,7 +130,7 @@ void gm_arch_phi3(gm_llm *l) {
         const int32_t factors = gm_rope_factors(l, il);
         int32_t cur = gm_build_norm(l, d.inpL, w(&d, "blk.%d.attn_norm.weight", il), w(&d, "blk.%d.attn_norm.bias", il),
                                     true, il);
-        gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], true, &q, &k, &v);
+        gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[0], hp->n_head_kv[0], true, &q, &k, &v);
         rope_qk(&d, &q, &k, factors);
         q = gm_unary(g, GM_OP_SCALE, q);
         cur = attn(&d, il, q, k, v, true);
@@ -161,8 +161,8 @@ void gm_arch_phi3(gm_llm *l) {
 
 /* build_layer_ffn (granite.cpp:150-220), the dense or routed FFN (with the
  * shared expert of granitemoe's layers) between the residual scales */
-static int32_t granite_ffn(dec *d, int32_t cur, int32_t inpSA, int il) {
-    gm_llm *l = d->l;
+int32_t gm_build_granite_ffn(gm_llm *l, int32_t cur, int32_t inpSA, int il) {
+    dec dd = { .l = l }, *d = &dd;
     gm_graph *g = l->g;
     if (l->hp->f_residual_scale != 0.0f) cur = gm_unary(g, GM_OP_SCALE, cur);
     int32_t ffn_inp = gm_binary(g, GM_OP_ADD, cur, inpSA);
@@ -190,7 +190,7 @@ void gm_arch_granite(gm_llm *l) {
         if (!hp->no_rope) rope_qk(&d, &q, &k, gm_rope_factors(l, il));
         cur = attn(&d, il, q, k, v, true);
         if (last_layer(&d, il)) cur = rows(&d, cur), inpSA = rows(&d, inpSA);
-        d.inpL = granite_ffn(&d, cur, inpSA, il);
+        d.inpL = gm_build_granite_ffn(l, cur, inpSA, il);
     }
     finish(&d, gm_unary(l->g, GM_OP_SCALE, head(&d, d.inpL, true)));
 }
@@ -210,7 +210,7 @@ static void cohere(gm_llm *l, bool rope_swa_only) {
         int32_t cur = gm_build_norm(l, d.inpL, w(&d, "blk.%d.attn_norm.weight", il), GM_NONE, false, il);
         int32_t ffn_inp = cur;
         const int32_t factors = rope_swa_only ? gm_rope_factors(l, il) : GM_NONE;
-        gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], true, &q, &k, &v);
+        gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[0], hp->n_head_kv[0], true, &q, &k, &v);
         const int32_t q_norm = w(&d, "blk.%d.attn_q_norm.weight", il), k_norm = w(&d, "blk.%d.attn_k_norm.weight", il);
         const bool rope = !rope_swa_only || hp->is_swa[il];
         if (q_norm != GM_NONE) q = gm_build_norm(l, q, q_norm, GM_NONE, false, il);
@@ -262,12 +262,12 @@ void gm_arch_olmo2(gm_llm *l) {
     dec_begin(&d, l, true);
     for (int il = 0; il < (int)hp->n_layer; il++) {
         int32_t q, k, v;
-        gm_build_qkv_ex(l, il, d.inpL, head_dim, hp->n_head[il], hp->n_head_kv[il], false, &q, &k, &v);
+        gm_build_qkv_ex(l, il, d.inpL, head_dim, hp->n_head[0], hp->n_head_kv[0], false, &q, &k, &v);
         q = gm_build_norm(l, q, w(&d, "blk.%d.attn_q_norm.weight", il), GM_NONE, true, il);
         k = gm_build_norm(l, k, w(&d, "blk.%d.attn_k_norm.weight", il), GM_NONE, true, il);
-        q = gm_reshape_3d(g, q, head_dim, hp->n_head[il], n);
-        k = gm_reshape_3d(g, k, head_dim, hp->n_head_kv[il], n);
-        v = gm_reshape_3d(g, v, head_dim, hp->n_head_kv[il], n);
+        q = gm_reshape_3d(g, q, head_dim, hp->n_head[0], n);
+        k = gm_reshape_3d(g, k, head_dim, hp->n_head_kv[0], n);
+        v = gm_reshape_3d(g, v, head_dim, hp->n_head_kv[0], n);
         rope_qk(&d, &q, &k, GM_NONE);
         d.inpL = post_norm_ffn(&d, attn(&d, il, q, k, v, false), d.inpL, il);
     }
@@ -282,7 +282,7 @@ void gm_arch_exaone4(gm_llm *l) {
         int32_t q, k, v;
         const bool use_rope = hp->is_swa[il] || hp->swa_type == GM_SWA_NONE;
         const int32_t factors = gm_rope_factors(l, il);
-        gm_build_qkv_ex(l, il, d.inpL, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], true, &q, &k, &v);
+        gm_build_qkv_ex(l, il, d.inpL, hp->head_k_full, hp->n_head[0], hp->n_head_kv[0], true, &q, &k, &v);
         q = gm_build_norm(l, q, w(&d, "blk.%d.attn_q_norm.weight", il), GM_NONE, true, il);
         k = gm_build_norm(l, k, w(&d, "blk.%d.attn_k_norm.weight", il), GM_NONE, true, il);
         if (use_rope) rope_qk(&d, &q, &k, factors);
@@ -304,7 +304,7 @@ void gm_arch_starcoder2(gm_llm *l) {
         int32_t inpSA = d.inpL, q, k, v;
         int32_t cur = gm_build_norm(l, d.inpL, w(&d, "blk.%d.attn_norm.weight", il), w(&d, "blk.%d.attn_norm.bias", il),
                                     false, il);
-        gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], true, &q, &k, &v);
+        gm_build_qkv_ex(l, il, cur, hp->head_k_full, hp->n_head[0], hp->n_head_kv[0], true, &q, &k, &v);
         rope_qk(&d, &q, &k, GM_NONE);
         cur = attn(&d, il, q, k, v, true);
         if (last_layer(&d, il)) cur = rows(&d, cur), inpSA = rows(&d, inpSA);

@@ -5,12 +5,12 @@
  */
 #include "fit_llm.h"
 
-/* build_inp_per_layer and project_per_layer_inputs (gemma4.cpp:431-498):
- * [n_embd_per_layer, n_tokens, n_layer] */
-static int32_t per_layer_inputs(gm_llm *l, int32_t inpL) {
+/* build_inp_per_layer and project_per_layer_inputs (gemma4.cpp:431-498,
+ * gemma3n.cpp:333-380, the same ops): [ple, n_tokens, n_layer] */
+int32_t gm_per_layer_inputs(gm_llm *l, int32_t inpL, int64_t ple) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
-    const int64_t n = l->ub.n_tokens, ple = hp->n_embd_per_layer, L = hp->n_layer;
+    const int64_t n = l->ub.n_tokens, L = hp->n_layer;
     int32_t tokens = gm_new_1d(g, 26, n);
     gm_set_input(g, tokens);
     int32_t inp = gm_get_rows(g, gm_w(l, "per_layer_token_embd.weight", 0), tokens);
@@ -33,7 +33,7 @@ static int32_t attention(gm_llm *l, const gm_attn_inp *base, const gm_attn_inp *
     const gm_hparams *hp = l->hp;
     const int64_t head = gm_head_k(hp, (uint32_t)il), n_head = hp->n_head[il], n_head_kv = hp->n_head_kv[il];
     const int64_t n = l->ub.n_tokens;
-    const int32_t freq = hp->is_swa[il] ? GM_NONE : gm_w_layer(l, "rope_freqs.weight", il);
+    const int32_t freq = hp->is_swa[il] ? GM_NONE : gm_w_layer(l, "rope_freqs.weight", il); /* the copy in the layer's context */
     int32_t q = gm_build_lora_mm(l, gm_w(l, "blk.%d.attn_q.weight", il), cur);
     q = gm_reshape_3d(g, q, head, n_head, n);
     q = gm_build_norm_rms(l, q, gm_w(l, "blk.%d.attn_q_norm.weight", il), il);
@@ -78,7 +78,7 @@ void gm_arch_gemma4(gm_llm *l) {
     gm_attn_inp_kv_iswa(l, &base, &swa);
     int32_t out_ids = gm_inp_out_ids(l);
     int32_t inp_per_layer = GM_NONE;
-    if (gm_w(l, "per_layer_token_embd.weight", 0) != GM_NONE) inp_per_layer = per_layer_inputs(l, inpL);
+    if (gm_w(l, "per_layer_token_embd.weight", 0) != GM_NONE) inp_per_layer = gm_per_layer_inputs(l, inpL, hp->n_embd_per_layer);
     for (int il = 0; il < (int)hp->n_layer; il++) {
         int32_t cur = gm_build_norm_rms(l, inpL, gm_w(l, "blk.%d.attn_norm.weight", il), il);
         cur = attention(l, &base, &swa, cur, pos, il);

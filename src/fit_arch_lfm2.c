@@ -12,7 +12,7 @@ static int32_t attention(gm_llm *l, const gm_attn_inp *inp, int32_t cur, int32_t
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
     int32_t q, k, v;
-    gm_build_qkv(l, il, cur, hp->head_k_full, hp->n_head[il], hp->n_head_kv[il], hp->head_v_full, &q, &k, &v);
+    gm_build_qkv(l, il, cur, hp->head_k_full, hp->n_head[0], hp->n_head_kv[il], hp->head_v_full, &q, &k, &v);
     q = gm_build_norm_rms(l, q, gm_w(l, "blk.%d.attn_q_norm.weight", il), il);
     k = gm_build_norm_rms(l, k, gm_w(l, "blk.%d.attn_k_norm.weight", il), il);
     q = gm_rope(g, q, pos, GM_NONE);

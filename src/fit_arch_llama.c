@@ -28,7 +28,7 @@ static void decoder_graph(gm_llm *l, bool qk_norm, int no_rope_step) {
         /* get_rope_factors: each layer's own copy of rope_freqs (TENSOR_DUPLICATED) */
         const int32_t rope_factors = qk_norm ? GM_NONE : gm_rope_factors(l, il);
         int32_t q, k, v;
-        gm_build_qkv(l, il, cur, head, hp->n_head[il], hp->n_head_kv[il], head, &q, &k, &v);
+        gm_build_qkv(l, il, cur, head, hp->n_head[0], hp->n_head_kv[0], head, &q, &k, &v); /* the graph context's n_head(), n_head_kv(): layer 0's */
         const bool use_rope = no_rope_step == 0 || (il + 1) % no_rope_step != 0;
         if (qk_norm) q = gm_build_norm_rms(l, q, gm_w(l, "blk.%d.attn_q_norm.weight", il), il);
         if (use_rope) q = gm_rope(g, q, pos, rope_factors);

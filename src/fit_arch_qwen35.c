@@ -64,7 +64,7 @@ static int32_t attention(q35 *c, int32_t cur, int32_t pos, int il) {
     gm_llm *l = c->l;
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
-    const int64_t head = hp->head_v_full, n_head = hp->n_head[il], n_head_kv = hp->n_head_kv[il], n = l->ub.n_tokens;
+    const int64_t head = hp->head_v_full, n_head = hp->n_head[0], n_head_kv = hp->n_head_kv[0], n = l->ub.n_tokens;
     int32_t q_full, k, v;
     qkv_flat(l, il, cur, head * 2 * n_head, head * n_head_kv, &q_full, &k, &v);
     int32_t q, gate;
@@ -100,8 +100,8 @@ static int32_t qkvz_legacy(q35 *c, int32_t cur, int il, int32_t *z) {
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
     const int64_t ns = l->ub.n_seqs, nst = l->ub.n_seq_tokens;
-    const int64_t hk = hp->ssm_d_state, nk = hp->ssm_n_group, nv = hp->ssm_dt_rank, hv = hp->ssm_d_inner / nv;
-    const int64_t vz = hv * nv / nk;
+    const int64_t hk = hp->ssm_d_state, nk = hp->ssm_n_group, nv = hp->ssm_dt_rank, hv = gm_div(g, hp->ssm_d_inner, nv);
+    const int64_t vz = gm_div(g, hv * nv, nk);
     int32_t mixed = gm_build_lora_mm(l, gm_w(l, "blk.%d.ssm_in.weight", il), cur);
     mixed = gm_reshape_4d(g, mixed, 2 * hk + 2 * vz, nk, nst, ns);
     const gm_tensor *m = &g->t[mixed];
@@ -122,10 +122,10 @@ static void beta_gate_fused(q35 *c, int32_t cur, int il, int32_t *beta, int32_t 
     const gm_hparams *hp = l->hp;
     const int64_t ns = l->ub.n_seqs, nst = l->ub.n_seq_tokens, nk = hp->ssm_n_group, nv = hp->ssm_dt_rank;
     int32_t ba = gm_build_lora_mm(l, gm_w(l, "blk.%d.ssm_ba.weight", il), cur);
-    ba = gm_reshape_4d(g, ba, 2 * nv / nk, nk, nst, ns);
+    ba = gm_reshape_4d(g, ba, gm_div(g, 2 * nv, nk), nk, nst, ns);
     const gm_tensor *t = &g->t[ba];
-    int32_t b = gm_view_4d(g, ba, nv / nk, nk, nst, ns, t->nb[1], t->nb[2], t->nb[3], 0);
-    int32_t a = gm_view_4d(g, ba, nv / nk, nk, nst, ns, t->nb[1], t->nb[2], t->nb[3], f32s(nv / nk));
+    int32_t b = gm_view_4d(g, ba, gm_div(g, nv, nk), nk, nst, ns, t->nb[1], t->nb[2], t->nb[3], 0);
+    int32_t a = gm_view_4d(g, ba, gm_div(g, nv, nk), nk, nst, ns, t->nb[1], t->nb[2], t->nb[3], f32s(gm_div(g, nv, nk)));
     *beta = gm_unary(g, GM_OP_UNARY, gm_cont(g, b));
     int32_t alpha = gm_cont_4d(g, a, nv, nst, ns, 1);
     alpha = gm_unary(g, GM_OP_UNARY, gm_binary(g, GM_OP_ADD, alpha, gm_w(l, "blk.%d.ssm_dt.bias", il)));

@@ -40,11 +40,16 @@ static int32_t conv_state_at(q4 *c, int32_t states_all, int which, int il, int32
     if (c->rows_of[il][which] == GM_NONE) c->rows_of[il][which] = gm_build_rs(c->l, &c->rs, states_all, row_total);
     int32_t state = gm_reshape_3d(g, c->rows_of[il][which], cols, channels, n_seqs);
     int32_t input = gm_concat(g, state, gm_transpose(g, x), 0);
-    const int64_t s_idx = g->t[input].ne[0] - cols > 0 ? g->t[input].ne[0] - cols : 0;
-    int32_t tail = gm_view_3d(g, input, cols, channels, n_seqs, g->t[input].nb[1], g->t[input].nb[2],
-                              (uint64_t)s_idx * 4);
-    int32_t dst = gm_view_2d(g, states_all, cols * channels, n_seqs, g->t[states_all].nb[1], 0);
-    gm_expand(g, gm_cpy(g, gm_cont(g, tail), dst));
+    /* once per rollback slot, slot s ending s tokens earlier (:1159-1179) */
+    const int64_t n_slots = 1 + (int64_t)c->l->cp->n_rs_seq, mem_size = c->l->cp->sizes.n_seq_max;
+    const uint64_t row = g->t[states_all].nb[1];
+    for (int64_t slot = 0; slot < n_slots; slot++) {
+        const int64_t s_idx = g->t[input].ne[0] - cols - slot > 0 ? g->t[input].ne[0] - cols - slot : 0;
+        int32_t tail = gm_view_3d(g, input, cols, channels, n_seqs, g->t[input].nb[1], g->t[input].nb[2],
+                                  (uint64_t)s_idx * 4);
+        int32_t dst = gm_view_2d(g, states_all, cols * channels, n_seqs, row, (uint64_t)(slot * mem_size) * row);
+        gm_expand(g, gm_cpy(g, gm_cont(g, tail), dst));
+    }
     return input;
 }
 
@@ -79,7 +84,7 @@ static int32_t hc_mix(q4 *c, int32_t x, const char *const w[4], int il, int32_t 
         gated = gm_reshape_3d(g, gated, n_embd, hc, nt);
         const uint64_t nb1 = (uint64_t)n_embd * 4 * (uint64_t)hc;
         mixed = gm_cont(g, gm_view_2d(g, gated, n_embd, nt, nb1, 0));
-        for (int64_t k = 1; k < hc; k++)
+        for (int64_t k = 1; k < hc && (k == 1 || !g->oom); k++)
             mixed = gm_binary(g, GM_OP_ADD, mixed, gm_view_2d(g, gated, n_embd, nt, nb1, f32s(k * n_embd)));
         mixed = gm_unary(g, GM_OP_SCALE, mixed);
     }
@@ -127,7 +132,7 @@ static int32_t ple_conv(q4 *c, int32_t padded, int il, int64_t hc_dim) {
     const int64_t kern = l->hp->ple_conv_kernel, dil = l->hp->ple_ngram_size, hist = (kern - 1) * dil;
     const int64_t n_seqs = l->ub.n_seqs, n_seq_tokens = l->ub.n_seq_tokens;
     int32_t w = gm_w(l, "blk.%d.ple_conv1d.weight", il), out = GM_NONE;
-    for (int64_t k = 0; k < kern; k++) {
+    for (int64_t k = 0; k < kern && (k == 0 || !g->oom); k++) {
         const int64_t start = hist - (kern - 1 - k) * dil;
         const gm_tensor *p = &g->t[padded];
         int32_t shifted = gm_view_3d(g, padded, n_seq_tokens, hc_dim, n_seqs, p->nb[1], p->nb[2], (uint64_t)start * 4);
@@ -222,7 +227,7 @@ static int32_t qsa_pooled_keys(q4 *c, int32_t cur, int64_t r, int64_t n_blocks, 
     k_all = gm_view_3d(g, k_all, idx_dim, n_kv, n_stream, g->t[k_all].nb[2], g->t[k_all].nb[3], 0);
     int32_t members = gm_reshape_4d(g, gm_get_rows(g, k_all, c->qsa_inp[2]), idx_dim, r, n_blocks, n_stream);
     int32_t pooled = GM_NONE;
-    for (int64_t i = 0; i < r; i++) {
+    for (int64_t i = 0; i < r && (i == 0 || !g->oom); i++) { /* r of 2^32: the compute context is full long before */
         const gm_tensor *m = &g->t[members];
         int32_t slice = gm_cont(g, gm_view_3d(g, members, idx_dim, n_blocks, n_stream, m->nb[2], m->nb[3], (uint64_t)i * m->nb[1]));
         pooled = pooled == GM_NONE ? slice : gm_binary(g, GM_OP_ADD, pooled, slice);
@@ -252,7 +257,7 @@ static int32_t qsa_top_k(q4 *c, int32_t cur, int32_t pos, int il) {
     int32_t score = gm_mul_mat(g, pooled, gm_reshape_3d(g, q, idx_dim, n_h * n_tps, n_stream));
     score = gm_unary(g, GM_OP_UNARY, gm_reshape_4d(g, score, n_blocks, n_h, n_tps, n_stream));
     int32_t summed = GM_NONE;
-    for (int64_t h = 0; h < n_h; h++) {
+    for (int64_t h = 0; h < n_h && (h == 0 || !g->oom); h++) {
         const gm_tensor *s = &g->t[score];
         int32_t slice = gm_view_3d(g, score, n_blocks, n_tps, n_stream, s->nb[2], s->nb[3], (uint64_t)h * s->nb[1]);
         summed = summed == GM_NONE ? gm_cont(g, slice) : gm_binary(g, GM_OP_ADD, summed, slice);
@@ -271,22 +276,8 @@ static int32_t qsa_top_k(q4 *c, int32_t cur, int32_t pos, int il) {
 /* build_attn_qsa (:682-776): the KQ mask opened on the top-k cells */
 static int32_t attn_qsa(q4 *c, int32_t q, int32_t k, int32_t v, int32_t top_k, int il) {
     gm_llm *l = c->l;
-    gm_graph *g = l->g;
-    const gm_attn_inp *inp = &c->attn;
-    int32_t mask = inp->kq_mask;
-    int32_t all = gm_fill(g, mask);
-    const gm_tensor *a = &g->t[all];
-    all = gm_view_4d(g, all, 1, a->ne[0], a->ne[1], a->ne[3], a->nb[0], a->nb[1], a->nb[2], 0);
-    const gm_tensor *t = &g->t[top_k];
-    int32_t top3 = gm_view_4d(g, top_k, t->ne[0], t->ne[1], t->ne[3], 1, t->nb[1], t->nb[2], (uint64_t)t->ne[3] * t->nb[3], 0);
-    int32_t zeros = gm_new_4d(g, T_F32, 1, g->t[top3].ne[0], g->t[top3].ne[1], g->t[top3].ne[2]);
-    zeros = gm_fill(g, zeros);
-    int32_t m = gm_set_rows(g, all, zeros, top3);
-    const gm_tensor *mt = &g->t[m];
-    m = gm_view_4d(g, m, mt->ne[1], mt->ne[2], 1, mt->ne[3], mt->nb[2], mt->nb[3], mt->nb[3], 0);
-    m = gm_binary(g, GM_OP_ADD, m, mask);
-    gm_attn_inp masked = *inp;
-    masked.kq_mask = m;
+    gm_attn_inp masked = c->attn;
+    masked.kq_mask = gm_kq_mask_top_k(l, c->attn.kq_mask, top_k);
     return gm_build_attn(l, &masked, GM_NONE, q, k, v, il, false);
 }
 
@@ -295,7 +286,7 @@ static int32_t attn_full(q4 *c, int32_t cur, int32_t pos, int il) {
     gm_llm *l = c->l;
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
-    const int64_t head = hp->head_v_full, n_head = hp->n_head[il], n_head_kv = hp->n_head_kv[il], n = l->ub.n_tokens;
+    const int64_t head = hp->head_v_full, n_head = hp->n_head[0], n_head_kv = hp->n_head_kv[0], n = l->ub.n_tokens;
     const bool qsa = l->kv_idx.present && hp->compress_ratio[il] > 0;
     int32_t top_k = qsa ? qsa_top_k(c, cur, pos, il) : GM_NONE;
     int32_t q_full = gm_mul_mat(g, gm_w(l, "blk.%d.attn_q.weight", il), cur);

@@ -20,6 +20,8 @@ void gm_arch_qwen3next_mtp(gm_llm *l);
 void gm_arch_mamba2(gm_llm *l);
 void gm_arch_nemotron_h(gm_llm *l);
 void gm_arch_falcon_h1(gm_llm *l);
+void gm_arch_granitehybrid(gm_llm *l);
+void gm_arch_nemotron_h_moe_mtp(gm_llm *l);
 
 /* fit_arch_lfm2.c: causal lfm2 with one attention cache */
 void gm_arch_lfm2(gm_llm *l);

@@ -8,51 +8,11 @@
 
 enum { T_F32 = 0, T_F16 = 1, T_I32 = 26 };
 
-static uint64_t f32_row(int64_t n) { return (uint64_t)n * 4u; }
-
-/* the fused path: one product, its bias (or the three concatenated), then
- * views (reshape) or contiguous copies (no reshape) */
-static void qkv_fused(gm_llm *l, int il, int32_t cur, int32_t wqkv, int64_t head, int64_t n_head, int64_t n_head_kv,
-                      bool reshape, int32_t out[3]) {
-    gm_graph *g = l->g;
-    const int64_t n = l->ub.n_tokens, n_q = head * n_head, n_kv = head * n_head_kv;
-    int32_t qkv = gm_build_lora_mm(l, wqkv, cur);
-    const int32_t b = gm_w(l, "blk.%d.attn_qkv.bias", il);
-    const int32_t bq = gm_w(l, "blk.%d.attn_q.bias", il), bk = gm_w(l, "blk.%d.attn_k.bias", il),
-                  bv = gm_w(l, "blk.%d.attn_v.bias", il);
-    if (b != GM_NONE) qkv = gm_binary(g, GM_OP_ADD, qkv, b);
-    else if (bq != GM_NONE && bk != GM_NONE && bv != GM_NONE)
-        qkv = gm_binary(g, GM_OP_ADD, qkv, gm_concat(g, gm_concat(g, bq, bk, 0), bv, 0));
-    const uint64_t nb1 = g->t[qkv].nb[1];
-    const int64_t offs[3] = { 0, n_q, n_q + n_kv }, heads[3] = { n_head, n_head_kv, n_head_kv };
-    for (int i = 0; i < 3; i++) {
-        if (reshape) {
-            out[i] = gm_view_3d(g, qkv, head, heads[i], n, f32_row(head), nb1, f32_row(offs[i]));
-        } else {
-            out[i] = gm_cont(g, gm_view_2d(g, qkv, head * heads[i], n, nb1, f32_row(offs[i])));
-        }
-    }
-}
-
+/* build_qkv with one head size for Q, K and V: gm_build_qkv_heads (fit_llm.c) */
 void gm_build_qkv_ex(gm_llm *l, int il, int32_t cur, int64_t head, int64_t n_head, int64_t n_head_kv, bool reshape,
                      int32_t *q, int32_t *k, int32_t *v) {
-    static const char *const w_names[3] = { "blk.%d.attn_q.weight", "blk.%d.attn_k.weight", "blk.%d.attn_v.weight" };
-    static const char *const b_names[3] = { "blk.%d.attn_q.bias", "blk.%d.attn_k.bias", "blk.%d.attn_v.bias" };
-    gm_graph *g = l->g;
-    int32_t out[3];
-    const int32_t wqkv = gm_w(l, "blk.%d.attn_qkv.weight", il);
-    if (wqkv != GM_NONE) {
-        qkv_fused(l, il, cur, wqkv, head, n_head, n_head_kv, reshape, out);
-    } else {
-        const int64_t n = l->ub.n_tokens, heads[3] = { n_head, n_head_kv, n_head_kv };
-        for (int i = 0; i < 3; i++) {
-            out[i] = gm_build_lora_mm(l, gm_w(l, w_names[i], il), cur);
-            const int32_t bias = gm_w(l, b_names[i], il);
-            if (bias != GM_NONE) out[i] = gm_binary(g, GM_OP_ADD, out[i], bias);
-        }
-        for (int i = 0; i < 3 && reshape; i++) out[i] = gm_reshape_3d(g, out[i], head, heads[i], n);
-    }
-    *q = out[0], *k = out[1], *v = out[2];
+    const int64_t heads[3] = { head, head, head }, n_heads[3] = { n_head, n_head_kv, n_head_kv };
+    gm_build_qkv_heads(l, il, cur, heads, n_heads, reshape, q, k, v);
 }
 
 void gm_attn_inp_kv_auto(gm_llm *l, gm_attn_kv_inputs *in) {
@@ -105,7 +65,7 @@ int32_t gm_build_attn_no_cache(gm_llm *l, const gm_attn_inp_nc *inp, const gm_at
     gm_expand(l->g, k);
     gm_expand(l->g, v);
     const int32_t mask = l->hp->is_swa[il] ? inp->kq_mask_swa : inp->kq_mask;
-    return project(l, o, gm_build_attn_mha(l, q, k, v, o->kq_b, mask, o->sinks, o->soft_cap));
+    return project(l, o, gm_build_attn_mha(l, q, k, v, o->kq_b, mask, o->sinks, o->soft_cap, il));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -138,9 +98,10 @@ int32_t gm_build_pos_bias(gm_llm *l, int32_t pos_bucket, int32_t attn_rel_b) {
     return gm_cont(g, gm_permute(g, bias, 2, 0, 1, 3));
 }
 
-int32_t gm_build_attn_cross(gm_llm *l, int32_t kq_mask, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v) {
+int32_t gm_build_attn_cross(gm_llm *l, int32_t kq_mask, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
+                            int il) {
     gm_expand(l->g, q);
     gm_expand(l->g, k);
     gm_expand(l->g, v);
-    return project(l, o, gm_build_attn_mha(l, q, k, v, o->kq_b, kq_mask, o->sinks, o->soft_cap));
+    return project(l, o, gm_build_attn_mha(l, q, k, v, o->kq_b, kq_mask, o->sinks, o->soft_cap, il));
 }

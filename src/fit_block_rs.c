@@ -7,8 +7,8 @@
  * memory.  Workload: one call per layer.  Fidelity: each function follows
  * the llama.cpp function it names op for op and expansion for expansion,
  * with the values a reserve graph sees (the memory's full context: head 0,
- * rs_z 0, n_rs = max(1, n_seq_max), n_rs_seq 0) and llama.cpp's fused ops
- * as enabled (every modelled device runs GATED_DELTA_NET, so
+ * rs_z 0, n_rs = max(1, n_seq_max)), the context's rollback rows (K =
+ * n_rs_seq + 1 snapshots per sequence) and llama.cpp's fused ops as enabled (every modelled device runs GATED_DELTA_NET, so
  * resolve_fused_ops keeps it).
  */
 #include "fit_block_rs.h"
@@ -23,6 +23,17 @@ static uint64_t f32s(int64_t n) { return (uint64_t)n * 4u; }
 
 /* n_rs of the memory's full context: its size, max(1, n_seq_max) */
 static int64_t n_rs(const gm_llm *l) { return l->cp->sizes.n_seq_max > 0 ? l->cp->sizes.n_seq_max : 1; }
+
+/* the snapshots a recurrent layer keeps per sequence: 1 + n_rs_seq */
+static int64_t n_snapshots(const gm_llm *l) { return 1 + (int64_t)l->cp->n_rs_seq; }
+
+/* the destination of snapshot slot s in a state tensor: its n_seqs rows of
+ * rollback group s (group s starts s * mem_size rows in) */
+static int32_t state_slot(gm_llm *l, int32_t all, int64_t row_elems, int64_t slot) {
+    gm_graph *g = l->g;
+    const uint64_t nb1 = g->t[all].nb[1];
+    return gm_view_2d(g, all, row_elems, l->ub.n_seqs, nb1, (uint64_t)slot * (uint64_t)n_rs(l) * nb1);
+}
 
 void gm_rs_inp_build(gm_llm *l, gm_rs_inp *inp) {
     gm_graph *g = l->g;
@@ -60,15 +71,18 @@ int32_t gm_build_rs(gm_llm *l, const gm_rs_inp *inp, int32_t s, int64_t state_si
 int32_t gm_build_conv_state(gm_llm *l, const gm_rs_inp *inp, int32_t conv_states_all, int32_t x, int64_t kernel,
                             int64_t channels) {
     gm_graph *g = l->g;
-    const int64_t n_seqs = l->ub.n_seqs, row_count = (kernel - 1) * channels;
+    const int64_t n_seqs = l->ub.n_seqs, row_count = (kernel - 1) * channels, K = n_snapshots(l);
     int32_t states = gm_build_rs(l, inp, conv_states_all, gm_n_embd_r(l->hp));
     states = gm_reshape_3d(g, states, kernel - 1, channels, n_seqs);
     int32_t input = gm_concat(g, states, gm_transpose(g, x), 0);
-    const int64_t s_idx = g->t[input].ne[0] - g->t[states].ne[0];
-    const gm_tensor *in = &g->t[input];
-    int32_t last = gm_view_3d(g, input, kernel - 1, channels, n_seqs, in->nb[1], in->nb[2], f32s(s_idx));
-    int32_t dst = gm_view_2d(g, conv_states_all, row_count, n_seqs, g->t[conv_states_all].nb[1], 0);
-    gm_expand(g, gm_cpy(g, last, dst));
+    /* the tail once per snapshot, slot s ending s tokens earlier (:495-520) */
+    for (int64_t t = 1; t <= K; t++) {
+        int64_t s_idx = g->t[input].ne[0] - g->t[states].ne[0] - K + t;
+        if (s_idx < 0) s_idx = 0;
+        const gm_tensor *in = &g->t[input];
+        int32_t last = gm_view_3d(g, input, kernel - 1, channels, n_seqs, in->nb[1], in->nb[2], f32s(s_idx));
+        gm_expand(g, gm_cpy(g, last, state_slot(l, conv_states_all, row_count, K - t)));
+    }
     return input;
 }
 
@@ -93,25 +107,34 @@ static int32_t gdn_l2_norm(gm_graph *g, int32_t x) { return gm_unary(g, GM_OP_SC
 /* qwen3next's repeat interleave of q or k to n_v_heads (qwen3next.cpp:560-580) */
 static int32_t repeat_interleave(gm_graph *g, int32_t x, int64_t hk, int64_t nk, int64_t nv, int64_t nst, int64_t ns) {
     int32_t r = gm_reshape_4d(g, x, hk, 1, nk, nst * ns);
-    r = gm_repeat_4d(g, r, hk, nv / nk, nk, nst * ns);
+    r = gm_repeat_4d(g, r, hk, gm_div(g, nv, nk), nk, nst * ns);
     return gm_reshape_4d(g, r, hk, nv, nst, ns);
 }
 
-/* build_recurrent_attn, n_rs_seq 0, with build_delta_net_fused
- * (delta-net-base.cpp:497-540, :335-378): the output view; the new state
- * copied into the memory */
+/* build_recurrent_attn with build_delta_net_fused (delta-net-base.cpp:
+ * 531-606, :335-378): the output view; the new state (or, with rollback
+ * rows, the last min(n_seq_tokens, K) snapshots) copied into the memory */
 static int32_t recurrent_attn(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t gate, int32_t beta, int32_t state,
                               int il) {
     gm_graph *g = l->g;
-    const int64_t hv = g->t[v].ne[0], nv = g->t[v].ne[1], nst = g->t[v].ne[2], ns = g->t[v].ne[3];
+    const int64_t hv = g->t[v].ne[0], nv = g->t[v].ne[1], nst = g->t[v].ne[2], ns = g->t[v].ne[3], K = n_snapshots(l);
     const int32_t srcs[6] = { q, k, v, gate, beta, state };
-    int32_t result = gm_op_shaped(g, GM_OP_GATED_DELTA_NET, T_F32, 2, (int64_t[4]){ hv * nv, nst * ns + hv * ns }, srcs, 6);
+    int32_t result =
+        gm_op_shaped(g, GM_OP_GATED_DELTA_NET, T_F32, 2, (int64_t[4]){ hv * nv, nst * ns + K * hv * ns }, srcs, 6);
     int32_t output = gm_view_4d(g, result, hv, nv, nst, ns, f32s(hv), f32s(hv * nv), f32s(hv * nv * nst), 0);
-    int32_t new_state = gm_view_4d(g, result, hv, hv, nv, ns, f32s(hv), f32s(hv * hv), f32s(hv * hv * nv),
-                                   f32s(hv * nv * nst * ns));
     const int32_t s_all = l->rs_s[il];
-    const int64_t n_embd_s = gm_n_embd_s(l->hp);
-    gm_expand(g, gm_cpy(g, new_state, gm_view_2d(g, s_all, n_embd_s, ns, g->t[s_all].nb[1], 0)));
+    const int64_t n_embd_s = gm_n_embd_s(l->hp), D = hv * hv * nv;
+    if (K == 1) {
+        int32_t new_state = gm_view_4d(g, result, hv, hv, nv, ns, f32s(hv), f32s(hv * hv), f32s(hv * hv * nv),
+                                       f32s(hv * nv * nst * ns));
+        gm_expand(g, gm_cpy(g, new_state, gm_view_2d(g, s_all, n_embd_s, ns, g->t[s_all].nb[1], 0)));
+        return output;
+    }
+    const int64_t n_written = nst < K ? nst : K;
+    const uint64_t row = g->t[s_all].nb[1];
+    int32_t src = gm_view_3d(g, result, D, ns, n_written, f32s(D), f32s(D * ns), f32s(hv * nv * nst * ns));
+    int32_t dst = gm_view_3d(g, s_all, D, ns, n_written, row, (uint64_t)n_rs(l) * row, 0);
+    gm_expand(g, gm_cpy(g, src, dst));
     return output;
 }
 
@@ -120,7 +143,7 @@ int32_t gm_build_gdn(gm_llm *l, const gm_rs_inp *inp, int32_t conv_input, int32_
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
     const int64_t ns = l->ub.n_seqs, nst = l->ub.n_seq_tokens;
-    const int64_t hk = hp->ssm_d_state, nk = hp->ssm_n_group, nv = hp->ssm_dt_rank, hv = hp->ssm_d_inner / nv;
+    const int64_t hk = hp->ssm_d_state, nk = hp->ssm_n_group, nv = hp->ssm_dt_rank, hv = gm_div(g, hp->ssm_d_inner, nv);
     const int64_t channels = hk * nk * 2 + hv * nv;
     int32_t state = gm_build_rs(l, inp, l->rs_s[il], gm_n_embd_s(hp));
     state = gm_reshape_4d(g, state, hv, hv, nv, ns);
@@ -183,7 +206,8 @@ static int32_t ssm_scan_rows(gm_llm *l, void *ctx, int32_t states, int32_t ids) 
     const ssm_scan_args *a = ctx;
     int32_t ssm = gm_reshape_4d(g, states, a->d_state, a->head_dim, a->n_head, g->t[states].ne[1]);
     const gm_tensor *x = &g->t[a->x];
-    const int64_t n = x->ne[0] * x->ne[1] * x->ne[2] * x->ne[3] + a->d_state * a->head_dim * a->n_head * g->t[ids].ne[0];
+    const int64_t n = x->ne[0] * x->ne[1] * x->ne[2] * x->ne[3] +
+                      n_snapshots(l) * a->d_state * a->head_dim * a->n_head * g->t[ids].ne[0];
     const int32_t srcs[7] = { ssm, a->x, a->dt, a->A, a->B, a->C, ids };
     return gm_op_shaped(g, GM_OP_SSM_SCAN, T_F32, 1, (int64_t[4]){ n }, srcs, 7);
 }
@@ -192,7 +216,7 @@ int32_t gm_build_mamba2_layer(gm_llm *l, const gm_rs_inp *inp, int32_t cur, int 
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
     const int64_t d_conv = hp->ssm_d_conv, d_inner = hp->ssm_d_inner, d_state = hp->ssm_d_state;
-    const int64_t n_head = hp->ssm_dt_rank, head_dim = d_inner / n_head, n_group = hp->ssm_n_group;
+    const int64_t n_head = hp->ssm_dt_rank, head_dim = gm_div(g, d_inner, n_head), n_group = hp->ssm_n_group;
     const int64_t ns = l->ub.n_seqs, nst = l->ub.n_seq_tokens, channels = d_inner + 2 * n_group * d_state;
     const int32_t r_all = l->rs_r[il], s_all = l->rs_s[il];
     int32_t conv = gm_build_rs(l, inp, r_all, gm_n_embd_r(hp));
@@ -203,11 +227,14 @@ int32_t gm_build_mamba2_layer(gm_llm *l, const gm_rs_inp *inp, int32_t cur, int 
     int32_t z = gm_view_4d(g, zx, head_dim, n_head, nst, ns, f32s(head_dim), nb1, nb2, 0);
     int32_t xbc = gm_view_3d(g, zx, channels, nst, ns, nb1, nb2, f32s(d_inner));
     int32_t dt = gm_view_3d(g, zx, n_head, nst, ns, nb1, nb2, f32s(2 * d_inner + 2 * n_group * d_state));
-    /* the convolution, its last d_conv - 1 columns stored */
+    /* the convolution, its last d_conv - 1 columns stored per snapshot */
     int32_t conv_x = gm_concat(g, conv, gm_transpose(g, xbc), 0);
-    const gm_tensor *cx = &g->t[conv_x];
-    int32_t last = gm_view_3d(g, conv_x, d_conv - 1, channels, ns, cx->nb[1], cx->nb[2], (uint64_t)nst * cx->nb[0]);
-    gm_expand(g, gm_cpy(g, last, gm_view_2d(g, r_all, (d_conv - 1) * channels, ns, g->t[r_all].nb[1], 0)));
+    const int64_t K = n_snapshots(l), n_written = nst < K ? nst : K;
+    for (int64_t slot = 0; slot < n_written; slot++) {
+        const gm_tensor *cx = &g->t[conv_x];
+        int32_t last = gm_view_3d(g, conv_x, d_conv - 1, channels, ns, cx->nb[1], cx->nb[2], (uint64_t)(nst - slot) * cx->nb[0]);
+        gm_expand(g, gm_cpy(g, last, state_slot(l, r_all, (d_conv - 1) * channels, slot)));
+    }
     const int32_t conv_w = gm_w(l, "blk.%d.ssm_conv1d.weight", il);
     xbc = gm_op_shaped(g, GM_OP_SSM_CONV, T_F32, 3, (int64_t[4]){ g->t[conv_w].ne[1], nst, ns }, (int32_t[2]){ conv_x, conv_w }, 2);
     xbc = gm_binary(g, GM_OP_ADD, xbc, gm_w(l, "blk.%d.ssm_conv1d.bias", il));
@@ -223,8 +250,8 @@ int32_t gm_build_mamba2_layer(gm_llm *l, const gm_rs_inp *inp, int32_t cur, int 
     int32_t y_ssm = gm_build_rs_with(l, inp, s_all, gm_n_embd_s(hp), ssm_scan_rows, &a);
     const int64_t D = d_state * d_inner, n_x = head_dim * n_head * nst * ns;
     const uint64_t s_nb1 = g->t[s_all].nb[1];
-    int32_t src = gm_view_3d(g, y_ssm, D, ns, 1, f32s(D), f32s(D * ns), f32s(n_x));
-    int32_t dst = gm_view_3d(g, s_all, D, ns, 1, s_nb1, s_nb1 * (uint64_t)n_rs(l), 0);
+    int32_t src = gm_view_3d(g, y_ssm, D, ns, n_written, f32s(D), f32s(D * ns), f32s(n_x));
+    int32_t dst = gm_view_3d(g, s_all, D, ns, n_written, s_nb1, s_nb1 * (uint64_t)n_rs(l), 0);
     gm_expand(g, gm_cpy(g, src, dst));
     const uint64_t x_nb1 = g->t[a.x].nb[1];
     int32_t y = gm_view_4d(g, y_ssm, head_dim, n_head, nst, ns, x_nb1, x_nb1 * (uint64_t)n_head,
@@ -233,7 +260,7 @@ int32_t gm_build_mamba2_layer(gm_llm *l, const gm_rs_inp *inp, int32_t cur, int 
     y = gm_glu_split(g, gm_cont(g, z), y);
     const int32_t norm_w = gm_w(l, "blk.%d.ssm_norm.weight", il);
     if (norm_w != GM_NONE) {
-        y = gm_reshape_4d(g, y, d_inner / n_group, n_group, nst, ns);
+        y = gm_reshape_4d(g, y, gm_div(g, d_inner, n_group), n_group, nst, ns);
         y = gm_build_norm_rms(l, y, norm_w, il);
     }
     y = gm_reshape_2d(g, y, d_inner, nst * ns);
@@ -262,9 +289,13 @@ int32_t gm_build_shortconv(gm_llm *l, const gm_rs_inp *inp, int32_t cur, int il)
     int32_t conv = gm_build_rs(l, inp, r_all, gm_n_embd_r(hp));
     conv = gm_reshape_3d(g, conv, d_conv, n_embd, ns);
     bx = gm_concat(g, conv, bx, 0);
-    const gm_tensor *bt = &g->t[bx];
-    int32_t snap = gm_view_3d(g, bx, d_conv, bt->ne[1], bt->ne[2], bt->nb[1], bt->nb[2], f32s(bt->ne[0] - d_conv));
-    gm_expand(g, gm_cpy(g, snap, gm_view_2d(g, r_all, d_conv * n_embd, ns, g->t[r_all].nb[1], 0)));
+    /* slot s: the state s tokens back (causal: K = n_rs_seq + 1 snapshots) */
+    const int64_t K = n_snapshots(l), n_written = nst < K ? nst : K;
+    for (int64_t slot = 0; slot < n_written; slot++) {
+        const gm_tensor *bt = &g->t[bx];
+        int32_t snap = gm_view_3d(g, bx, d_conv, bt->ne[1], bt->ne[2], bt->nb[1], bt->nb[2], f32s(bt->ne[0] - d_conv - slot));
+        gm_expand(g, gm_cpy(g, snap, state_slot(l, r_all, d_conv * n_embd, slot)));
+    }
     const int32_t kernel = gm_w(l, "blk.%d.shortconv.conv.weight", il);
     const int64_t n_t = g->t[bx].ne[0] - g->t[kernel].ne[0] + 1;
     int32_t conv_out = gm_op_shaped(g, GM_OP_SSM_CONV, T_F32, 3, (int64_t[4]){ g->t[kernel].ne[1], n_t, g->t[bx].ne[2] },
@@ -290,7 +321,7 @@ int32_t gm_build_rwkv7_time_mix(gm_llm *l, const gm_rs_inp *inp, int32_t cur, in
     gm_graph *g = l->g;
     const gm_hparams *hp = l->hp;
     const int64_t n = l->ub.n_tokens, ns = l->ub.n_seqs, nst = l->ub.n_seq_tokens, n_embd = hp->n_embd;
-    const int64_t hs = hp->wkv_head_size, hc = n_embd / hs;
+    const int64_t hs = hp->wkv_head_size, hc = gm_div(g, n_embd, hs);
     const bool gating = gm_w(l, "blk.%d.time_mix_g1.weight", il) != GM_NONE && gm_w(l, "blk.%d.time_mix_g2.weight", il) != GM_NONE;
     int32_t sx = gm_binary(g, GM_OP_SUB, x_prev, cur);
     sx = gm_repeat_4d(g, sx, n_embd, nst, ns, gating ? 6 : 5);
@@ -336,7 +367,7 @@ int32_t gm_build_rwkv7_time_mix(gm_llm *l, const gm_rs_inp *inp, int32_t cur, in
     gm_expand(g, gm_cpy(g, new_state, gm_view_1d(g, s_all, gm_n_embd_s(hp) * ns, 0)));
     const int32_t ln = gm_w(l, "blk.%d.time_mix_ln.weight", il), ln_b = gm_w(l, "blk.%d.time_mix_ln.bias", il);
     if (ln != GM_NONE && ln_b != GM_NONE) {
-        cur = gm_unary(g, GM_OP_NORM, gm_reshape_3d(g, cur, n_embd / hc, hc, n));
+        cur = gm_unary(g, GM_OP_NORM, gm_reshape_3d(g, cur, gm_div(g, n_embd, hc), hc, n));
         cur = gm_reshape_2d(g, cur, n_embd, n);
         cur = gm_binary(g, GM_OP_ADD, gm_binary(g, GM_OP_MUL, cur, ln), ln_b);
     } else {

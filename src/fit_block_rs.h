@@ -34,8 +34,8 @@ typedef int32_t (*gm_rs_rows_fn)(gm_llm *l, void *ctx, int32_t states, int32_t i
 int32_t gm_build_rs_with(gm_llm *l, const gm_rs_inp *inp, int32_t s, int64_t state_size, gm_rs_rows_fn rows,
                          void *ctx);
 
-/* llm_build_delta_net_base::build_conv_state (delta-net-base.cpp:421-495,
- * n_rs_seq 0): the convolution input [kernel - 1 + T, channels, n_seqs] of
+/* llm_build_delta_net_base::build_conv_state (delta-net-base.cpp:421-528):
+ * the convolution input [kernel - 1 + T, channels, n_seqs] of
  * x [channels, n_seq_tokens, n_seqs], the new tail written back */
 int32_t gm_build_conv_state(gm_llm *l, const gm_rs_inp *inp, int32_t conv_states_all, int32_t x, int64_t kernel,
                             int64_t channels);
@@ -58,12 +58,12 @@ typedef enum gm_gdn_repeat { GM_GDN_REPEAT_NONE = 0, GM_GDN_REPEAT_INTERLEAVE } 
 int32_t gm_build_gdn(gm_llm *l, const gm_rs_inp *inp, int32_t conv_input, int32_t z, int32_t beta, int32_t gate,
                      int il, gm_gdn_repeat repeat);
 
-/* llm_build_mamba_base::build_mamba2_layer (mamba-base.cpp:156-304, n_rs_seq
- * 0): the Mamba-2 mixer of layer il on cur [n_embd, n_tokens], its conv
+/* llm_build_mamba_base::build_mamba2_layer (mamba-base.cpp:156-304): the
+ * Mamba-2 mixer of layer il on cur [n_embd, n_tokens], its conv
  * and ssm states read and written: [n_embd, n_tokens] */
 int32_t gm_build_mamba2_layer(gm_llm *l, const gm_rs_inp *inp, int32_t cur, int il);
 
-/* LFM2's short convolution block (lfm2.cpp:158-232, causal, n_rs_seq 0):
+/* LFM2's short convolution block (lfm2.cpp:158-232, causal):
  * in_proj split in b, c, x; conv over the state and b*x; c times the
  * convolution; out_proj: [n_embd, n_tokens] */
 int32_t gm_build_shortconv(gm_llm *l, const gm_rs_inp *inp, int32_t cur, int il);

@@ -46,8 +46,8 @@ int32_t gm_build_attn_auto(gm_llm *l, const gm_attn_kv_inputs *in, gm_attn_opts 
 
 /* llama_model::get_rope_factors (llama-model.cpp:2259-2272): layer il's
  * rope_freqs, else its long or short factors by n_ctx_seq against
- * n_ctx_orig_yarn (each layer's own TENSOR_DUPLICATED copy); GM_NONE
- * without.  A new tensor per call: call once per layer. */
+ * n_ctx_orig_yarn (the copy in the layer's context: gm_w_layer); GM_NONE
+ * without. */
 int32_t gm_rope_factors(gm_llm *l, int il);
 
 /* llm_graph_input_attn_no_cache (build_attn_inp_no_cache, :2740-2764): the
@@ -70,7 +70,8 @@ int32_t gm_inp_pos_bucket_dec(gm_llm *l, const gm_kv_cache *kv);
 /* build_pos_bias (:2587-2600): attn_rel_b's rows per bucket, [n_kv, T, n_head] */
 int32_t gm_build_pos_bias(gm_llm *l, int32_t pos_bucket, int32_t attn_rel_b);
 /* build_attn with llm_graph_input_attn_cross (:3259-3332) */
-int32_t gm_build_attn_cross(gm_llm *l, int32_t kq_mask, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v);
+int32_t gm_build_attn_cross(gm_llm *l, int32_t kq_mask, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
+                            int il);
 
 /* ---- pooling (fit_block_pool.c) ---- */
 

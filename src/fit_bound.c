@@ -64,6 +64,17 @@
 #include "ggufmap/types.h"
 #include "internal.h"
 
+/* Saturating arithmetic: hostile sizes (-c 4294967040 -ub 4294967040 makes
+ * a [T, T] mask of 2^66 bytes) must not wrap into a small figure; a bound
+ * beyond GM_FIT_MAX_BYTES is refused (gm_fit_compute_bound). */
+static uint64_t sadd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+static uint64_t smul(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return gm_mul_ok(a, b, &r) ? r : UINT64_MAX;
+}
+static uint64_t smul3(uint64_t a, uint64_t b, uint64_t c) { return smul(smul(a, b), c); }
+static uint64_t smul4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) { return smul(smul3(a, b, c), d); }
+
 /* ------------------------------------------------------------------------ */
 /* What the model's weights say about the graph                             */
 /* ------------------------------------------------------------------------ */
@@ -85,7 +96,7 @@ typedef struct weight_sums {
 static uint64_t output_width(const gm_hparams *hp, const ggufmap_tensor *t, const char *name) {
     if (t->n_dims < 2) return 0;
     uint64_t w = (uint64_t)t->ne[1];
-    if (t->n_dims >= 3) w *= strstr(name, "_exps") ? (hp->n_expert_used ? hp->n_expert_used : 1) : (uint64_t)t->ne[2];
+    if (t->n_dims >= 3) w = smul(w, strstr(name, "_exps") ? (hp->n_expert_used ? hp->n_expert_used : 1) : (uint64_t)t->ne[2]);
     return w;
 }
 
@@ -122,17 +133,17 @@ static bool sum_weights(const gm_fit_ctx *fit, weight_sums *w) {
         if (in->cls == GGUFMAP_CLASS_LAYER && in->layer >= 0 && in->layer < GM_MAX_LAYERS) {
             if (!in_context(fit->hp, in->layer)) continue;
             if (ow > w->layer_width_one) w->layer_width_one = ow;
-            width[in->layer] += ow;
-            if (host) bytes[in->layer] += nbytes;
+            width[in->layer] = sadd(width[in->layer], ow);
+            if (host) bytes[in->layer] = sadd(bytes[in->layer], nbytes);
         } else if (in->cls == GGUFMAP_CLASS_INPUT) {
-            w->input_width += (uint64_t)t->ne[0];
+            w->input_width = sadd(w->input_width, (uint64_t)t->ne[0]);
             if (strcmp(name, "token_embd.weight") == 0) w->token_embd_bytes = nbytes;
         } else if (is_output_head(in, name)) {
             if (t->n_dims >= 2) w->output_matrix = true;
-            if (host && in->cls == GGUFMAP_CLASS_OUTPUT) w->cpu_output_bytes += nbytes;
+            if (host && in->cls == GGUFMAP_CLASS_OUTPUT) w->cpu_output_bytes = sadd(w->cpu_output_bytes, nbytes);
         } else {
             if (ow > w->layer_width_one) w->layer_width_one = ow;
-            w->global_width += ow;
+            w->global_width = sadd(w->global_width, ow);
         }
     }
     for (uint32_t il = 0; il < GM_MAX_LAYERS; il++) {
@@ -140,7 +151,8 @@ static bool sum_weights(const gm_fit_ctx *fit, weight_sums *w) {
         if (bytes[il] > w->cpu_layer_bytes) w->cpu_layer_bytes = bytes[il];
     }
     /* a tied output on the CPU is token_embd itself (no instance of its own) */
-    if (!w->output_matrix && !gm_fit_layer_on_gpu(fit, fit->hp->n_layer_all)) w->cpu_output_bytes += w->token_embd_bytes;
+    if (!w->output_matrix && !gm_fit_layer_on_gpu(fit, fit->hp->n_layer_all))
+        w->cpu_output_bytes = sadd(w->cpu_output_bytes, w->token_embd_bytes);
     free(width);
     free(bytes);
     return true;
@@ -167,9 +179,9 @@ static void cache_sizes(const gm_fit_ctx *fit, uint64_t n_kv[3]) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
     const uint64_t n_stream = s->n_stream;
-    n_kv[0] = has_attention_cache(hp) ? (uint64_t)s->kv_size * n_stream : 0;
-    n_kv[1] = s->kv_size_swa ? (uint64_t)s->kv_size_swa * n_stream : 0;
-    n_kv[2] = hp->memory == GM_MEMORY_KV_DSA || hp->memory == GM_MEMORY_HYBRID_IDX ? (uint64_t)s->kv_size * n_stream : 0;
+    n_kv[0] = has_attention_cache(hp) ? smul(s->kv_size, n_stream) : 0;
+    n_kv[1] = s->kv_size_swa ? smul(s->kv_size_swa, n_stream) : 0;
+    n_kv[2] = hp->memory == GM_MEMORY_KV_DSA || hp->memory == GM_MEMORY_HYBRID_IDX ? smul(s->kv_size, n_stream) : 0;
 }
 
 /* encoders attend over the ubatch itself (build_attn_inp_no_cache), even
@@ -187,20 +199,22 @@ static bool has_position_bias(const gm_hparams *hp) { return hp->traits.position
 static uint64_t inputs_term(const gm_fit_ctx *fit, reserve_shape r) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
-    uint64_t n_kv[3], bytes = r.T * 4 + r.T * hp->n_embd * 4 + r.T * 16 + r.O * 4 + r.np * 16;
+    /* T * (4 + 4 n_embd + 16) + 4 O + 16 np */
+    uint64_t n_kv[3], bytes = sadd(sadd(smul(r.T, sadd(smul(4, hp->n_embd), 20)), smul(r.O, 4)), smul(r.np, 16));
     cache_sizes(fit, n_kv);
     const uint64_t v_idx = s->v_trans ? gm_n_embd_v_gqa_max(hp) : 1;
     for (int c = 0; c < 3 && !attends_ubatch(hp); c++) {
         if (!n_kv[c]) continue;
         /* the mask is [n_kv per stream, T per stream, 1, streams]: n_kv x T / streams in all */
-        bytes += n_kv[c] / s->n_stream * r.T * (s->flash_attn && c < 2 ? 2 : 4) + r.T * 8 * (1 + v_idx);
+        bytes = sadd(bytes, sadd(smul3(n_kv[c] / s->n_stream, r.T, s->flash_attn && c < 2 ? 2 : 4),
+                                 smul3(r.T, 8, 1 + v_idx)));
     }
-    if (attends_ubatch(hp) && hp->n_head[0]) bytes += r.T * r.T * 4;          /* no cache: [T, T] */
-    if (has_position_bias(hp)) bytes += r.T * r.T * 4; /* the encoder's position buckets */
+    if (attends_ubatch(hp) && hp->n_head[0]) bytes = sadd(bytes, smul3(r.T, r.T, 4)); /* no cache: [T, T] */
+    if (has_position_bias(hp)) bytes = sadd(bytes, smul3(r.T, r.T, 4));            /* the encoder's position buckets */
     if (hp->traits.encoder_decoder) /* the decoder's; the encoder output and the cross mask over n_ctx_train rows */
-        bytes += n_kv[0] / s->n_stream * r.T * 4 + 4ull * hp->n_ctx_train * (hp->n_embd + r.T);
+        bytes = sadd(bytes, sadd(smul3(n_kv[0] / s->n_stream, r.T, 4), smul3(4, hp->n_ctx_train, sadd(hp->n_embd, r.T))));
     const uint64_t head = gm_head_k(hp, 0) > gm_head_v(hp, 0) ? gm_head_k(hp, 0) : gm_head_v(hp, 0);
-    bytes += 2 * head * head * 4;                                                /* Hadamard rotations */
+    bytes = sadd(bytes, smul3(8, head, head)); /* Hadamard rotations */
     return bytes;
 }
 
@@ -218,20 +232,27 @@ static uint64_t attention_term(const gm_fit_ctx *fit, reserve_shape r) {
         uint64_t kv = hp->is_swa[il] && n_kv[1] ? n_kv[1] / s->n_stream : n_kv[0] / s->n_stream;
         if (attends_ubatch(hp) || kv < r.T) kv = kv > r.T ? kv : r.T;
         if (hp->traits.encoder_decoder && kv < hp->n_ctx_train) kv = hp->n_ctx_train; /* cross attention */
-        const uint64_t heads = hp->n_head[il], cells = kv * s->n_stream;
-        uint64_t t = 4 * r.T * heads * (gm_head_v(hp, il) + gm_head_k(hp, il)) * 2;
+        const uint64_t heads = hp->n_head[il], cells = smul(kv, s->n_stream);
+        uint64_t t = smul4(8, r.T, heads, (uint64_t)gm_head_v(hp, il) + gm_head_k(hp, il));
         if (!fa) {
-            t += 4 * kv * r.T * heads * (bias ? 4 : 1);
+            t = sadd(t, smul4(4, kv, r.T, heads * (bias ? 4 : 1)));
             /* V read from a cache that is not transposed is copied transposed; MLA's V is a view of K */
-            if (!s->v_trans || hp->is_mla) t += gm_row_size(hp->is_mla ? cp->type_k : cp->type_v, gm_n_embd_v_gqa(hp, il)) * cells;
+            if (!s->v_trans || hp->is_mla)
+                t = sadd(t, smul(gm_row_size(hp->is_mla ? cp->type_k : cp->type_v, gm_n_embd_v_gqa(hp, il)), cells));
         } else {
-            if (cp->type_k == 0) t += 2 * gm_n_embd_k_gqa(hp, il) * cells;
-            if (cp->type_v == 0) t += 2 * gm_n_embd_v_gqa(hp, il) * cells;
-            if (attends_ubatch(hp)) t += 2 * (gm_n_embd_k_gqa(hp, il) + gm_n_embd_v_gqa(hp, il)) * r.T;
+            /* f16 copies of an f32 cache; of any cache not in f16 where the
+             * device's kernels convert K and V (CUDA's tensor-core kernels) */
+            const bool converts = gm_backend(fit->device)->fa_f16_copies;
+            enum { F32 = 0, F16 = 1 };
+            if (cp->type_k == F32 || (converts && cp->type_k != F16)) t = sadd(t, smul3(2, gm_n_embd_k_gqa(hp, il), cells));
+            if (!hp->is_mla && (cp->type_v == F32 || (converts && cp->type_v != F16)))
+                t = sadd(t, smul3(2, gm_n_embd_v_gqa(hp, il), cells));
+            if (attends_ubatch(hp))
+                t = sadd(t, smul3(2, (uint64_t)gm_n_embd_k_gqa(hp, il) + gm_n_embd_v_gqa(hp, il), r.T));
         }
         /* the indexer's scores, the sparse mask it fills and the mask it adds, over every stream's cells */
-        if (n_kv[2] && hp->indexer_n_head) t += 4 * n_kv[2] * r.T * (hp->indexer_n_head + 3ull);
-        if (hp->traits.encoder_decoder) t += 4 * 4ull * hp->n_ctx_train * hp->n_embd; /* cross K and V of the encoder rows */
+        if (n_kv[2] && hp->indexer_n_head) t = sadd(t, smul4(4, n_kv[2], r.T, hp->indexer_n_head + 3ull));
+        if (hp->traits.encoder_decoder) t = sadd(t, smul3(16, hp->n_ctx_train, hp->n_embd)); /* cross K and V of the encoder rows */
         if (t > best) best = t;
     }
     return best;
@@ -255,26 +276,26 @@ static uint64_t bias_term(const gm_fit_ctx *fit, reserve_shape r) {
         if (hp->n_head[il] == 0 || !in_context(hp, (int32_t)il)) continue;
         uint64_t kv = n_kv[0] / s->n_stream;
         if (attends_ubatch(hp) || kv < r.T) kv = r.T;
-        const uint64_t b = 4 * kv * r.T * hp->n_head[il];
+        const uint64_t b = smul4(4, kv, r.T, hp->n_head[il]);
         if (b > best) best = b;
         layers++;
     }
-    return layers * best;
+    return smul(layers, best);
 }
 
 /* the K and V of the largest cache layer, as a split copies them to the GPU */
 static uint64_t kv_layer_bytes(const gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
     const gm_cparams *cp = &fit->cp;
-    const uint64_t cells = (uint64_t)cp->sizes.kv_size * cp->sizes.n_stream;
+    const uint64_t cells = smul(cp->sizes.kv_size, cp->sizes.n_stream);
     uint64_t best = 0;
     if (!has_attention_cache(hp)) return 0;
     for (uint32_t il = 0; il < hp->n_layer_all; il++) {
-        const uint64_t b = (gm_row_size(cp->type_k, gm_n_embd_k_gqa(hp, il)) +
-                            gm_row_size(cp->type_v, gm_n_embd_v_gqa_max(hp))) * cells;
+        const uint64_t b = smul(sadd(gm_row_size(cp->type_k, gm_n_embd_k_gqa(hp, il)),
+                                     gm_row_size(cp->type_v, gm_n_embd_v_gqa_max(hp))), cells);
         if (b > best) best = b;
     }
-    if (hp->indexer_head_size) best += gm_row_size(cp->type_k, hp->indexer_head_size) * cells;
+    if (hp->indexer_head_size) best = sadd(best, smul(gm_row_size(cp->type_k, hp->indexer_head_size), cells));
     return best;
 }
 
@@ -285,20 +306,20 @@ static uint64_t recurrent_term(const gm_hparams *hp, reserve_shape r) {
     const uint64_t d_conv = hp->ssm_d_conv > 1 ? hp->ssm_d_conv - 1 : 1;
     const uint64_t conv_dim = gm_n_embd_r(hp) / d_conv;
     const uint64_t inner = hp->wkv_head_size ? 6ull * hp->n_embd : hp->ssm_d_inner ? hp->ssm_d_inner : hp->n_embd;
-    return 4 * (r.T * (3 * conv_dim + 3 * inner) + 3 * r.np * ((uint64_t)gm_n_embd_r(hp) + gm_n_embd_s(hp)));
+    return smul(4, sadd(smul3(r.T, 3, sadd(conv_dim, inner)), smul3(3, r.np, (uint64_t)gm_n_embd_r(hp) + gm_n_embd_s(hp))));
 }
 
 static bound_terms terms_of(const gm_fit_ctx *fit, const weight_sums *w, reserve_shape r) {
     const gm_hparams *hp = fit->hp;
     bound_terms b;
     b.inputs = inputs_term(fit, r);
-    b.embed = 3 * 4 * r.T * (w->input_width > hp->n_embd ? w->input_width : hp->n_embd);
-    b.layer = 4 * r.T * (w->layer_width_max + w->global_width + 2 * w->layer_width_one + 3ull * hp->n_embd +
-                         4ull * hp->n_expert);
+    b.embed = smul3(12, r.T, w->input_width > hp->n_embd ? w->input_width : hp->n_embd);
+    b.layer = smul3(4, r.T, sadd(sadd(sadd(w->layer_width_max, w->global_width), smul(2, w->layer_width_one)),
+                                 3ull * hp->n_embd + 4ull * hp->n_expert));
     b.attention = attention_term(fit, r);
     b.recurrent = recurrent_term(hp, r);
-    b.output = 4 * r.O * ((uint64_t)hp->n_vocab + 2ull * hp->n_embd_out);
-    b.kv_copy = 2 * kv_layer_bytes(fit);
+    b.output = smul3(4, r.O, (uint64_t)hp->n_vocab + 2ull * hp->n_embd_out);
+    b.kv_copy = smul(2, kv_layer_bytes(fit));
     b.bias = bias_term(fit, r);
     return b;
 }
@@ -311,17 +332,43 @@ static bound_terms terms_of(const gm_fit_ctx *fit, const weight_sums *w, reserve
  * the output head is on a GPU, and on the CPU */
 typedef struct layout {
     bool gpu, gpu_layers, cpu_layers, output_on_gpu;
+    uint32_t n_gpu_layers;
 } layout;
 
 static layout layout_of(const gm_fit_ctx *fit) {
     layout lo = { .gpu = gm_fit_has_gpu(fit) };
     for (uint32_t il = 0; il < fit->hp->n_layer_all; il++) {
         if (!in_context(fit->hp, (int32_t)il)) continue;
-        if (gm_fit_layer_on_gpu(fit, il)) lo.gpu_layers = true;
+        if (gm_fit_layer_on_gpu(fit, il)) lo.gpu_layers = true, lo.n_gpu_layers++;
         else lo.cpu_layers = true;
     }
     lo.output_on_gpu = gm_fit_layer_on_gpu(fit, fit->hp->n_layer_all);
     return lo;
+}
+
+/* Ops of a GPU layer the device refuses run on the CPU, which then
+ * computes a share of the GPU's layers: flash attention without a kernel
+ * (forced on), the DSA lightning indexer outside the shapes it has kernels
+ * for (CUDA: 128-wide keys of 32 or 64 heads), the SSM kernels' shapes (the
+ * row's weight_supported for the architecture's SSM_CONV and SSM_SCAN,
+ * device_cuda.c). */
+static bool device_refuses_layer_ops(const gm_fit_ctx *fit) {
+    const gm_backend_def *d = gm_backend(fit->device);
+    const gm_hparams *hp = fit->hp;
+    enum { F32 = 0 };
+    if (fit->cp.sizes.flash_attn && gm_fit_lacks_fa_kernel(fit, true)) return true;
+    if (hp->indexer_head_size && d->runs_indexer && !d->runs_indexer(hp->indexer_head_size, hp->indexer_n_head))
+        return true;
+    if (!d->weight_supported || hp->traits.ssm_ops == GM_SSM_OPS_NONE) return false;
+    const int64_t groups = hp->ssm_n_group ? hp->ssm_n_group : 1, n_head = hp->ssm_dt_rank ? hp->ssm_dt_rank : 1;
+    const gm_ssm_dims dims = {hp->ssm_d_state, hp->ssm_d_inner, groups};
+    if (hp->traits.ssm_ops == GM_SSM_OPS_SHORT_CONV) {
+        const int64_t conv[4] = {hp->shortconv_l_cache, hp->n_embd, 1, 1};
+        return !d->weight_supported(F32, conv, GM_WOP_SSM_CONV, &dims);
+    }
+    const int64_t conv[4] = {hp->ssm_d_conv, (int64_t)hp->ssm_d_inner + 2 * groups * hp->ssm_d_state, 1, 1};
+    const int64_t a[4] = {1, n_head, 1, 1}; /* Mamba-2's A */
+    return !d->weight_supported(F32, conv, GM_WOP_SSM_CONV, &dims) || !d->weight_supported(F32, a, GM_WOP_SSM_SCAN, &dims);
 }
 
 /* Whether GPU `ordinal` runs any of this context's layers or the output
@@ -348,7 +395,7 @@ static void bound_reserve(const gm_fit_ctx *fit, const weight_sums *w, reserve_s
     const layout lo = layout_of(fit);
     const bound_terms b = terms_of(fit, w, r);
     const uint64_t n_copies = gm_fit_pipeline_parallel(fit) ? GM_SCHED_MAX_COPIES : 1;
-    const uint64_t work = b.layer + b.attention + b.recurrent;
+    const uint64_t work = sadd(sadd(b.layer, b.attention), b.recurrent);
     const bool offload = lo.gpu && fit->cp.op_offload && r.T >= 32 && lo.cpu_layers;
     /* -nkvo without flash attention pins everything from the KV store to the
      * attention output to the CPU (build_attn_mha, llama-graph.cpp:2730-2733);
@@ -359,20 +406,29 @@ static void bound_reserve(const gm_fit_ctx *fit, const weight_sums *w, reserve_s
     *gpu = *cpu = 0;
     *offload_out = offload;
     if (lo.gpu && (lo.gpu_layers || lo.output_on_gpu || offload)) {
-        *gpu = b.inputs + b.embed + work - (attention_on_cpu ? b.attention : 0) + b.output;
+        const uint64_t gpu_work = work == UINT64_MAX ? work : work - (attention_on_cpu ? b.attention : 0);
+        *gpu = sadd(sadd(sadd(b.inputs, b.embed), gpu_work), b.output);
         /* the weights its offloaded ops read, and room for the scores of one
          * layer beside the hole another's left: splits interleave their
          * input copies with the attention tensors (measured on DSA) */
-        if (offload) *gpu += w->cpu_layer_bytes + w->cpu_output_bytes + b.attention / 2;
-        if (offload || !fit->cp.offload_kqv) *gpu += b.kv_copy;
+        if (offload) *gpu = sadd(*gpu, sadd(sadd(w->cpu_layer_bytes, w->cpu_output_bytes), b.attention / 2));
+        if (offload || !fit->cp.offload_kqv) *gpu = sadd(*gpu, b.kv_copy);
         /* several GPUs: each also holds the copies of the activations the split before it hands over,
          * with pipeline parallelism GM_SCHED_MAX_COPIES of them and of every input, kept to the end */
         if (ggufmap_placement_n_gpus(ggufmap_plan_placement(fit->plan)) > 1)
-            *gpu += n_copies * (b.inputs + b.embed) + (n_copies > 1 ? n_copies * b.bias : 0);
+            *gpu = sadd(*gpu, sadd(smul(n_copies, sadd(b.inputs, b.embed)), n_copies > 1 ? smul(n_copies, b.bias) : 0));
     }
-    *cpu = b.inputs + b.embed + (n_copies - 1) * b.inputs; /* the graph inputs' copies stay where they are */
-    if (!lo.gpu || lo.cpu_layers || !fit->cp.offload_kqv) *cpu += work;
-    if (!lo.gpu || !lo.output_on_gpu) *cpu += b.output;
+    *cpu = sadd(sadd(b.inputs, b.embed), smul(n_copies - 1, b.inputs)); /* the graph inputs' copies stay where they are */
+    const bool refused = lo.gpu_layers && device_refuses_layer_ops(fit);
+    if (!lo.gpu || lo.cpu_layers || !fit->cp.offload_kqv || refused) *cpu = sadd(*cpu, work);
+    /* ops of every GPU layer run on the CPU: with pipeline parallelism the scheduler keeps
+     * GM_SCHED_MAX_COPIES copies of each such split's inputs to the end, on the CPU (a layer's
+     * activations and its cache views) and on the GPU the results come back to (activations) */
+    if (refused && n_copies > 1) {
+        *cpu = sadd(*cpu, smul3(n_copies, lo.n_gpu_layers, sadd(b.layer, b.kv_copy / 2)));
+        if (*gpu) *gpu = sadd(*gpu, smul3(n_copies, lo.n_gpu_layers, b.layer));
+    }
+    if (!lo.gpu || !lo.output_on_gpu) *cpu = sadd(*cpu, b.output);
 }
 
 static ggufmap_fit_buffer *add_bound(gm_fit_ctx *fit, gm_buft_id buft, uint64_t size, uint64_t T) {
@@ -399,6 +455,13 @@ int gm_fit_compute_bound(gm_fit_ctx *fit) {
     bound_reserve(fit, &w, (reserve_shape){ T, O, np }, &pp_gpu, &pp_cpu, &pp_off);
     bound_reserve(fit, &w, (reserve_shape){ np, np, np }, &tg_gpu, &tg_cpu, &tg_off);
     const uint64_t gpu = pp_gpu > tg_gpu ? pp_gpu : tg_gpu, cpu = pp_cpu > tg_cpu ? pp_cpu : tg_cpu;
+    if (gpu > GM_FIT_MAX_BYTES || cpu > GM_FIT_MAX_BYTES) {
+        /* sizes that overflow, or beyond any machine: llama.cpp cannot allocate them */
+        if (!fit->refusal[0])
+            snprintf(fit->refusal, sizeof fit->refusal, "failed to allocate compute buffers: the worst-case "
+                     "graph needs more than %llu PiB at these sizes", (unsigned long long)(GM_FIT_MAX_BYTES >> 50));
+        return GGUFMAP_OK;
+    }
     /* the scheduler's backends in order: the run's GPUs, then the CPU */
     for (uint32_t i = 0; gpu && i < ggufmap_placement_n_gpus(pl); i++) {
         const uint32_t ord = ggufmap_placement_gpu(pl, i);

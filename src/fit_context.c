@@ -10,7 +10,8 @@
  * the cache is unified (n_ctx is then rounded to a whole number of streams).
  * Flash attention "auto" counts as on when the memory is created (the KV
  * cache's V layout is fixed then) and is resolved afterwards by whether the
- * device runs the op; the CPU and the GPUs ggufmap models all do.
+ * device runs the op: the CPU and Metal do, CUDA not for every head size or
+ * cache type (device_cuda.c).
  */
 #include <stdio.h>
 
@@ -120,6 +121,26 @@ static void derive_sizes(gm_fit_ctx *fit, ggufmap_flash_attn fa) {
     }
 }
 
+/* The constructor reserves the output buffer for n_seq_max outputs
+ * (output_reserve(params.n_seq_max), llama-context.cpp:375) and asserts
+ * that they fit n_outputs_max, which is the effective n_batch unless set
+ * (:250, :2107, :2260): -np above the batch (-b 2 -np 3, or -c 1 -np 2
+ * where n_batch is capped by n_ctx) aborts. */
+static bool outputs_refused(gm_fit_ctx *fit) {
+    const ggufmap_fit_context *s = &fit->cp.sizes;
+    if (s->n_seq_max > s->n_outputs_max)
+        snprintf(fit->refusal, sizeof fit->refusal, "output_reserve: %u sequences need %u outputs, n_outputs_max is "
+                 "%u (the effective n_batch): GGML_ASSERT(n_outputs_max <= cparams.n_outputs_max) failed "
+                 "(llama-context.cpp:2260)", s->n_seq_max, s->n_seq_max, s->n_outputs_max);
+    else if (s->n_ctx == 0) /* n_ctx_seq * n_seq_max wrapped to 0 in uint32_t: a reserve of no token */
+        snprintf(fit->refusal, sizeof fit->refusal, "n_ctx %u x %u streams wraps to 0 in 32 bits: graph_reserve of "
+                 "0 tokens, GGML_ASSERT(n_outputs >= 1) failed (llama-context.cpp:2490)", s->n_ctx_seq, s->n_stream);
+    else
+        return false;
+    fit->aborts = true;
+    return true;
+}
+
 /* Flash attention "auto" is turned off after the fact when the probe graph
  * puts a layer's FLASH_ATTN_EXT on another device than the layer
  * (resolve_fused_ops, llama-context.cpp:506-560).  The scheduler gives the
@@ -135,30 +156,63 @@ static void derive_sizes(gm_fit_ctx *fit, ggufmap_flash_attn fa) {
 static bool hybrid_fa_moves(const gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
     for (uint32_t il = 0; il + 1 < hp->n_layer; il++) {
-        if (hp->is_recr[il] || !hp->is_recr[il + 1] || !gm_cache_has_layer(hp, GM_CACHE_KV, il)) continue;
+        const bool cached = gm_cache_has_layer(hp, GM_CACHE_KV, il) || gm_cache_has_layer(hp, GM_CACHE_KV_SWA, il);
+        if (hp->is_recr[il] || !hp->is_recr[il + 1] || !cached) continue;
         const bool op_on_gpu = !fit->opts.no_kv_offload && gm_fit_layer_on_gpu(fit, il + 1);
         if (op_on_gpu != gm_fit_layer_on_gpu(fit, il)) return true;
     }
     return false;
 }
 
-/* The device's own answer (device.h runs_fa): a GPU layer whose heads or
- * cache types its flash attention has no kernel for moves the op off it. */
-static bool device_lacks_fa(const gm_fit_ctx *fit) {
+/* A layer's attention as a device's flash attention sees it in the probe
+ * graph: K of the cache type (f16 where there is no cache: the encoders'
+ * activations are cast), V a view of K with MLA, the KV cells padded to
+ * 256. */
+static void layer_fa_shape(const gm_fit_ctx *fit, uint32_t il, gm_fa_shape *fa) {
+    const gm_hparams *hp = fit->hp;
+    enum { T_F16 = 1 };
+    const bool cache = hp->memory != GM_MEMORY_NONE;
+    fa->d_k = gm_head_k(hp, il);
+    fa->d_v = hp->is_mla ? gm_head_k(hp, il) - hp->n_rot_full : gm_head_v(hp, il);
+    fa->n_q = 1;
+    fa->q_ne3 = 1;
+    fa->n_kv = cache ? 256 : 1;
+    fa->gqa = hp->is_mla ? hp->n_head[il] : hp->n_head[il] / (hp->n_head_kv[il] ? hp->n_head_kv[il] : 1);
+    fa->type_k = cache ? fit->cp.type_k : T_F16;
+    fa->type_v = hp->is_mla ? fa->type_k : cache ? fit->cp.type_v : T_F16;
+    fa->nel_k = fa->nel_v = 0;
+    fa->mask = true;
+    fa->rows_aligned = true;
+    fa->v_is_k_view = hp->is_mla;
+}
+
+/* The device's own answer (device.h runs_fa): flash attention without a
+ * kernel for a layer on a GPU (on_gpu) or on the CPU (its head size or the
+ * cache types) runs on the CPU in the probe graph (measured on the H200:
+ * gemma2/3/3n/4's 16-wide heads, deepseek2/32 and glm-dsa's MLA, every
+ * 16-wide fixture head; docs/cuda.md).  An architecture whose every
+ * attention has a position bias (t5encoder) has no fused op to probe. */
+bool gm_fit_lacks_fa_kernel(const gm_fit_ctx *fit, bool on_gpu) {
     const gm_backend_def *d = gm_backend(fit->device);
     const gm_hparams *hp = fit->hp;
-    if (!d->runs_fa) return false;
-    for (uint32_t il = 0; il < hp->n_layer; il++)
-        if (hp->n_head[il] && gm_fit_layer_on_gpu(fit, il) &&
-            !d->runs_fa(fit->cp.type_k, fit->cp.type_v, gm_head_k(hp, il), gm_head_v(hp, il)))
-            return true;
+    if (!d->runs_fa || (hp->traits.position_bias && !hp->traits.encoder_decoder)) return false;
+    /* the MTP draft context's graph runs its NextN layers, the main one its trunk */
+    const uint32_t first = hp->ctx_mtp ? hp->n_layer : 0, end = hp->ctx_mtp ? hp->n_layer_all : hp->n_layer;
+    for (uint32_t il = first; il < end; il++) {
+        if (gm_fit_layer_on_gpu(fit, il) != on_gpu || hp->n_head[il] == 0) continue;
+        if (!hp->ctx_mtp && hp->is_recr[il] && hp->attn_filter != GM_ATTN_ALL) continue;
+        if (!hp->ctx_mtp && hp->attn_filter == GM_ATTN_NEMOTRON && hp->n_ff[il] != 0) continue;
+        gm_fa_shape fa;
+        layer_fa_shape(fit, il, &fa);
+        if (!d->runs_fa(&fa)) return true;
+    }
     return false;
 }
 
 static bool auto_fa_turns_off(const gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
+    if (gm_fit_lacks_fa_kernel(fit, true)) return true;
     bool gpu_layer = false, cpu_layer = false;
-    if (device_lacks_fa(fit)) return true;
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         if (gm_fit_layer_on_gpu(fit, il)) gpu_layer = true;
         else cpu_layer = true;
@@ -177,10 +231,12 @@ static bool auto_fa_turns_off(const gm_fit_ctx *fit) {
  * pooling multiplies the last layer's n_outputs rows by a [n_tokens, n_seqs]
  * matrix, and graph_reserve rounds n_tokens up to a multiple of n_seq_max
  * after n_outputs was taken (llama-context.cpp:2492, llama-graph.cpp:3711,
- * ggml.c:3345); the MTP draft graphs of the architectures whose row says
- * mtp_one_block assert a single NextN block (qwen35.cpp:489,
- * nemotron-h-moe.cpp:13, glm4-moe.cpp:135; hy_v3 and step35 build one
- * block per graph and take any count). */
+ * ggml.c:3345); a pooling type llama.cpp does not know aborts the graph
+ * with embeddings on (build_pooling, llama-graph.cpp:3765-3768); the MTP
+ * draft graphs of the architectures whose row says mtp_one_block assert a
+ * single NextN block (qwen35.cpp:489, nemotron-h-moe.cpp:13,
+ * glm4-moe.cpp:135; hy_v3 and step35 build one block per graph and take any
+ * count). */
 static void graph_aborts(gm_fit_ctx *fit) {
     const gm_hparams *hp = fit->hp;
     const ggufmap_fit_context *s = &fit->cp.sizes;
@@ -194,6 +250,9 @@ static void graph_aborts(gm_fit_ctx *fit) {
     else if (hp->pooling_type == 1 && fit->cp.embeddings && n_tokens % s->n_seq_max != 0)
         snprintf(fit->refusal, sizeof fit->refusal, "mean pooling over a %u-token reserve rounded up to a multiple "
                  "of -np %u: ggml asserts (ggml_can_mul_mat)", n_tokens, s->n_seq_max);
+    else if (fit->cp.embeddings && hp->pooling_type > 4) /* NONE, MEAN, CLS, LAST, RANK (llama.h) */
+        snprintf(fit->refusal, sizeof fit->refusal, "build_pooling: unknown pooling type %u (pooling_type): "
+                 "GGML_ABORT(\"unknown pooling type\") (llama-graph.cpp:3767)", hp->pooling_type);
     else
         return;
     fit->aborts = true;
@@ -210,10 +269,18 @@ void gm_fit_context(gm_fit_ctx *fit) {
     cp->swa_full = fit->opts.swa_full;
     cp->embeddings = fit->opts.embeddings;
     cp->causal = fit->hp->causal;
-    cp->n_rs_seq = 0;
+    /* --spec-type draft-mtp asks the target for rollback rows (common.cpp:1723,
+     * need_n_rs_seq); llama.cpp clamps them to 0 where the architecture has no
+     * partial rollback (llama-context.cpp:105-110); the draft has none
+     * (common.cpp:1311) */
+    cp->n_rs_seq = fit->opts.mtp && !fit->hp->ctx_mtp && fit->hp->traits.rs_rollback ? fit->opts.spec_draft_n_max : 0;
     if (refused_before_constructor(fit, &fa)) return;
     derive_sizes(fit, fa);
     if (fit->refusal[0]) return;
-    if (fa == GGUFMAP_FA_AUTO && auto_fa_turns_off(fit)) cp->sizes.flash_attn = false;
+    if (outputs_refused(fit)) return;
+    /* with a graph, fit_compute.c resolves -fa auto as llama.cpp does, by
+     * its probe; the rules below stand in where there is none */
+    cp->fa_auto = fa == GGUFMAP_FA_AUTO && gm_fit_has_graph(fit->hp);
+    if (fa == GGUFMAP_FA_AUTO && !cp->fa_auto && auto_fa_turns_off(fit)) cp->sizes.flash_attn = false;
     graph_aborts(fit);
 }

@@ -9,7 +9,10 @@
  * (ggml_new_tensor_impl folds chains of views).  Data is never computed.
  */
 #include "fit_graph.h"
+#include "internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +23,20 @@
 /* ------------------------------------------------------------------------ */
 
 void gm_graph_init(gm_graph *g) { memset(g, 0, sizeof *g); }
+
+void gm_graph_abort(gm_graph *g, const char *fmt, ...) {
+    if (g->aborts[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->aborts, sizeof g->aborts, fmt, ap);
+    va_end(ap);
+}
+
+int64_t gm_div(gm_graph *g, int64_t a, int64_t b) {
+    if (b != 0) return a / b;
+    gm_graph_abort(g, "an integer division by zero building the graph (SIGFPE: llama.cpp crashes)");
+    return 0;
+}
 
 void gm_graph_free(gm_graph *g) {
     free(g->t);
@@ -59,10 +76,33 @@ static int64_t block_size(int32_t type) {
     return t && t->block_size ? t->block_size : 1;
 }
 
+/* Whether a tensor's strides and bytes hold in 64 bits and under
+ * GM_FIT_MAX_BYTES (hostile sizes and contexts: -c 4294967040 -ub
+ * 4294967040 makes a mask of 2^64 elements). */
+static bool size_in_range(const gm_tensor *t) {
+    uint64_t bytes = type_size(t->type), rows = 1;
+    for (int i = 0; i < 4; i++)
+        if (t->ne[i] < 0) return false;
+    if (!gm_mul_ok(bytes, (uint64_t)t->ne[0] / (uint64_t)block_size(t->type), &bytes)) return false;
+    for (int i = 1; i < 4; i++)
+        if (!gm_mul_ok(rows, (uint64_t)t->ne[i], &rows)) return false;
+    return gm_mul_ok(bytes, rows, &bytes) && bytes <= GM_FIT_MAX_BYTES;
+}
+
 /* ggml_new_tensor_impl: ne beyond n_dims are 1, nb contiguous; a view
  * refers to the root of view_src. */
 static int32_t new_tensor(gm_graph *g, int32_t type, int n_dims, const int64_t *ne, int32_t view_src, uint64_t offs) {
-    if (g->oom || (g->n == g->cap && !grow(g))) return 0;
+    if (g->oom) return 0;
+    /* llama.cpp's compute context holds max_nodes tensors and the graph:
+     * one more and ggml_new_object finds no room (not enough space in the
+     * context's memory pool), ggml_new_tensor_impl asserts */
+    if (g->max_ctx_tensors && ++g->n_ctx_tensors > g->max_ctx_tensors) {
+        gm_graph_abort(g, "ggml_new_tensor_impl building the graph: not enough space in the context's memory pool "
+                       "(%lld tensors): GGML_ASSERT(obj_new) failed (ggml.c:1805)", (long long)g->max_ctx_tensors);
+        g->oom = true;
+        return 0;
+    }
+    if (g->n == g->cap && !grow(g)) return 0;
     if (view_src != GM_NONE && g->t[view_src].view_src != GM_NONE) {
         offs += g->t[view_src].view_offs;
         view_src = g->t[view_src].view_src;
@@ -75,6 +115,7 @@ static int32_t new_tensor(gm_graph *g, int32_t type, int n_dims, const int64_t *
     t->nb[0] = type_size(type);
     t->nb[1] = t->nb[0] * (uint64_t)(t->ne[0] / block_size(type));
     for (int i = 2; i < 4; i++) t->nb[i] = t->nb[i - 1] * (uint64_t)t->ne[i - 1];
+    if (!size_in_range(t)) g->too_big = true;
     for (int i = 0; i < GM_MAX_SRC; i++) t->src[i] = GM_NONE;
     t->view_src = view_src;
     t->view_offs = offs;
@@ -100,6 +141,7 @@ int32_t gm_new_4d(gm_graph *g, int32_t type, int64_t ne0, int64_t ne1, int64_t n
 }
 
 int32_t gm_new_buffered(gm_graph *g, int32_t type, const int64_t ne[4], gm_buft buft, bool weight) {
+    g->n_ctx_tensors--; /* a weight or a cache: in the model's or the memory's context */
     int32_t id = gm_new_tensor(g, type, 4, ne);
     g->t[id].buft = (uint8_t)buft;
     g->t[id].weight = weight;
@@ -198,7 +240,21 @@ int32_t gm_view_4d(gm_graph *g, int32_t a, int64_t ne0, int64_t ne1, int64_t ne2
     return r;
 }
 
+/* ggml_reshape_Nd's GGML_ASSERT(ggml_nelements(a) == ne0*...) (ggml.c) */
+static void reshape_check(gm_graph *g, int32_t a, int n_dims, const int64_t *ne) {
+    static const char *const what[4] = { "ne0", "ne0*ne1", "ne0*ne1*ne2", "ne0*ne1*ne2*ne3" };
+    static const int line[4] = { 3712, 3730, 3749, 3769 };
+    uint64_t want = 1, have = 1;
+    bool ok = true;
+    for (int i = 0; i < n_dims; i++) ok = ok && ne[i] >= 0 && gm_mul_ok(want, (uint64_t)ne[i], &want);
+    for (int i = 0; i < 4; i++) ok = ok && gm_mul_ok(have, (uint64_t)g->t[a].ne[i], &have);
+    if (ok && want == have) return;
+    gm_graph_abort(g, "ggml_reshape_%dd building the graph: GGML_ASSERT(ggml_nelements(a) == %s) failed "
+                   "(ggml.c:%d)", n_dims, what[n_dims - 1], line[n_dims - 1]);
+}
+
 static int32_t reshape(gm_graph *g, int32_t a, int n_dims, const int64_t *ne) {
+    if (!g->oom) reshape_check(g, a, n_dims, ne);
     int32_t r = new_tensor(g, g->t[a].type, n_dims, ne, a, 0);
     set_op(g, r, GM_OP_RESHAPE);
     set_src(g, r, 0, a);
@@ -347,6 +403,25 @@ int32_t gm_glu_split(gm_graph *g, int32_t a, int32_t b) {
     set_op(g, r, GM_OP_GLU);
     set_src(g, r, 0, a);
     set_src(g, r, 1, b);
+    return r;
+}
+
+int32_t gm_glu(gm_graph *g, int32_t a) {
+    int64_t ne[4];
+    memcpy(ne, g->t[a].ne, sizeof ne);
+    ne[0] /= 2;
+    int32_t r = new_tensor(g, g->t[a].type, 4, ne, GM_NONE, 0);
+    set_op(g, r, GM_OP_GLU);
+    set_src(g, r, 0, a);
+    return r;
+}
+
+int32_t gm_add_id(gm_graph *g, int32_t a, int32_t b, int32_t ids) {
+    int32_t r = dup_tensor(g, a);
+    set_op(g, r, GM_OP_ADD_ID);
+    set_src(g, r, 0, a);
+    set_src(g, r, 1, b);
+    set_src(g, r, 2, ids);
     return r;
 }
 

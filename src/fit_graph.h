@@ -42,6 +42,9 @@ typedef enum gm_op {
     GM_OP_ARGSORT, GM_OP_TOP_K, GM_OP_FLASH_ATTN_EXT, GM_OP_SSM_CONV, GM_OP_GATED_DELTA_NET,
     GM_OP_CUSTOM,         /* a fused op (dsv4 hyper-connections, lightning indexer, ...) */
     GM_OP_SUB, GM_OP_SQR, GM_OP_SSM_SCAN, GM_OP_RWKV_WKV7, /* graphs-recurrent: Mamba-2, RWKV-7 */
+    GM_OP_ADD_ID,         /* ggml_add_id: a + b's rows picked by ids (experts' biases) */
+    GM_OP_MEAN,           /* graphs-dense: gemma3n's activation sparsity (a [1, ...] reduction, not in place) */
+    GM_OP_LIGHTNING_INDEXER, /* the DSA indexer's fused scores (ggml_lightning_indexer: q, k, weights, mask) */
     GM_OP_COUNT
 } gm_op;
 
@@ -81,9 +84,20 @@ typedef struct gm_graph {
     int32_t n_nodes, n_leafs, cap_order;
     uint8_t *visited;       /* per tensor: in nodes/leafs already */
     bool oom;               /* an allocation failed: the graph is unusable */
+    bool too_big;           /* a tensor of more than GM_FIT_MAX_BYTES (or sizes that overflow) */
+    char aborts[160];       /* "" or where building the graph aborts llama.cpp (a ggml assert, a crash) */
+    int64_t max_ctx_tensors; /* the compute context's room in tensors (llm_graph_result's max_nodes), 0: no limit */
+    int64_t n_ctx_tensors;  /* the tensors the compute context holds: all but weights and caches */
 } gm_graph;
 
 void gm_graph_init(gm_graph *g);
+/* Building the graph aborts llama.cpp here (the first reason is kept): fmt
+ * names the assertion or the crash and its place. */
+void gm_graph_abort(gm_graph *g, const char *fmt, ...);
+/* a / b for the integer divisions of a graph builder: a division by zero
+ * (hyperparameters llama.cpp loads but divides by, as its graph does)
+ * records its crash in g->aborts and gives 0. */
+int64_t gm_div(gm_graph *g, int64_t a, int64_t b);
 void gm_graph_free(gm_graph *g);
 /* Forgets the node and leaf order (a new graph over the same tensors). */
 void gm_graph_clear_order(gm_graph *g);
@@ -131,6 +145,10 @@ int32_t gm_op2(gm_graph *g, gm_op op, int32_t a, int32_t b);          /* shape o
 int32_t gm_rope(gm_graph *g, int32_t a, int32_t pos, int32_t freq_factors);
 int32_t gm_soft_max_ext(gm_graph *g, int32_t a, int32_t mask, int32_t sinks);
 int32_t gm_glu_split(gm_graph *g, int32_t a, int32_t b);
+/* ggml_glu without a second operand (swiglu, geglu, reglu of one tensor): half of a's rows */
+int32_t gm_glu(gm_graph *g, int32_t a);
+/* ggml_add_id: a's shape; sources a, b, ids */
+int32_t gm_add_id(gm_graph *g, int32_t a, int32_t b, int32_t ids);
 int32_t gm_mul_mat(gm_graph *g, int32_t a, int32_t b);
 int32_t gm_mul_mat_id(gm_graph *g, int32_t as, int32_t b, int32_t ids);
 int32_t gm_get_rows(gm_graph *g, int32_t a, int32_t b);
@@ -168,6 +186,7 @@ typedef struct gm_backends {
                                  pipeline parallelism, else 1 (0 counts as 1) */
     gm_buft buft[GM_MAX_BACKENDS];     /* the buffer type each backend computes in */
     uint64_t alignment[GM_MAX_BACKENDS];
+    bool no_fusion;           /* the GPUs' graph_optimize fuses nothing (GGML_CUDA_DISABLE_FUSION=1) */
 } gm_backends;
 
 /* The split graph: its nodes and leafs (indices into the graph's tensors)

@@ -37,6 +37,7 @@ static const char *const OP_NAMES[GM_OP_COUNT] = {
     [GM_OP_PAD] = "PAD", [GM_OP_ARGSORT] = "ARGSORT", [GM_OP_TOP_K] = "TOP_K", [GM_OP_FLASH_ATTN_EXT] = "FLASH_ATTN_EXT",
     [GM_OP_SSM_CONV] = "SSM_CONV", [GM_OP_GATED_DELTA_NET] = "GATED_DELTA_NET", [GM_OP_CUSTOM] = "CUSTOM",
     [GM_OP_SUB] = "SUB", [GM_OP_SQR] = "SQR", [GM_OP_SSM_SCAN] = "SSM_SCAN", [GM_OP_RWKV_WKV7] = "RWKV_WKV7",
+    [GM_OP_MEAN] = "MEAN", [GM_OP_LIGHTNING_INDEXER] = "LIGHTNING_INDEXER",
 };
 
 static const char *op_name(uint8_t op) {

@@ -78,6 +78,7 @@ typedef struct gm_cparams {
     int32_t type_k, type_v;
     bool offload_kqv, op_offload, kv_unified, swa_full, embeddings, causal;
     uint32_t n_rs_seq;          /* recurrent rollback rows per sequence (0 without MTP) */
+    bool fa_auto;               /* -fa auto still to resolve (cparams.auto_fa): resolve_fused_ops decides */
 } gm_cparams;
 
 /* A llama_context of the run, as the parts build it.  plan, hp and device
@@ -111,6 +112,9 @@ uint64_t gm_row_size(int32_t type, int64_t n);
 /* fit_context.c: the sizes llama_context's constructor computes from opts,
  * or a refusal in fit->refusal (llama_init_from_model's checks, in order). */
 void gm_fit_context(gm_fit_ctx *fit);
+/* Whether the device's flash attention has no kernel (its runs_fa hook)
+ * for the attention of some layer on a GPU (on_gpu) or on the CPU. */
+bool gm_fit_lacks_fa_kernel(const gm_fit_ctx *fit, bool on_gpu);
 
 /* fit_memory.c: the output buffer, then the memory module's buffers. */
 int gm_fit_memory(gm_fit_ctx *fit, ggufmap_error *err);
@@ -123,8 +127,12 @@ bool gm_cache_has_layer(const gm_hparams *hp, gm_cache cache, uint32_t il);
  * KV layers, llama-model.cpp:2657-2666), or -1. */
 int32_t gm_cache_reuse(const gm_hparams *hp, uint32_t il);
 
-/* fit_compute.c: the compute buffers of the scheduler's backends. */
+/* fit_compute.c: the compute buffers of the scheduler's backends; with
+ * -fa auto it first resolves flash attention by llama.cpp's probe on the
+ * graph (cp.sizes.flash_attn may turn off). */
 int gm_fit_compute(gm_fit_ctx *fit, ggufmap_error *err);
+/* whether fit_compute.c builds the architecture's graph (else a bound) */
+bool gm_fit_has_graph(const gm_hparams *hp);
 /* Whether llama.cpp runs the context with pipeline parallelism (several
  * GPUs holding every layer, -sm layer, no override, KV offloaded): the
  * scheduler then keeps GM_SCHED_MAX_COPIES copies of its inputs. */

@@ -12,6 +12,8 @@
  */
 #include "fit_llm.h"
 
+#include "fit_block_ffn.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,33 +74,38 @@ int32_t gm_w_output(gm_llm *l) {
     return weight_tensor(l, ti, ctx, &l->w_dup[ti], NULL);
 }
 
-/* the instance of a weight that layer il's context holds: a TENSOR_DUPLICATED
- * copy (rope_freqs, rope_factors_long/short: create_tensor gives every layer
- * but the first its own copy in the layer's context), else the weight */
-/* The copy of a per-layer tensor (TENSOR_DUPLICATED: rope_freqs) layer il
- * uses: the one created for il, else the one its device's context already
- * held (llama.cpp reuses a copy a context has, llama-model-loader.cpp
- * create_tensor), else the first. */
+/* The instance of a weight that layer il's context holds: a TENSOR_DUPLICATED
+ * copy (rope_freqs, rope_factors_long/short) lives once per buffer-type
+ * context (create_tensor reuses a copy the context already has,
+ * llama-model-loader.cpp:1371-1376): the one created for layer il, else the
+ * copy on layer il's device (its GPU, or the host), else the weight.  One
+ * tensor per context in the graph: w[] for the weight's own context, w_copy[]
+ * for the others (one slot per context, several GPUs each their own). */
 int32_t gm_w_layer(gm_llm *l, const char *fmt, int il) {
     const int64_t ti = find_weight(l, fmt, il);
     if (ti < 0) return GM_NONE;
     const ggufmap_placement *pl = ggufmap_plan_placement(l->fit->plan);
     const int32_t gpu = gm_fit_layer_gpu(l->fit, (uint32_t)il);
-    int32_t same_device = -1;
+    int32_t ctx = -1;
     for (int64_t i = 0; i < ggufmap_placement_n_instances(pl); i++) {
         const ggufmap_instance *in = ggufmap_placement_instance(pl, i);
         if (in->tensor != ti) continue;
         const ggufmap_context *c = ggufmap_placement_context(pl, in->context);
         if (in->duplicate && in->layer == il) {
-            same_device = (int32_t)in->context;
+            ctx = (int32_t)in->context;
             break;
         }
-        if (same_device < 0 && (gpu >= 0 ? c->gpu && c->ordinal == (uint32_t)gpu : !c->gpu))
-            same_device = (int32_t)in->context;
+        if (ctx < 0 && (gpu >= 0 ? c->gpu && c->ordinal == (uint32_t)gpu : !c->gpu)) ctx = (int32_t)in->context;
     }
-    if (same_device < 0 || same_device == l->ctx_of[ti]) return gm_w(l, fmt, il);
-    int32_t fresh = GM_NONE;
-    return weight_tensor(l, ti, same_device, &fresh, NULL);
+    if (ctx < 0 || ctx == l->ctx_of[ti]) return gm_w(l, fmt, il);
+    return weight_tensor(l, ti, ctx, &l->w_copy[(int64_t)ctx * ggufmap_model_n_tensors(model_of(l)) + ti], NULL);
+}
+
+bool gm_assert(gm_llm *l, bool cond, const char *what) {
+    if (!cond)
+        gm_graph_abort(l->g, "the %s%s graph fails GGML_ASSERT(%s) while the reserve builds it", l->hp->arch_name,
+                       l->hp->ctx_mtp ? " MTP draft" : "", what);
+    return cond;
 }
 
 int gm_layer_backend(const gm_llm *l, int il) {
@@ -170,19 +177,27 @@ static int32_t rot_input(gm_llm *l, const gm_kv_cache *kv, bool is_k) {
     return input(l, gm_new_2d(l->g, T_F32, nrot, nrot));
 }
 
-void gm_attn_inp_kv(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp) {
+/* the row indices, the mask and (with_v) the V indices and rotations of
+ * one cache's attention inputs */
+static void attn_inputs(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp, bool with_v) {
     gm_graph *g = l->g;
     const int64_t n = l->ub.n_tokens;
     const int64_t n_stream = l->cp->kv_unified ? 1 : l->ub.n_seqs;
     memset(inp, 0, sizeof *inp);
     inp->kv = kv;
     inp->k_idxs = input(l, gm_new_1d(g, T_I64, n));
-    inp->v_idxs = kv->k_only ? GM_NONE
-                             : input(l, gm_new_1d(g, T_I64, kv->v_trans ? n * gm_n_embd_v_gqa_max(l->hp) : n));
+    inp->v_idxs = !with_v || kv->k_only ? GM_NONE
+                                        : input(l, gm_new_1d(g, T_I64, kv->v_trans ? n * gm_n_embd_v_gqa_max(l->hp) : n));
     inp->kq_mask = input(l, gm_new_4d(g, l->cp->sizes.flash_attn ? T_F16 : T_F32, kv->kv_size, n / n_stream, 1, n_stream));
-    inp->k_rot = rot_input(l, kv, true);
-    inp->v_rot = rot_input(l, kv, false);
+    inp->k_rot = with_v ? rot_input(l, kv, true) : GM_NONE;
+    inp->v_rot = with_v ? rot_input(l, kv, false) : GM_NONE;
 }
+
+void gm_attn_inp_kv(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp) { attn_inputs(l, kv, inp, true); }
+
+/* build_attn_inp_k (llama-graph.cpp:2926-2953): a cache of keys only (MLA):
+ * row indices and the mask, no V indices, no rotation */
+void gm_attn_inp_k(gm_llm *l, const gm_kv_cache *kv, gm_attn_inp *inp) { attn_inputs(l, kv, inp, false); }
 
 /* build_attn_inp_kv_iswa (llama-graph.cpp:3391-3422): the base inputs, then the SWA ones */
 void gm_attn_inp_kv_iswa(gm_llm *l, gm_attn_inp *base, gm_attn_inp *swa) {
@@ -198,31 +213,59 @@ int32_t gm_build_lora_mm(gm_llm *l, int32_t w, int32_t cur) { return gm_mul_mat(
 
 /* build_norm, LLM_NORM_RMS: rms_norm ("norm"), times the weight */
 int32_t gm_build_norm_rms(gm_llm *l, int32_t cur, int32_t w, int il) {
-    cur = gm_unary(l->g, GM_OP_RMS_NORM, cur);
-    if (w != GM_NONE) {
-        gm_cb_norm(l, cur, il);
-        cur = gm_binary(l->g, GM_OP_MUL, cur, w);
-    }
-    return cur;
+    return gm_build_norm(l, cur, w, GM_NONE, true, il);
 }
 
-/* build_qkv's separate path (llama-graph.cpp:1633-1745): each projection
- * with its bias when the model has one, then the reshapes */
-void gm_build_qkv(gm_llm *l, int il, int32_t cur, int64_t head_k, int64_t n_head, int64_t n_head_kv, int64_t head_v,
-                  int32_t *q, int32_t *k, int32_t *v) {
+static uint64_t row_size(int32_t type, int64_t n) {
+    const ggufmap_type_info *t = ggufmap_type(type);
+    return (uint64_t)t->type_size * (uint64_t)(n / t->block_size);
+}
+
+/* build_qkv (llama-graph.cpp:1633-1745): the fused projection (attn_qkv and
+ * its bias, or the three separate biases concatenated) cut into views, or
+ * the separate projections with their biases; reshaped to heads, or with
+ * reshape false flat (the fused views made contiguous).  head[] and
+ * n_heads[] are Q's, K's and V's. */
+void gm_build_qkv_heads(gm_llm *l, int il, int32_t cur, const int64_t head[3], const int64_t n_heads[3], bool reshape,
+                        int32_t *q, int32_t *k, int32_t *v) {
     static const char *const w_names[3] = { "blk.%d.attn_q.weight", "blk.%d.attn_k.weight", "blk.%d.attn_v.weight" };
     static const char *const b_names[3] = { "blk.%d.attn_q.bias", "blk.%d.attn_k.bias", "blk.%d.attn_v.bias" };
     gm_graph *g = l->g;
+    const int64_t n = l->ub.n_tokens;
     int32_t *out[3] = { q, k, v };
+    const int32_t wqkv = gm_w(l, "blk.%d.attn_qkv.weight", il);
+    if (wqkv != GM_NONE) {
+        int32_t qkv = gm_build_lora_mm(l, wqkv, cur);
+        int32_t bias = gm_w(l, "blk.%d.attn_qkv.bias", il);
+        const int32_t qb = gm_w(l, b_names[0], il), kb = gm_w(l, b_names[1], il), vb = gm_w(l, b_names[2], il);
+        if (bias == GM_NONE && qb != GM_NONE && kb != GM_NONE && vb != GM_NONE)
+            bias = gm_concat(g, gm_concat(g, qb, kb, 0), vb, 0);
+        if (bias != GM_NONE) qkv = gm_binary(g, GM_OP_ADD, qkv, bias);
+        const int32_t type = g->t[qkv].type;
+        const uint64_t nb1 = g->t[qkv].nb[1];
+        uint64_t offs = 0;
+        for (int i = 0; i < 3; i++) {
+            *out[i] = reshape ? gm_view_3d(g, qkv, head[i], n_heads[i], n, row_size(type, head[i]), nb1, offs)
+                              : gm_view_2d(g, qkv, head[i] * n_heads[i], n, nb1, offs);
+            offs += row_size(type, head[i] * n_heads[i]);
+        }
+        if (!reshape)
+            for (int i = 0; i < 3; i++) *out[i] = gm_cont(g, *out[i]);
+        return;
+    }
     for (int i = 0; i < 3; i++) {
         *out[i] = gm_build_lora_mm(l, gm_w(l, w_names[i], il), cur);
         const int32_t bias = gm_w(l, b_names[i], il);
         if (bias != GM_NONE) *out[i] = gm_binary(g, GM_OP_ADD, *out[i], bias);
     }
-    const int64_t n = l->ub.n_tokens;
-    *q = gm_reshape_3d(g, *q, head_k, n_head, n);
-    *k = gm_reshape_3d(g, *k, head_k, n_head_kv, n);
-    *v = gm_reshape_3d(g, *v, head_v, n_head_kv, n);
+    if (reshape)
+        for (int i = 0; i < 3; i++) *out[i] = gm_reshape_3d(g, *out[i], head[i], n_heads[i], n);
+}
+
+void gm_build_qkv(gm_llm *l, int il, int32_t cur, int64_t head_k, int64_t n_head, int64_t n_head_kv, int64_t head_v,
+                  int32_t *q, int32_t *k, int32_t *v) {
+    const int64_t head[3] = { head_k, head_k, head_v }, n_heads[3] = { n_head, n_head_kv, n_head_kv };
+    gm_build_qkv_heads(l, il, cur, head, n_heads, true, q, k, v);
 }
 
 /* llama_mul_mat_hadamard (llama-impl.h:57-74) */
@@ -234,11 +277,6 @@ static int32_t mul_mat_hadamard(gm_graph *g, int32_t cur, int32_t rot) {
     int32_t r = gm_is_contiguous(g, cur) ? gm_reshape_2d(g, cur, n, elems / n) : gm_cont_2d(g, cur, n, elems / n);
     r = gm_mul_mat(g, rot, r);
     return gm_reshape_4d(g, r, ne[0], ne[1], ne[2], ne[3]);
-}
-
-static uint64_t row_size(int32_t type, int64_t n) {
-    const ggufmap_type_info *t = ggufmap_type(type);
-    return (uint64_t)t->type_size * (uint64_t)(n / t->block_size);
 }
 
 /* llama_kv_cache::cpy_k (llama-kv-cache.cpp:1318-1351) */
@@ -299,19 +337,12 @@ static int32_t get_v(gm_llm *l, const gm_kv_cache *kv, int il) {
                       row_size(type, size * n_embd_gqa), 0);
 }
 
-/* The layer of the FLASH_ATTN_EXT node under build_attn_mha's result (a
- * reshape of it), as llama.cpp records it for resolve_fused_ops
- * (llama-graph.cpp:2645). */
-void gm_tag_fused(gm_graph *g, int32_t cur, int il) {
-    const int32_t root = g->t[cur].view_src;
-    if (root != GM_NONE && g->t[root].op == GM_OP_FLASH_ATTN_EXT) g->t[root].il = (int16_t)il;
-}
-
 /* build_attn_mha (llama-graph.cpp:2602-2738): flash attention unless off
  * or a KQ bias is given; without it the scores, soft-capped, biased,
- * soft-maxed (with the sinks), times V */
-int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
-                          bool soft_cap) {
+ * soft-maxed (with the sinks), times V; MLA's V decompression (v_mla)
+ * after either */
+static int32_t attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
+                        int32_t v_mla, bool soft_cap, int il) {
     gm_graph *g = l->g;
     const bool v_trans = g->t[v].nb[1] > g->t[v].nb[2];
     const int64_t n_stream = g->t[k].ne[3];
@@ -327,6 +358,13 @@ int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq
         if (g->t[k].type == T_F32) k = gm_cast(g, k, T_F16);
         if (g->t[v].type == T_F32) v = gm_cast(g, v, T_F16);
         cur = gm_flash_attn_ext(g, q, k, v, kq_mask, sinks);
+        if (il >= 0) g->t[cur].il = (int16_t)il; /* add_fused_node (llama-graph.cpp:2645) */
+        if (v_mla != GM_NONE) {
+            cur = gm_permute(g, cur, 0, 2, 1, 3);
+            cur = gm_mul_mat(g, v_mla, cur);
+            cur = gm_permute(g, cur, 0, 2, 1, 3);
+            cur = gm_cont(g, cur);
+        }
         const gm_tensor *c = &g->t[cur];
         cur = gm_reshape_2d(g, cur, c->ne[0] * c->ne[1], c->ne[2] * c->ne[3]);
     } else {
@@ -340,6 +378,7 @@ int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq
         kq = gm_soft_max_ext(g, kq, kq_mask, sinks);
         if (!v_trans) v = gm_cont(g, gm_transpose(g, v));
         int32_t kqv = gm_mul_mat(g, v, kq);
+        if (v_mla != GM_NONE) kqv = gm_mul_mat(g, v_mla, kqv);
         cur = gm_permute(g, kqv, 0, 2, 1, 3);
         const gm_tensor *c = &g->t[cur];
         cur = gm_cont_2d(g, cur, c->ne[0] * c->ne[1], c->ne[2] * c->ne[3]);
@@ -349,12 +388,20 @@ int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq
     return cur;
 }
 
-/* build_attn with llm_graph_input_attn_kv (llama-graph.cpp:2851-2930) and
- * with llm_graph_input_attn_kv_iswa (:3089-3170, iswa: q, k, v expanded in
- * that order, and no K/V to store on a layer that reuses another's cache);
- * then wo and its bias */
-int32_t gm_build_attn_opts(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
-                           int il) {
+int32_t gm_build_attn_mha(gm_llm *l, int32_t q, int32_t k, int32_t v, int32_t kq_b, int32_t kq_mask, int32_t sinks,
+                          bool soft_cap, int il) {
+    return attn_mha(l, q, k, v, kq_b, kq_mask, sinks, GM_NONE, soft_cap, il);
+}
+
+/* build_attn over a cache (llama-graph.cpp:2851-2930 with
+ * llm_graph_input_attn_kv, :3089-3170 with the iswa pair, :2955-3010 with
+ * llm_graph_input_attn_k): rotate, expand q and v then k (iswa: q, k, v;
+ * k and v may be absent on a layer that reads another's cache), store K
+ * and V (K only when the cache has no V: V is then a view of K's first
+ * v->ne[0] values), attend (v_mla: MLA's decompression), project with wo
+ * and its bias. */
+int32_t gm_build_attn_mla(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
+                          int32_t v_mla, int il) {
     gm_graph *g = l->g;
     if (inp->k_rot != GM_NONE) {
         q = mul_mat_hadamard(g, q, inp->k_rot);
@@ -369,16 +416,50 @@ int32_t gm_build_attn_opts(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts
         gm_expand(g, v);
         gm_expand(g, k);
     }
+    const bool k_only = inp->v_idxs == GM_NONE;
     if (k != GM_NONE) gm_expand(g, cpy_k(l, inp->kv, k, inp->k_idxs, il));
-    if (v != GM_NONE) gm_expand(g, cpy_v(l, inp->kv, v, inp->v_idxs, il));
-    int32_t cur = gm_build_attn_mha(l, q, get_k(l, inp->kv, il), get_v(l, inp->kv, il), o->kq_b, inp->kq_mask, o->sinks,
-                                    o->soft_cap);
-    gm_tag_fused(g, cur, il);
+    if (v != GM_NONE && !k_only) gm_expand(g, cpy_v(l, inp->kv, v, inp->v_idxs, il));
+    int32_t kv_k = get_k(l, inp->kv, il), kv_v;
+    if (k_only) {
+        const gm_tensor *kt = &g->t[kv_k];
+        kv_v = gm_view_4d(g, kv_k, g->t[v].ne[0], kt->ne[1], kt->ne[2], kt->ne[3], kt->nb[1], kt->nb[2], kt->nb[3], 0);
+    } else {
+        kv_v = get_v(l, inp->kv, il);
+    }
+    int32_t cur = attn_mha(l, q, kv_k, kv_v, o->kq_b, inp->kq_mask, o->sinks, v_mla, o->soft_cap, il);
     if (inp->v_rot != GM_NONE) cur = mul_mat_hadamard(g, cur, inp->v_rot);
     if (o->wo != GM_NONE) cur = gm_build_lora_mm(l, o->wo, cur);
     if (o->wo_b != GM_NONE) cur = gm_binary(g, GM_OP_ADD, cur, o->wo_b);
     return cur;
 }
+
+int32_t gm_build_attn_opts(gm_llm *l, const gm_attn_inp *inp, const gm_attn_opts *o, int32_t q, int32_t k, int32_t v,
+                           int il) {
+    return gm_build_attn_mla(l, inp, o, q, k, v, GM_NONE, il);
+}
+
+/* build_attn's top-k mask (llama-graph.cpp:3041-3071): -inf everywhere,
+ * zeros set at the top-k cells of each query, plus the mask */
+int32_t gm_kq_mask_top_k(gm_llm *l, int32_t kq_mask, int32_t top_k) {
+    gm_graph *g = l->g;
+    int32_t all = gm_fill(g, kq_mask);
+    const gm_tensor *a = &g->t[all];
+    all = gm_view_4d(g, all, 1, a->ne[0], a->ne[1], a->ne[3], a->nb[0], a->nb[1], a->nb[2], 0);
+    const gm_tensor *t = &g->t[top_k];
+    int32_t top3 = gm_view_4d(g, top_k, t->ne[0], t->ne[1], t->ne[3], 1, t->nb[1], t->nb[2], (uint64_t)t->ne[3] * t->nb[3], 0);
+    int32_t zeros = gm_new_4d(g, T_F32, 1, g->t[top3].ne[0], g->t[top3].ne[1], g->t[top3].ne[2]);
+    zeros = gm_fill(g, zeros);
+    int32_t m = gm_set_rows(g, all, zeros, top3);
+    const gm_tensor *mt = &g->t[m];
+    m = gm_view_4d(g, m, mt->ne[1], mt->ne[2], 1, mt->ne[3], mt->nb[2], mt->nb[3], mt->nb[3], 0);
+    return gm_binary(g, GM_OP_ADD, m, kq_mask);
+}
+
+int32_t gm_cache_cpy_k(gm_llm *l, const gm_kv_cache *kv, int32_t k_cur, int32_t k_idxs, int il) {
+    return cpy_k(l, kv, k_cur, k_idxs, il);
+}
+
+int32_t gm_cache_get_k(gm_llm *l, const gm_kv_cache *kv, int il) { return get_k(l, kv, il); }
 
 int32_t gm_build_attn_ex(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, int32_t k, int32_t v, int il,
                          bool soft_cap, bool iswa) {
@@ -393,51 +474,8 @@ int32_t gm_build_attn(gm_llm *l, const gm_attn_inp *inp, int32_t wo, int32_t q, 
 
 /* build_ffn, type_gate LLM_FFN_PAR: up, gate, swiglu/geglu(gate, up), down */
 int32_t gm_build_ffn(gm_llm *l, int32_t cur, int32_t up, int32_t gate, int32_t down, bool gelu) {
-    (void)gelu; /* geglu and swiglu have the same shapes */
-    int32_t tmp = gm_build_lora_mm(l, up, cur);
-    cur = gm_build_lora_mm(l, gate, cur);
-    cur = gm_glu_split(l->g, cur, tmp);
-    return gm_build_lora_mm(l, down, cur);
-}
-
-/* build_moe_ffn (llama-graph.cpp:1993-2360), softmax gating, separate up and gate experts */
-int32_t gm_build_moe_ffn(gm_llm *l, int32_t cur, int32_t gate_inp, int32_t up_exps, int32_t gate_exps,
-                         int32_t down_exps, int64_t n_expert, int64_t n_expert_used, bool norm_w) {
-    gm_graph *g = l->g;
-    const int64_t n_embd = g->t[cur].ne[0], n = g->t[cur].ne[1];
-    int32_t logits = gm_build_lora_mm(l, gate_inp, cur);
-    int32_t probs = gm_soft_max_ext(g, logits, GM_NONE, GM_NONE);
-    int32_t selected = gm_argsort_top_k(g, probs, n_expert_used);
-    probs = gm_reshape_3d(g, probs, 1, n_expert, n);
-    int32_t weights = gm_get_rows(g, probs, selected);
-    if (norm_w) {
-        weights = gm_reshape_2d(g, weights, n_expert_used, n);
-        int32_t sum = gm_sum_rows(g, weights);
-        sum = gm_unary(g, GM_OP_CLAMP, sum);
-        weights = gm_binary(g, GM_OP_DIV, weights, sum);
-        weights = gm_reshape_3d(g, weights, 1, n_expert_used, n);
-    }
-    gm_expand(g, weights);
-    cur = gm_reshape_3d(g, cur, n_embd, 1, n);
-    int32_t up = gm_mul_mat_id(g, up_exps, cur, selected);
-    cur = gm_mul_mat_id(g, gate_exps, cur, selected);
-    cur = gm_glu_split(g, cur, up);
-    int32_t experts = gm_mul_mat_id(g, down_exps, cur, selected);
-    experts = gm_binary(g, GM_OP_MUL, experts, weights);
-    gm_expand(g, experts);
-    int32_t views[256] = { 0 };
-    const int64_t used = n_expert_used < 256 ? n_expert_used : 256;
-    for (int64_t i = 0; i < used; i++) {
-        views[i] = gm_view_2d(g, experts, n_embd, n, g->t[experts].nb[2], (uint64_t)i * g->t[experts].nb[1]);
-        gm_expand(g, views[i]);
-    }
-    int32_t out = views[0];
-    for (int64_t i = 1; i < used; i++) {
-        out = gm_binary(g, GM_OP_ADD, out, views[i]);
-        gm_expand(g, out);
-    }
-    if (used == 1) out = gm_cont(g, out);
-    return out;
+    const gm_ffn_w w = { .up = up, .up_b = GM_NONE, .gate = gate, .gate_b = GM_NONE, .down = down, .down_b = GM_NONE };
+    return gm_build_ffn_ex(l, cur, &w, gelu ? GM_FFN_GELU : GM_FFN_SILU, GM_FFN_PAR);
 }
 
 /* llm_graph_result::set_outputs: logits and embeddings are graph outputs */
@@ -454,7 +492,7 @@ int32_t gm_build_norm(gm_llm *l, int32_t cur, int32_t w, int32_t b, bool rms, in
     return cur;
 }
 
-int32_t gm_build_mtp_eh_proj(gm_llm *l, int il) {
+int32_t gm_build_mtp_eh_proj_norm(gm_llm *l, int il, bool rms) {
     gm_graph *g = l->g;
     const int64_t n = l->ub.n_tokens;
     int32_t tokens = input(l, gm_new_1d(g, T_I32, n));
@@ -462,7 +500,9 @@ int32_t gm_build_mtp_eh_proj(gm_llm *l, int il) {
     int32_t embd_w = gm_w(l, "blk.%d.nextn.embed_tokens.weight", il);
     int32_t tok = gm_get_rows(g, embd_w != GM_NONE ? embd_w : gm_w(l, "token_embd.weight", 0), tokens);
     int32_t h = input(l, gm_new_2d(g, T_F32, l->hp->n_embd, n));
-    int32_t h_norm = gm_build_norm_rms(l, h, gm_w(l, "blk.%d.nextn.hnorm.weight", il), il);
-    int32_t e_norm = gm_build_norm_rms(l, tok, gm_w(l, "blk.%d.nextn.enorm.weight", il), il);
+    int32_t h_norm = gm_build_norm(l, h, gm_w(l, "blk.%d.nextn.hnorm.weight", il), GM_NONE, rms, il);
+    int32_t e_norm = gm_build_norm(l, tok, gm_w(l, "blk.%d.nextn.enorm.weight", il), GM_NONE, rms, il);
     return gm_build_lora_mm(l, gm_w(l, "blk.%d.nextn.eh_proj.weight", il), gm_concat(g, e_norm, h_norm, 0));
 }
+
+int32_t gm_build_mtp_eh_proj(gm_llm *l, int il) { return gm_build_mtp_eh_proj_norm(l, il, true); }

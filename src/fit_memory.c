@@ -45,13 +45,20 @@ static void add_output(gm_fit_ctx *fit) {
     const uint64_t row = 4ull * (hp->n_vocab + (embd ? hp->n_embd_out : 0));
     const bool host = gm_backend(fit->device)->host_buft && gm_fit_layer_on_gpu(fit, hp->n_layer_all);
     const uint64_t rows_max = s->n_outputs_max > s->n_seq_max ? s->n_outputs_max : s->n_seq_max;
+    uint64_t max_bytes;
+    if (!gm_mul_ok(row, rows_max, &max_bytes) || max_bytes > GM_FIT_MAX_BYTES) { /* 2^32 rows of 2^32 logits */
+        snprintf(fit->refusal, sizeof fit->refusal, "failed to reserve the output buffer: %llu rows of %llu bytes "
+                 "exceed %llu PiB", (unsigned long long)rows_max, (unsigned long long)row,
+                 (unsigned long long)(GM_FIT_MAX_BYTES >> 50));
+        return;
+    }
     const gm_buft_id buft = {host ? GGUFMAP_BUFT_GPU_HOST : GGUFMAP_BUFT_CPU, 0};
     ggufmap_fit_buffer *b = gm_fit_add_buffer(fit, GGUFMAP_FIT_OUTPUT, buft, row * s->n_seq_max);
     if (!b) return;
     b->bytes_max = row * rows_max;
-    snprintf(b->what, sizeof b->what, "%s of %u row%s (%llu rows at the first full batch)",
+    snprintf(b->what, sizeof b->what, "%s of %u row%s (%llu row%s at the first full batch)",
              embd ? "logits + embeddings" : "logits", s->n_seq_max, s->n_seq_max == 1 ? "" : "s",
-             (unsigned long long)rows_max);
+             (unsigned long long)rows_max, rows_max == 1 ? "" : "s");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -78,7 +85,8 @@ static uint32_t slot_for(const gm_fit_ctx *fit, module_bufs *m, gm_buft_id buft)
 }
 
 /* A cache tensor of ne0 elements per row: false (and an abort recorded) when
- * a quantized row is not whole blocks. */
+ * a quantized row is not whole blocks, or (a refusal) when it is beyond what
+ * any machine allocates. */
 static bool add_tensor(gm_fit_ctx *fit, module_bufs *m, uint32_t slot, int32_t type, int64_t ne0, int64_t ne1,
                        int64_t ne2) {
     const ggufmap_type_info *t = ggufmap_type(type);
@@ -90,6 +98,14 @@ static bool add_tensor(gm_fit_ctx *fit, module_bufs *m, uint32_t slot, int32_t t
     }
     const int64_t ne[4] = { ne0, ne1, ne2, 1 };
     const ggufmap_buft_kind kind = m->buft[slot].kind;
+    uint64_t bytes;
+    if (!gm_mul_ok((uint64_t)ne0 / t->block_size * t->type_size, (uint64_t)ne1, &bytes) ||
+        !gm_mul_ok(bytes, (uint64_t)ne2, &bytes) || bytes > GM_FIT_MAX_BYTES || m->bytes[slot] > GM_FIT_MAX_BYTES) {
+        snprintf(fit->refusal, sizeof fit->refusal, "failed to allocate a cache buffer: a %lld x %lld x %lld %s "
+                 "tensor exceeds %llu PiB", (long long)ne0, (long long)ne1, (long long)ne2, t->name,
+                 (unsigned long long)(GM_FIT_MAX_BYTES >> 50));
+        return false;
+    }
     m->bytes[slot] += gm_pad(gm_buft_alloc_size(fit->device, kind, type, ne), gm_buft_alignment(fit->device, kind));
     return true;
 }
@@ -231,7 +247,7 @@ int gm_fit_memory(gm_fit_ctx *fit, ggufmap_error *err) {
     const ggufmap_fit_context *s = &fit->cp.sizes;
     add_output(fit);
     const bool swa = hp->memory == GM_MEMORY_KV_ISWA || hp->memory == GM_MEMORY_HYBRID_ISWA;
-    bool ok = true;
+    bool ok = !fit->refusal[0];
     if (hp->memory != GM_MEMORY_NONE && hp->memory != GM_MEMORY_RECURRENT) ok = add_kv_cache(fit, GM_CACHE_KV, s->kv_size);
     if (ok && swa) ok = add_kv_cache(fit, GM_CACHE_KV_SWA, s->kv_size_swa);
     if (ok && hp->memory == GM_MEMORY_KV_DSA) ok = add_kv_cache(fit, GM_CACHE_IDX, s->kv_size);

@@ -72,24 +72,30 @@ static void text_header(FILE *out, const ggufmap_fit *fit) {
         text_sizes(out, "MTP draft context (f16 caches)", ggufmap_fit_mtp_sizes(fit));
 }
 
+/* The column headed "llama.cpp" is llama.cpp's own log figure (docs/cli.md
+ * "Units"): %.2f of bytes/1024/1024 in MiB, as its "buffer size =" lines
+ * print it; "resident" is what the buffer holds when that differs (mapped
+ * weights in whole pages); every other size picks its unit. */
 static void text_buffers(FILE *out, const ggufmap_fit *fit) {
-    char a[32], b[32];
-    fprintf(out, "\nbuffers, in llama.cpp's order:\n  %-8s %-6s %-12s %15s %15s  %s\n", "kind", "device", "buffer",
-            "llama.cpp", "planned / max", "what");
+    char a[32], b[32], c[32];
+    fprintf(out, "\nbuffers, in llama.cpp's order:\n  %-8s %-6s %-12s %15s %12s %13s  %s\n", "kind", "device", "buffer",
+            "llama.cpp", "resident", "planned / max", "what");
     for (uint32_t i = 0; i < fit->buffers.n; i++) {
         const ggufmap_fit_buffer *x = &fit->buffers.v[i];
         const uint64_t second = x->kind == GGUFMAP_FIT_WEIGHTS ? x->planned : x->bytes_max;
-        fprintf(out, "  %-8s %-6s %-12s %15s %15s  %s%s%s\n", ggufmap_fit_kind_name(x->kind), fit->run.devices[x->device].name,
-                x->buft, gm_fmt_mib(a, sizeof a, x->bytes), second != x->bytes ? gm_fmt_mib(b, sizeof b, second) : "",
-                x->mtp ? "MTP draft: " : "", x->exact ? "" : "(upper bound) ", x->what);
+        fprintf(out, "  %-8s %-6s %-12s %15s %12s %13s  %s%s%s\n", ggufmap_fit_kind_name(x->kind),
+                fit->run.devices[x->device].name, x->buft, gm_fmt_mib(a, sizeof a, x->logged),
+                x->bytes != x->logged ? gm_fmt_bytes(c, sizeof c, x->bytes) : "",
+                second != x->bytes ? gm_fmt_bytes(b, sizeof b, second) : "", x->mtp ? "MTP draft: " : "",
+                x->exact ? "" : "(upper bound) ", x->what);
     }
 }
 
 static void text_devices(FILE *out, const ggufmap_fit *fit) {
     static const char *const heads[] = { "weights", "planned", "kv", "rs", "output", "compute", "total", "planned" };
-    char v[8][32];
+    char v[32];
     const uint64_t page = ggufmap_plan_options(fit->run.plan)->page;
-    fprintf(out, "\nper device (MiB; output at its full size; totals with llama.cpp's and the planned weights%s):\n  %-6s",
+    fprintf(out, "\nper device (output at its full size; totals with llama.cpp's and the planned weights%s):\n  %-6s",
             page > 1 ? "; GPU buffers in whole pages" : "", "");
     for (int i = 0; i < 8; i++) fprintf(out, " %12s", heads[i]);
     fputs("\n", out);
@@ -98,20 +104,16 @@ static void text_devices(FILE *out, const ggufmap_fit *fit) {
         const uint64_t x[8] = { d->weights, d->weights_planned, d->kv, d->rs, d->output_max, d->compute, d->total,
                                 d->total_planned };
         fprintf(out, "  %-6s", d->name);
-        for (int k = 0; k < 8; k++) {
-            gm_fmt_mib(v[k], sizeof v[k], x[k]);
-            v[k][strcspn(v[k], " ")] = '\0'; /* the number without " MiB" */
-            fprintf(out, " %12s", v[k]);
-        }
+        for (int k = 0; k < 8; k++) fprintf(out, " %12s", gm_fmt_bytes(v, sizeof v, x[k]));
         fprintf(out, "%s\n", d->exact ? "" : "  (an upper bound)");
     }
 }
 
 static void text_verdict_line(FILE *out, const char *label, uint64_t need, uint64_t limit) {
     char a[32], b[32], c[32];
-    fprintf(out, "  %-22s: %s  %s the limit of %s by %s\n", label, gm_fmt_mib(a, sizeof a, need),
-            need <= limit ? "FITS under" : "EXCEEDS", gm_fmt_mib(b, sizeof b, limit),
-            gm_fmt_mib(c, sizeof c, need <= limit ? limit - need : need - limit));
+    fprintf(out, "  %-22s: %s  %s the limit of %s by %s\n", label, gm_fmt_bytes(a, sizeof a, need),
+            need <= limit ? "FITS under" : "EXCEEDS", gm_fmt_bytes(b, sizeof b, limit),
+            gm_fmt_bytes(c, sizeof c, need <= limit ? limit - need : need - limit));
 }
 
 static void text_max_ctx(FILE *out, const ggufmap_fit_report_opts *ro) {
@@ -145,11 +147,11 @@ static void text_verdict(FILE *out, const ggufmap_fit *fit, const ggufmap_fit_re
                 fprintf(out, "  %u. %-34s", i + 1, x->flags);
                 for (uint32_t g = 0; g < x->n_gpus && g + 1 < fit->run.n_devices; g++)
                     fprintf(out, "%s%s %s", g ? ", " : " ", fit->run.devices[g + 1].name,
-                            gm_fmt_mib(a, sizeof a, x->gpu_total[g]));
+                            gm_fmt_bytes(a, sizeof a, x->gpu_total[g]));
             } else {
-                fprintf(out, "  %u. %-34s total %s", i + 1, x->flags, gm_fmt_mib(a, sizeof a, x->total));
+                fprintf(out, "  %u. %-34s total %s", i + 1, x->flags, gm_fmt_bytes(a, sizeof a, x->total));
             }
-            if (fit->opts.mem) fprintf(out, ", RAM %s", gm_fmt_mib(b, sizeof b, x->resident));
+            if (fit->opts.mem) fprintf(out, ", RAM %s", gm_fmt_bytes(b, sizeof b, x->resident));
             fprintf(out, "  %s\n", x->fits ? "fits" : "does not fit");
         }
     }
@@ -245,6 +247,7 @@ static void json_buffers(json *j, const ggufmap_fit *fit) {
         json_key(j, "device"); json_string(j, fit->run.devices[b->device].name);
         json_key(j, "buft"); json_string(j, b->buft);
         json_key(j, "bytes"); json_uint(j, b->bytes);
+        json_key(j, "logged"); json_uint(j, b->logged);
         json_key(j, "planned"); json_uint(j, b->planned);
         json_key(j, "bytes_max"); json_uint(j, b->bytes_max);
         json_key(j, "exact"); json_bool(j, b->exact);

@@ -74,7 +74,7 @@ ggufmap_fit_buffer *gm_buffers_add(gm_buffers *list, const gm_run *run, ggufmap_
     memset(b, 0, sizeof *b);
     b->kind = kind;
     gm_buft_name(run->device, buft, false, b->buft, sizeof b->buft);
-    b->bytes = b->planned = b->bytes_max = bytes;
+    b->bytes = b->planned = b->bytes_max = b->logged = bytes;
     b->exact = true;
     b->device = gm_run_device_of(run, buft);
     return b;

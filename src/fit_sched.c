@@ -4,7 +4,8 @@
  * graph splits, and which tensors are copied into a split's backend.
  *
  * Backends are in priority order, the GPU (if any) first and the CPU last.
- * A GPU runs every op (the fake devices' supports_op); the CPU runs every op
+ * A GPU runs every op its row's supports_node takes (device.h; CUDA's
+ * refusals in device_cuda.c); the CPU runs every op
  * but one whose first sources hold a weight in one of its extra buffer
  * types, which that type judges (CPU_REPACK: the matrix products it
  * repacked, of F32 inputs; AMX: 2-D products of F32 contiguous inputs).
@@ -43,6 +44,7 @@ typedef struct sched {
     int n_copies;
     int32_t *graph_inputs; /* the graph inputs copied (n_copies > 1), in order */
     int32_t n_graph_inputs, cap_graph_inputs;
+    int32_t *uses;        /* per tensor, its uses by the graph's nodes as built (NULL: the GPUs fuse nothing) */
 } sched;
 
 /* the slot of copy c of tensor t on backend b */
@@ -83,7 +85,8 @@ static bool extra_supports(const sched *s, int32_t t, gm_buft extra, int32_t w) 
     return x->op == GM_OP_MUL_MAT && gm_is_contiguous(s->g, in) && gm_amx_takes(wt->type, wt->ne, true);
 }
 
-/* ggml_backend_supports_op of backend b for node t: the CPU defers to the
+/* ggml_backend_supports_op of backend b for node t: a GPU's supports_node
+ * hook (device.h; CUDA's refusals: device_cuda.c); the CPU defers to the
  * extra buffer type of the first of src[0..3] in one (ggml-cpu.cpp:432-440) */
 static bool supports_op(const sched *s, int b, int32_t t) {
     if (b != last(s)) {
@@ -375,31 +378,94 @@ static bool add_node(gm_split_graph *o, int32_t t, int b, int32_t cap) {
     return true;
 }
 
+/* ------------------------------------------------------------------------ */
+/* A GPU's fusions keep their inputs alive                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The dependencies a GPU backend's graph_optimize adds over its own splits
+ * (ggml-cuda.cu:4505-4535 asks the scheduler to keep a fusion's inputs
+ * alive until its last node, ggml-backend.cpp:1442-1540: a view node
+ * listing them right after that node).  Which fusions: the row's fusion
+ * hook (CUDA's fused MoE reduction, device_cuda.c); none with
+ * be->no_fusion (GGML_CUDA_DISABLE_FUSION=1). */
+typedef gm_fusion fusion_dep;
+
+static bool fusion_deps(const sched *s, const splits *sp, fusion_dep **out, int32_t *n_out) {
+    *out = NULL;
+    *n_out = 0;
+    if (!s->uses) return true;
+    const gm_backend_def *dev = gm_backend(s->be->device);
+    int32_t cap = 0;
+    for (int32_t k = 0; k < sp->n; k++) {
+        const split *x = &sp->v[k];
+        if (x->backend == last(s)) continue; /* the CPU's */
+        for (int32_t i = x->i_start; i < x->i_end; i++) {
+            fusion_dep d;
+            const int32_t n = dev->fusion(s->g, s->uses, i, x->i_end, &d);
+            if (n == 0) continue;
+            if (*n_out == cap) {
+                cap = cap ? cap * 2 : 16;
+                fusion_dep *grown = realloc(*out, (size_t)cap * sizeof *grown);
+                if (!grown) {
+                    free(*out);
+                    *out = NULL;
+                    return false;
+                }
+                *out = grown;
+            }
+            (*out)[(*n_out)++] = d;
+            i += n - 1;
+        }
+    }
+    return true;
+}
+
+/* Split x in the split graph: a dependency view and the copy for each of
+ * its inputs, then its nodes, each followed by the dependency of a fusion
+ * ending there. */
+static bool add_split(sched *s, const split *x, gm_split_graph *o, int32_t cap, const fusion_dep *deps,
+                      int32_t n_deps) {
+    gm_graph *g = s->g;
+    for (int32_t j = 0; j < x->n_inputs; j++) {
+        int32_t in = x->inputs[j];
+        int32_t dep = gm_view_tensor(g, in); /* keeps the source alive until the copy */
+        if (g->oom) return false;
+        g->t[dep].src[0] = in;
+        if (!add_node(o, dep, s->backend[in], cap)) return false;
+        if (!add_node(o, *copy_of(s, in, x->backend, 0), x->backend, cap)) return false;
+    }
+    for (int32_t i = x->i_start; i < x->i_end; i++) {
+        const int32_t t = g->nodes[i];
+        if (!add_node(o, t, s->backend[t], cap)) return false;
+        for (int32_t d = 0; d < n_deps; d++) {
+            if (deps[d].until != t) continue;
+            int32_t dep = gm_view_tensor(g, deps[d].keep[0]); /* keeps them alive past t */
+            if (g->oom) return false;
+            for (int j = 0; j < deps[d].n_keep; j++) g->t[dep].src[j] = deps[d].keep[j];
+            if (!add_node(o, dep, x->backend, cap)) return false;
+        }
+    }
+    return true;
+}
+
 static bool build_split_graph(sched *s, const splits *sp, gm_split_graph *o) {
     gm_graph *g = s->g;
     int32_t total_inputs = 0;
     for (int32_t k = 0; k < sp->n; k++) total_inputs += sp->v[k].n_inputs;
-    const int32_t cap = g->n_nodes + 2 * total_inputs + 1;
+    fusion_dep *deps;
+    int32_t n_deps;
+    if (!fusion_deps(s, sp, &deps, &n_deps)) return false;
+    const int32_t cap = g->n_nodes + 2 * total_inputs + n_deps + 1;
     const size_t cap_leafs = (size_t)g->n_leafs + 1 +
                              (s->n_copies > 1 ? (size_t)(s->n_graph_inputs + total_inputs) * (size_t)s->n_copies : 0);
     o->nodes = malloc((size_t)cap * sizeof *o->nodes);
     o->node_backend = malloc((size_t)cap);
     o->leafs = malloc(cap_leafs * sizeof *o->leafs);
     o->leaf_backend = malloc(cap_leafs);
-    if (!o->nodes || !o->node_backend || !o->leafs || !o->leaf_backend) return false;
-    for (int32_t k = 0; k < sp->n; k++) {
-        const split *x = &sp->v[k];
-        for (int32_t j = 0; j < x->n_inputs; j++) {
-            int32_t in = x->inputs[j];
-            int32_t dep = gm_view_tensor(g, in); /* keeps the source alive until the copy */
-            if (g->oom) return false;
-            g->t[dep].src[0] = in;
-            if (!add_node(o, dep, s->backend[in], cap)) return false;
-            if (!add_node(o, *copy_of(s, in, x->backend, 0), x->backend, cap)) return false;
-        }
-        for (int32_t i = x->i_start; i < x->i_end; i++)
-            if (!add_node(o, g->nodes[i], s->backend[g->nodes[i]], cap)) return false;
-    }
+    bool ok = o->nodes && o->node_backend && o->leafs && o->leaf_backend;
+    for (int32_t k = 0; ok && k < sp->n; k++) ok = add_split(s, &sp->v[k], o, cap, deps, n_deps);
+    free(deps);
+    if (!ok) return false;
     if (s->n_copies > 1) { /* the input copies as leafs, allocated first */
         for (int32_t i = 0; i < s->n_graph_inputs; i++) {
             const int32_t in = s->graph_inputs[i];
@@ -433,9 +499,17 @@ bool gm_sched_split(gm_graph *g, const gm_backends *be, gm_split_graph *out) {
     const size_t n_max = (size_t)g->n + 1;
     const int n_copies = be->n_copies > 1 ? be->n_copies : 1;
     sched s = { g, be, malloc(n_max), malloc(n_max * (size_t)be->n * (size_t)n_copies * sizeof(int32_t)), GM_NONE,
-                n_copies, NULL, 0, 0 };
+                n_copies, NULL, 0, 0, NULL };
+    const gm_backend_def *dev = gm_backend(be->device);
+    const bool fuses = be->gpu && dev->fusion && !be->no_fusion;
+    if (fuses) {
+        s.uses = calloc(n_max, sizeof *s.uses);
+        for (int32_t j = 0; s.uses && j < g->n_nodes; j++)
+            for (int x = 0; x < GM_MAX_SRC; x++)
+                if (g->t[g->nodes[j]].src[x] != GM_NONE) s.uses[g->t[g->nodes[j]].src[x]]++;
+    }
     splits sp = { NULL, 0, 0 };
-    bool ok = s.backend && s.copy;
+    bool ok = s.backend && s.copy && (s.uses || !fuses);
     if (ok) {
         memset(s.backend, -1, n_max);
         for (size_t i = 0; i < n_max * (size_t)be->n * (size_t)n_copies; i++) s.copy[i] = GM_NONE;
@@ -454,6 +528,7 @@ bool gm_sched_split(gm_graph *g, const gm_backends *be, gm_split_graph *out) {
     free(sp.v);
     free(s.backend);
     free(s.copy);
+    free(s.uses);
     free(s.graph_inputs);
     return ok && !g->oom;
 }

@@ -143,6 +143,29 @@ static bool get_bool_or_arr(reader *r, const char *suffix, bool *out, uint32_t n
     return true;
 }
 
+/* get_key_or_arr for f32: one value for every layer, or an array of exactly
+ * n f32 values */
+static void get_f32_or_arr(reader *r, const char *suffix, float *out, uint32_t n) {
+    char key[160];
+    const ggufmap_kv *kv = find_key(r, suffix, key, sizeof key);
+    if (!kv) return;
+    if (kv->type != GGUFMAP_VALUE_ARRAY) {
+        float v = 0.0f;
+        get_f32(r, suffix, &v);
+        for (uint32_t i = 0; i < n; i++) out[i] = v;
+        return;
+    }
+    if (kv->elem_type != GGUFMAP_VALUE_FLOAT32 || kv->count != n) {
+        fail_key(r, kv, key, kv->count != n ? "array length differs from block_count" : "not a f32 array");
+        return;
+    }
+    for (uint64_t i = 0; i < kv->count; i++) {
+        double v = 0;
+        ggufmap_kv_array_float(kv, i, &v);
+        out[i] = (float)v;
+    }
+}
+
 /* llama_vocab::load: tokenizer "none"/"no_vocab" sizes the vocabulary from
  * <arch>.vocab_size, every other tokenizer from tokenizer.ggml.tokens. */
 static uint32_t vocab_size(reader *r) {
@@ -179,8 +202,9 @@ static void read_shared(reader *r, gm_hparams *hp) {
     hp->n_layer = hp->n_layer_all - hp->n_layer_nextn;
     const uint32_t n = hp->n_layer_all;
     get_u32(r, "expert_count", &hp->n_expert, false);
-    uint32_t used[GM_MAX_LAYERS] = {0};
-    if (get_u32_or_arr(r, "expert_used_count", used, n, false)) hp->n_expert_used = used[0];
+    if (get_u32_or_arr(r, "expert_used_count", hp->n_expert_used_l, n, false)) hp->n_expert_used = hp->n_expert_used_l[0];
+    get_u32(r, "expert_group_count", &hp->n_expert_groups, false);
+    get_u32(r, "expert_group_used_count", &hp->n_group_used, false);
     get_u32_or_arr(r, "feed_forward_length", hp->n_ff, n, false);
     get_u32_or_arr(r, "attention.head_count", hp->n_head, n, false);
     memcpy(hp->n_head_kv, hp->n_head, sizeof hp->n_head); /* head_count_kv defaults to head_count */
@@ -269,14 +293,36 @@ static void read_recurrent_interval(reader *r, gm_hparams *hp) {
         hp->is_recr[i] = i < hp->n_layer && (i + 1) % interval != 0;
 }
 
-/* multi-head latent attention (deepseek2.cpp:3-40): the cache holds the
- * compressed K (key_length per head) and no V when both MLA lengths are set */
-static void read_mla(reader *r, gm_hparams *hp) {
+/* multi-head latent attention (deepseek2.cpp:3-40, deepseek32.cpp,
+ * glm-dsa.cpp): the cache holds the compressed K (key_length per head) and
+ * no V when both MLA lengths are set; q_lora_rank (required unless the
+ * model projects q with one wq: lite), kv_lora_rank, the MLA head sizes,
+ * the attention temperature and the routing keys (gating: the
+ * architecture's default when absent, or required) */
+static void read_mla(reader *r, gm_hparams *hp, bool lite, uint32_t default_gating, bool gating_required) {
     uint32_t k_mla = 0, v_mla = 0;
     get_u32(r, "attention.key_length_mla", &k_mla, false);
     get_u32(r, "attention.value_length_mla", &v_mla, false);
     hp->is_mla = k_mla != 0 && v_mla != 0;
+    hp->head_k_mla = k_mla ? k_mla : hp->head_k_full;
+    hp->head_v_mla = v_mla ? v_mla : hp->head_v_full;
     read_expert_ff(r, hp);
+    get_u32(r, "attention.q_lora_rank", &hp->n_lora_q, !lite);
+    get_u32(r, "attention.kv_lora_rank", &hp->n_lora_kv, true);
+    get_f32(r, "attention.temperature_scale", &hp->f_attn_temp_scale);
+    get_f32(r, "expert_weights_scale", &hp->expert_weights_scale);
+    get_bool(r, "expert_weights_norm", &hp->expert_weights_norm);
+    get_u32(r, "expert_gating_func", &hp->expert_gating_func, gating_required);
+    if (hp->expert_gating_func == 0) hp->expert_gating_func = default_gating;
+}
+
+/* deepseek2.cpp:3-31: the lite models (26 or 27 layers, or 48 with a
+ * 128256-token vocabulary) have no q_lora_rank; without expert_gating_func
+ * softmax, sigmoid for GLM 4.7 Lite (47 or 48 layers, 154880 tokens) */
+static void read_deepseek2(reader *r, gm_hparams *hp) {
+    const bool lite = hp->n_layer == 27 || hp->n_layer == 26 || (hp->n_layer == 48 && hp->n_vocab == 128256);
+    const bool glm47_lite = (hp->n_layer == 47 || hp->n_layer == 48) && hp->n_vocab == 154880;
+    read_mla(r, hp, lite, glm47_lite ? 2 : 1, false);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -310,16 +356,25 @@ static void read_mistral3(reader *r, gm_hparams *hp) {
     get_f32(r, "attention.temperature_scale", &hp->f_attn_temp_scale);
 }
 
-/* granite.cpp:5-38: muP scales (the logit one required) and RoPE switched
- * by rope.scaling.finetuned */
-static void read_granite(reader *r, gm_hparams *hp) {
-    bool rope_finetuned = true;
+/* granite-moe.cpp: muP scales (the logit one required) */
+static void read_granitemoe(reader *r, gm_hparams *hp) {
+    char key[160];
     read_expert_ff(r, hp);
+    if (!find_key(r, "logit_scale", key, sizeof key)) fail_key(r, NULL, key, "missing (llama.cpp requires it)");
     get_f32(r, "logit_scale", &hp->f_logit_scale);
     get_f32(r, "residual_scale", &hp->f_residual_scale);
     get_f32(r, "embedding_scale", &hp->f_embedding_scale);
+}
+
+/* granite.cpp:5-38: granitemoe's keys and RoPE switched by rope.scaling.finetuned */
+static void read_granite(reader *r, gm_hparams *hp) {
+    bool rope_finetuned = true;
+    read_granitemoe(r, hp);
     get_bool(r, "rope.scaling.finetuned", &rope_finetuned);
     hp->no_rope = !rope_finetuned;
+    uint32_t map[GM_MAX_LAYERS];
+    const int64_t n = get_arr_u32(r, "deepstack_mapping", map, GM_MAX_LAYERS, false);
+    for (int64_t i = 0; i < n; i++) hp->deepstack |= (int32_t)map[i] >= 0;
 }
 
 /* olmo2.cpp: SWA only with a window, on 3 layers of 4 */
@@ -343,6 +398,44 @@ static void read_exaone4(reader *r, gm_hparams *hp) {
     get_u32(r, "attention.sliding_window", &hp->n_swa, false);
 }
 
+/* ------------------------------------------------------------------------ */
+/* graphs-moe: the routing and scale keys the MoE families' graphs read      */
+/* ------------------------------------------------------------------------ */
+
+/* expert_weights_scale / _norm and expert_gating_func, with the
+ * architecture's gating when the key is absent (0: none, as llama.cpp) */
+static void read_moe_routing(reader *r, gm_hparams *hp, uint32_t default_gating) {
+    read_expert_ff(r, hp);
+    get_f32(r, "expert_weights_scale", &hp->expert_weights_scale);
+    get_bool(r, "expert_weights_norm", &hp->expert_weights_norm);
+    get_u32(r, "expert_gating_func", &hp->expert_gating_func, false);
+    if (hp->expert_gating_func == 0) hp->expert_gating_func = default_gating;
+}
+
+/* hy-v3.cpp: sigmoid unless the key says otherwise */
+static void read_moe_sigmoid(reader *r, gm_hparams *hp) { read_moe_routing(r, hp, 2); }
+
+/* glm4-moe.cpp: hy_v3's routing; with rope sections M-RoPE, four positions
+ * per token (llama_model_rope_type, llama-model.cpp:3074) */
+static void read_glm4moe(reader *r, gm_hparams *hp) {
+    uint32_t sections[4] = { 0 };
+    read_moe_routing(r, hp, 2);
+    if (get_arr_u32(r, "rope.dimension_sections", sections, 4, false) >= 2)
+        hp->n_pos_per_embd = sections[0] > 0 && sections[1] > 0 ? 4 : 1;
+}
+
+/* minimax-m2.cpp:3-8: only the gating function (no default) */
+static void read_minimax_m2(reader *r, gm_hparams *hp) {
+    read_expert_ff(r, hp);
+    get_u32(r, "expert_gating_func", &hp->expert_gating_func, false);
+}
+
+/* ernie4-5.cpp:8-13: MoE every interleave_moe_layer_step-th layer after the dense ones */
+static void read_ernie4_5_moe(reader *r, gm_hparams *hp) {
+    read_expert_ff(r, hp);
+    get_u32(r, "interleave_moe_layer_step", &hp->n_moe_layer_step, true);
+}
+
 static void read_gpt_oss(reader *r, gm_hparams *hp) {
     read_expert_ff(r, hp);
     get_u32(r, "attention.sliding_window", &hp->n_swa, true);
@@ -352,7 +445,9 @@ static void read_gpt_oss(reader *r, gm_hparams *hp) {
 /* step35.cpp:3-40: the SWA layers by a required array */
 static void read_step35(reader *r, gm_hparams *hp) {
     uint32_t arr[GM_MAX_LAYERS] = {0};
-    read_expert_ff(r, hp);
+    read_moe_routing(r, hp, 2);
+    get_f32_or_arr(r, "swiglu_clamp_exp", hp->swiglu_clamp_exp, hp->n_layer_all);
+    get_f32_or_arr(r, "swiglu_clamp_shexp", hp->swiglu_clamp_shexp, hp->n_layer_all);
     get_u32(r, "attention.sliding_window", &hp->n_swa, true);
     hp->swa_type = GM_SWA_STANDARD;
     int64_t n = get_arr_u32(r, "attention.sliding_window_pattern", arr, GM_MAX_LAYERS, true);
@@ -360,7 +455,10 @@ static void read_step35(reader *r, gm_hparams *hp) {
 }
 
 static void read_cohere2moe(reader *r, gm_hparams *hp) {
-    read_expert_ff(r, hp);
+    char key[160];
+    read_moe_routing(r, hp, 2);
+    hp->layer_norm = !find_key(r, "attention.layer_norm_rms_epsilon", key, sizeof key);
+    get_f32(r, "logit_scale", &hp->f_logit_scale);
     get_u32(r, "attention.sliding_window", &hp->n_swa, true);
     get_u32(r, "leading_dense_block_count", &hp->n_layer_dense_lead, true);
     read_swa_pattern(r, hp, 4, true);
@@ -403,20 +501,21 @@ static void read_gemma4(reader *r, gm_hparams *hp) {
  * 5.2 models (a 1M context) index only some layers, by a default table
  * (glm-dsa.cpp:6-26: layers 0, 1 and every fourth from 2) or
  * attention.indexer.types */
-static void read_dsa(reader *r, gm_hparams *hp) {
-    read_mla(r, hp);
+static void read_dsa(reader *r, gm_hparams *hp, bool glm) {
+    read_mla(r, hp, false, glm ? 2 : 0, !glm);
     get_u32(r, "attention.indexer.head_count", &hp->indexer_n_head, true);
     get_u32(r, "attention.indexer.key_length", &hp->indexer_head_size, true);
     get_u32(r, "attention.indexer.top_k", &hp->indexer_top_k, true);
-    for (uint32_t il = 0; il < hp->n_layer; il++) hp->is_indexer_full[il] = true;
+    for (uint32_t il = 0; il < hp->n_layer; il++)
+        hp->is_indexer_full[il] = !glm || hp->n_ctx_train < 1048576 || (il < 78 && (il < 2 || (il - 2) % 4 == 0));
+    if (glm) get_bool_or_arr(r, "attention.indexer.types", hp->is_indexer_full, hp->n_layer);
 }
 
-static void read_glm_dsa(reader *r, gm_hparams *hp) {
-    read_dsa(r, hp);
-    for (uint32_t il = 0; il < hp->n_layer; il++)
-        hp->is_indexer_full[il] = hp->n_ctx_train < 1048576 || (il < 78 && (il < 2 || (il - 2) % 4 == 0));
-    get_bool_or_arr(r, "attention.indexer.types", hp->is_indexer_full, hp->n_layer);
-}
+/* deepseek32.cpp: the gating function required */
+static void read_deepseek32(reader *r, gm_hparams *hp) { read_dsa(r, hp, false); }
+
+/* glm-dsa.cpp: sigmoid without the key; GLM-5.2's indexer table */
+static void read_glm_dsa(reader *r, gm_hparams *hp) { read_dsa(r, hp, true); }
 
 /* qwen3next.cpp: gated delta nets and attention, NEOX rope */
 static void read_qwen3next(reader *r, gm_hparams *hp) {
@@ -435,15 +534,18 @@ static void read_qwen35(reader *r, gm_hparams *hp) {
 
 /* granite-hybrid.cpp: a layer is recurrent when it has no KV heads */
 static void read_mamba_hybrid(reader *r, gm_hparams *hp) {
-    read_expert_ff(r, hp);
+    read_granite(r, hp); /* granite-hybrid.cpp:3-20: granite's scales and rope switch */
     read_ssm(r, hp);
     for (uint32_t i = 0; i < hp->n_layer; i++) hp->is_recr[i] = hp->n_head_kv[i] == 0;
     hp->attn_filter = GM_ATTN_NOT_RECR;
 }
 
-/* nemotron-h.cpp: recurrent when it has neither KV heads nor an FFN */
+/* nemotron-h.cpp: recurrent when it has neither KV heads nor an FFN; the
+ * routing keys of nemotron_h_moe (nemotron-h.cpp:23-29: its graph gates by
+ * sigmoid whatever the key) */
 static void read_nemotron(reader *r, gm_hparams *hp) {
-    read_mamba_hybrid(r, hp);
+    read_moe_routing(r, hp, 2);
+    read_ssm(r, hp);
     for (uint32_t i = 0; i < hp->n_layer; i++) hp->is_recr[i] = hp->n_head_kv[i] == 0 && hp->n_ff[i] == 0;
     hp->attn_filter = GM_ATTN_NEMOTRON;
 }
@@ -531,9 +633,13 @@ static void read_qwen4exp(reader *r, gm_hparams *hp) {
 #define T5_DECODER { .encoder_decoder = true, .position_bias = true, .fa_auto = GM_FA_OFF_GPU_WITH_CPU_LAYER }
 #define T5_ENCODER { .position_bias = true, .cache_unread = true }
 #define SHARED_KV { .kv_shared = true }
-#define MTP_PLAIN { .mtp_plain_cache = true, .mtp_one_block = true }
+#define BIG_GRAPH .nodes_per_token = 40, .nodes_per_tensor = 32 /* llama-context.cpp:2373-2385 */
+#define MTP_PLAIN { .mtp_plain_cache = true, .mtp_one_block = true, BIG_GRAPH }
+#define MTP_PLAIN_ROLLBACK { .mtp_plain_cache = true, .mtp_one_block = true, .rs_rollback = true, BIG_GRAPH }
 #define MTP_ONE { .mtp_one_block = true }
-#define HYBRID_FA { .fa_auto = GM_FA_OFF_WHEN_MOVED }
+#define MAMBA2_HYBRID { .fa_auto = GM_FA_OFF_WHEN_MOVED, .ssm_ops = GM_SSM_OPS_MAMBA2 }
+#define MAMBA2_HYBRID_ROLLBACK { .fa_auto = GM_FA_OFF_WHEN_MOVED, .rs_rollback = true, .ssm_ops = GM_SSM_OPS_MAMBA2 }
+#define SHORT_CONV_HYBRID_ROLLBACK { .fa_auto = GM_FA_OFF_WHEN_MOVED, .rs_rollback = true, .ssm_ops = GM_SSM_OPS_SHORT_CONV }
 static const struct arch_row {
     const char *name;
     gm_arch arch;
@@ -544,9 +650,9 @@ static const struct arch_row {
     { "llama", GM_ARCH_LLAMA, GM_MEMORY_KV, read_plain, { 0 } },
     { "qwen3moe", GM_ARCH_QWEN3MOE, GM_MEMORY_KV, read_plain, { 0 } },
     { "gemma4", GM_ARCH_GEMMA4, GM_MEMORY_KV_ISWA, read_gemma4, SHARED_KV },
-    { "qwen4exp", GM_ARCH_QWEN4EXP, GM_MEMORY_HYBRID_IDX, read_qwen4exp, { 0 } },
+    { "qwen4exp", GM_ARCH_QWEN4EXP, GM_MEMORY_HYBRID_IDX, read_qwen4exp, { .rs_rollback = true, BIG_GRAPH } },
     { "qwen2", GM_ARCH_QWEN2, GM_MEMORY_KV, read_plain, { 0 } },
-    { "qwen3", GM_ARCH_QWEN3, GM_MEMORY_KV, read_plain, { 0 } },
+    { "qwen3", GM_ARCH_QWEN3, GM_MEMORY_KV, read_plain, { .rank_soft_max = true } },
     { "phi3", GM_ARCH_PHI3, GM_MEMORY_KV, read_plain, { 0 } }, /* a window key turns SWA off (phi3.cpp:13-24) */
     { "mistral3", GM_ARCH_MISTRAL3, GM_MEMORY_KV, read_mistral3, { 0 } },
     { "granite", GM_ARCH_GRANITE, GM_MEMORY_KV, read_granite, { 0 } },
@@ -560,26 +666,28 @@ static const struct arch_row {
     { "qwen2moe", GM_ARCH_QWEN2MOE, GM_MEMORY_KV, read_plain, { 0 } },
     { "olmoe", GM_ARCH_OLMOE, GM_MEMORY_KV, read_plain, { 0 } },
     { "phimoe", GM_ARCH_PHIMOE, GM_MEMORY_KV, read_plain, { 0 } },
-    { "ernie4_5-moe", GM_ARCH_ERNIE4_5_MOE, GM_MEMORY_KV, read_plain, { 0 } },
-    { "minimax-m2", GM_ARCH_MINIMAX_M2, GM_MEMORY_KV, read_plain, { 0 } },
-    { "granitemoe", GM_ARCH_GRANITEMOE, GM_MEMORY_KV, read_plain, { 0 } },
-    { "glm4moe", GM_ARCH_GLM4MOE, GM_MEMORY_KV, read_plain, MTP_ONE },
+    { "ernie4_5-moe", GM_ARCH_ERNIE4_5_MOE, GM_MEMORY_KV, read_ernie4_5_moe, { 0 } },
+    { "minimax-m2", GM_ARCH_MINIMAX_M2, GM_MEMORY_KV, read_minimax_m2, { 0 } },
+    { "granitemoe", GM_ARCH_GRANITEMOE, GM_MEMORY_KV, read_granitemoe, { 0 } },
+    { "glm4moe", GM_ARCH_GLM4MOE, GM_MEMORY_KV, read_glm4moe, MTP_ONE },
     { "step35", GM_ARCH_STEP35, GM_MEMORY_KV_ISWA, read_step35, { 0 } },
     { "cohere2moe", GM_ARCH_COHERE2MOE, GM_MEMORY_KV_ISWA, read_cohere2moe, MTP_ONE },
-    { "hy_v3", GM_ARCH_HY_V3, GM_MEMORY_KV, read_plain, { 0 } },
-    { "deepseek2", GM_ARCH_DEEPSEEK2, GM_MEMORY_KV, read_mla, MTP_ONE },
-    { "deepseek32", GM_ARCH_DEEPSEEK32, GM_MEMORY_KV_DSA, read_dsa, MTP_ONE },
+    { "hy_v3", GM_ARCH_HY_V3, GM_MEMORY_KV, read_moe_sigmoid, { 0 } },
+    { "deepseek2", GM_ARCH_DEEPSEEK2, GM_MEMORY_KV, read_deepseek2, MTP_ONE },
+    { "deepseek32", GM_ARCH_DEEPSEEK32, GM_MEMORY_KV_DSA, read_deepseek32, MTP_ONE },
     { "glm-dsa", GM_ARCH_GLM_DSA, GM_MEMORY_KV_DSA, read_glm_dsa, MTP_ONE },
-    { "qwen35", GM_ARCH_QWEN35, GM_MEMORY_HYBRID, read_qwen35, MTP_PLAIN },
-    { "qwen35moe", GM_ARCH_QWEN35MOE, GM_MEMORY_HYBRID, read_qwen35, MTP_PLAIN },
+    { "qwen35", GM_ARCH_QWEN35, GM_MEMORY_HYBRID, read_qwen35, MTP_PLAIN_ROLLBACK },
+    { "qwen35moe", GM_ARCH_QWEN35MOE, GM_MEMORY_HYBRID, read_qwen35, MTP_PLAIN_ROLLBACK },
     { "qwen3next", GM_ARCH_QWEN3NEXT, GM_MEMORY_HYBRID, read_qwen3next, MTP_PLAIN },
-    { "granitehybrid", GM_ARCH_GRANITEHYBRID, GM_MEMORY_HYBRID, read_mamba_hybrid, HYBRID_FA },
-    { "nemotron_h", GM_ARCH_NEMOTRON_H, GM_MEMORY_HYBRID, read_nemotron, HYBRID_FA },
+    { "granitehybrid", GM_ARCH_GRANITEHYBRID, GM_MEMORY_HYBRID, read_mamba_hybrid, MAMBA2_HYBRID },
+    { "nemotron_h", GM_ARCH_NEMOTRON_H, GM_MEMORY_HYBRID, read_nemotron, MAMBA2_HYBRID_ROLLBACK },
     { "nemotron_h_moe", GM_ARCH_NEMOTRON_H_MOE, GM_MEMORY_HYBRID, read_nemotron,
-      { .mtp_plain_cache = true, .mtp_one_block = true, .fa_auto = GM_FA_OFF_WHEN_MOVED } },
-    { "lfm2", GM_ARCH_LFM2, GM_MEMORY_HYBRID, read_lfm2, HYBRID_FA },
-    { "falcon-h1", GM_ARCH_FALCON_H1, GM_MEMORY_HYBRID, read_falcon_h1, { .fa_auto = GM_FA_OFF_GPU_NKVO } },
-    { "mamba2", GM_ARCH_MAMBA2, GM_MEMORY_RECURRENT, read_mamba2, { 0 } },
+      { .mtp_plain_cache = true, .mtp_one_block = true, .fa_auto = GM_FA_OFF_WHEN_MOVED, .rs_rollback = true,
+        .ssm_ops = GM_SSM_OPS_MAMBA2 } },
+    { "lfm2", GM_ARCH_LFM2, GM_MEMORY_HYBRID, read_lfm2, SHORT_CONV_HYBRID_ROLLBACK },
+    { "falcon-h1", GM_ARCH_FALCON_H1, GM_MEMORY_HYBRID, read_falcon_h1,
+      { .fa_auto = GM_FA_OFF_GPU_NKVO, .ssm_ops = GM_SSM_OPS_MAMBA2 } },
+    { "mamba2", GM_ARCH_MAMBA2, GM_MEMORY_RECURRENT, read_mamba2, { .ssm_ops = GM_SSM_OPS_MAMBA2 } },
     { "rwkv7", GM_ARCH_RWKV7, GM_MEMORY_RECURRENT, read_rwkv7, { 0 } },
     { "gemma2", GM_ARCH_GEMMA2, GM_MEMORY_KV_ISWA, read_gemma2, { 0 } },
     { "gemma3", GM_ARCH_GEMMA3, GM_MEMORY_KV_ISWA, read_gemma3, { 0 } },
@@ -593,8 +701,12 @@ static const struct arch_row {
 #undef T5_ENCODER
 #undef SHARED_KV
 #undef MTP_PLAIN
+#undef BIG_GRAPH
+#undef MTP_PLAIN_ROLLBACK
 #undef MTP_ONE
-#undef HYBRID_FA
+#undef MAMBA2_HYBRID
+#undef MAMBA2_HYBRID_ROLLBACK
+#undef SHORT_CONV_HYBRID_ROLLBACK
 
 /* create_memory picks the iswa pair by swa_type: an architecture whose SWA
  * is optional (olmo2, exaone4, gemma3) makes one only when its reader found

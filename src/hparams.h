@@ -76,6 +76,14 @@ typedef enum gm_fa_auto {
     GM_FA_OFF_GPU_WITH_CPU_LAYER /* t5: its decoder attention runs on the GPU whenever one is present */
 } gm_fa_auto;
 
+/* The state-space ops of its layers whose shapes a device's kernels judge
+ * (the compute bound asks the device's weight_supported with them). */
+typedef enum gm_ssm_ops {
+    GM_SSM_OPS_NONE = 0,
+    GM_SSM_OPS_SHORT_CONV,       /* lfm2: SSM_CONV over n_embd channels */
+    GM_SSM_OPS_MAMBA2            /* SSM_CONV over d_inner + 2 n_group d_state channels, then Mamba-2's SSM_SCAN */
+} gm_ssm_ops;
+
 /* What an architecture does differently from the common path, as data in
  * its row (hparams.c): the parts of fit ask these, not its name. */
 typedef struct gm_arch_traits {
@@ -93,6 +101,14 @@ typedef struct gm_arch_traits {
     bool mtp_one_block;          /* its MTP draft graph asserts a single NextN block
                                     (GGML_ASSERT(hparams.n_layer_nextn == 1), e.g. qwen35.cpp:489) */
     gm_fa_auto fa_auto;
+    uint8_t nodes_per_token;     /* the compute context's room (llama_context::graph_max_nodes,
+                                    llama-context.cpp:2365): max(n_tokens x this, nodes_per_tensor x the
+                                    model's tensors); 0: max(1024, 8 x the tensors) */
+    uint8_t nodes_per_tensor;    /* 0: 8 */
+    bool rs_rollback;            /* llm_arch_supports_rs_rollback (llama-arch.cpp:1112-1128): the recurrent
+                                    memory keeps n_rs_seq rollback rows per sequence when asked (--mtp) */
+    bool rank_soft_max;          /* qwen3: build_pooling's rank head ends in a soft max (llama-graph.cpp:3760) */
+    gm_ssm_ops ssm_ops;
 } gm_arch_traits;
 
 typedef enum gm_swa_type { GM_SWA_NONE = 0, GM_SWA_STANDARD = 1, GM_SWA_CHUNKED = 2, GM_SWA_SYMMETRIC = 3 } gm_swa_type;
@@ -160,11 +176,25 @@ typedef struct gm_hparams {
     float f_attn_temp_scale;             /* attention.temperature_scale (mistral3): Q times an input */
     bool attn_soft_cap;                  /* gemma2: attention scores soft-capped */
     bool no_rope;                        /* granite: rope.scaling.finetuned false turns RoPE off */
+    bool deepstack;                      /* granite vision: deepstack_mapping injects projector rows (no graph) */
     uint32_t n_ctx_orig_yarn;            /* rope.scaling.original_context_length (default n_ctx_train) */
     uint32_t dec_n_layer;                /* t5: decoder_block_count (default n_layer) */
     /* graphs (graphs-recurrent): positions per token in inp_pos, 4 with
      * M-RoPE/IMRoPE (llama_hparams::n_pos_per_embd; 0 reads as 1) */
     uint32_t n_pos_per_embd;
+
+    /* graphs-moe: what build_moe_ffn, MLA and the MoE families' graphs read
+     * (llama_hparams' fields of the same names; their defaults) */
+    uint32_t n_expert_used_l[GM_MAX_LAYERS];     /* expert_used_count per layer (n_expert_used(il)) */
+    uint32_t expert_gating_func;                 /* llama_expert_gating_func_type after the arch's default */
+    bool expert_weights_norm;
+    float expert_weights_scale;                  /* 0 and 1: no scale op */
+    uint32_t n_expert_groups, n_group_used;      /* expert groups (DeepSeek V3) */
+    uint32_t n_moe_layer_step;                   /* ernie4_5-moe: interleave_moe_layer_step */
+    float swiglu_clamp_exp[GM_MAX_LAYERS], swiglu_clamp_shexp[GM_MAX_LAYERS];
+    uint32_t n_lora_q, n_lora_kv;                /* MLA: q_lora_rank (0: a plain wq), kv_lora_rank */
+    uint32_t head_k_mla, head_v_mla;             /* key_length_mla / value_length_mla (default key/value_length) */
+    bool layer_norm;                             /* cohere2moe without an RMS epsilon: LLM_NORM */
 } gm_hparams;
 
 /* Reads what llama.cpp reads, with its defaults.  Returns GGUFMAP_OK;

@@ -199,6 +199,17 @@ static inline uint64_t gm_le64(const uint8_t *p) { return (uint64_t)gm_le32(p) |
 /* Round x up to a multiple of the power of two n, wrapping like GGML_PAD on overflow. */
 static inline uint64_t gm_pad(uint64_t x, uint64_t n) { return (x + n - 1) & ~(n - 1); }
 
+/* a * b into *out, or false when the product does not fit 64 bits. */
+static inline bool gm_mul_ok(uint64_t a, uint64_t b, uint64_t *out) {
+    if (a != 0 && b > UINT64_MAX / a) return false;
+    *out = a * b;
+    return true;
+}
+
+/* The largest buffer fit computes (64 PiB): beyond it no machine holds the
+ * context, and sums of a few hundred such sizes still fit 64 bits. */
+#define GM_FIT_MAX_BYTES (1ull << 56)
+
 /* x rounded down / up to a multiple of n (any n > 0: page sizes are given by
  * users, not only powers of two). */
 static inline uint64_t gm_floor_to(uint64_t x, uint64_t n) { return x - x % n; }

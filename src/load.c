@@ -78,20 +78,22 @@ static bool same_cell(const ggufmap_bufmap_entry *e, uint32_t context, uint32_t 
     return e->context == context && e->shard == shard;
 }
 
+/* Messages number shards from 1, as the file names do (docs/cli.md); the
+ * API's shard arguments are 0-based indexes. */
 int ggufmap_bufmap_add(ggufmap_bufmap *map, const ggufmap_bufmap_entry *e, ggufmap_error *err) {
     if (e->first >= e->last)
-        return gm_fail(err, GGUFMAP_EINVAL, "context %u, shard %u: empty range [%llu, %llu)", e->context, e->shard,
+        return gm_fail(err, GGUFMAP_EINVAL, "context %u, shard %u: empty range [%llu, %llu)", e->context, e->shard + 1,
                        (unsigned long long)e->first, (unsigned long long)e->last);
     size_t at = upper_bound(map, e->context, e->shard, e->first);
     const ggufmap_bufmap_entry *prev = at > 0 ? &map->v[at - 1] : NULL;
     const ggufmap_bufmap_entry *next = at < map->n ? &map->v[at] : NULL;
     if (prev && same_cell(prev, e->context, e->shard) && prev->last > e->first)
         return gm_fail(err, GGUFMAP_EINVAL, "context %u, shard %u: range [%llu, %llu) overlaps [%llu, %llu)",
-                       e->context, e->shard, (unsigned long long)e->first, (unsigned long long)e->last,
+                       e->context, e->shard + 1, (unsigned long long)e->first, (unsigned long long)e->last,
                        (unsigned long long)prev->first, (unsigned long long)prev->last);
     if (next && same_cell(next, e->context, e->shard) && next->first < e->last)
         return gm_fail(err, GGUFMAP_EINVAL, "context %u, shard %u: range [%llu, %llu) overlaps [%llu, %llu)",
-                       e->context, e->shard, (unsigned long long)e->first, (unsigned long long)e->last,
+                       e->context, e->shard + 1, (unsigned long long)e->first, (unsigned long long)e->last,
                        (unsigned long long)next->first, (unsigned long long)next->last);
     if (map->n == map->cap) {
         size_t cap = map->cap ? map->cap * 2 : 16;
@@ -109,7 +111,7 @@ int ggufmap_bufmap_add(ggufmap_bufmap *map, const ggufmap_bufmap_entry *e, ggufm
 int ggufmap_bufmap_find(const ggufmap_bufmap *map, uint32_t context, uint32_t shard, uint64_t offset, uint64_t size,
                         ggufmap_bufmap_entry *out, ggufmap_error *err) {
     if (size > UINT64_MAX - offset)
-        return gm_fail(err, GGUFMAP_EINVAL, "context %u, shard %u: offset %llu + size %llu overflows", context, shard,
+        return gm_fail(err, GGUFMAP_EINVAL, "context %u, shard %u: offset %llu + size %llu overflows", context, shard + 1,
                        (unsigned long long)offset, (unsigned long long)size);
     uint64_t end = offset + size;
     size_t at = upper_bound(map, context, shard, offset);
@@ -122,16 +124,16 @@ int ggufmap_bufmap_find(const ggufmap_bufmap *map, uint32_t context, uint32_t sh
         if (same_cell(e, context, shard) && e->last > offset)
             return gm_fail(err, GGUFMAP_ENOTFOUND,
                            "context %u, shard %u: bytes [%llu, %llu) are only in part inside range [%llu, %llu)",
-                           context, shard, (unsigned long long)offset, (unsigned long long)end,
+                           context, shard + 1, (unsigned long long)offset, (unsigned long long)end,
                            (unsigned long long)e->first, (unsigned long long)e->last);
     }
     if (at < map->n && same_cell(&map->v[at], context, shard) && map->v[at].first < end)
         return gm_fail(err, GGUFMAP_ENOTFOUND,
                        "context %u, shard %u: bytes [%llu, %llu) are only in part inside range [%llu, %llu)", context,
-                       shard, (unsigned long long)offset, (unsigned long long)end,
+                       shard + 1, (unsigned long long)offset, (unsigned long long)end,
                        (unsigned long long)map->v[at].first, (unsigned long long)map->v[at].last);
     return gm_fail(err, GGUFMAP_ENOTFOUND, "context %u, shard %u: no range contains bytes [%llu, %llu)", context,
-                   shard, (unsigned long long)offset, (unsigned long long)end);
+                   shard + 1, (unsigned long long)offset, (unsigned long long)end);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -432,7 +434,7 @@ static int mapped_new(const ggufmap_plan *plan, const ggufmap_map_opts *opts_in,
     if (!m->opts.gpu) m->opts.gpu = m->opts.cpu;
     m->stats.page = gm_page_size();
     if (m->opts.shard >= 0 && (uint32_t)m->opts.shard >= ns)
-        return gm_fail(err, GGUFMAP_EINVAL, "shard %d: the model has %u", m->opts.shard, ns);
+        return gm_fail(err, GGUFMAP_EINVAL, "shard %d: the model has %u", m->opts.shard + 1, ns);
     uint64_t total_ranges = 0;
     for (uint32_t i = 0; i < nb; i++) total_ranges += ggufmap_plan_buffer(plan, i)->n_ranges;
     m->n_shards = ns;
@@ -603,7 +605,7 @@ int ggufmap_mapped_find(const ggufmap_mapped *m, uint32_t context, uint32_t shar
                         ggufmap_resolved *out, ggufmap_error *err) {
     const ggufmap_model *model = ggufmap_placement_model(ggufmap_plan_placement(m->plan));
     if (shard >= m->n_shards || !m->shards[shard].base)
-        return gm_fail(err, GGUFMAP_ENOTFOUND, "shard %u is not mapped", shard);
+        return gm_fail(err, GGUFMAP_ENOTFOUND, "shard %u is not mapped", shard + 1);
     ggufmap_bufmap_entry e;
     ggufmap_error ferr;
     int rc = ggufmap_bufmap_find(m->bufmap, context, shard, offset, size, &e, &ferr);
@@ -623,7 +625,7 @@ int ggufmap_mapped_resolve(const ggufmap_mapped *m, int64_t instance, ggufmap_re
     const char *path = ggufmap_source_path(ggufmap_model_shard(model, t->shard));
     if (!m->shards[t->shard].base)
         return gm_fail(err, GGUFMAP_ENOTFOUND, "%s: offset %llu: tensor '%.*s': shard %u is not mapped", path,
-                       (unsigned long long)t->offset, (int)t->name_len, t->name, t->shard);
+                       (unsigned long long)t->offset, (int)t->name_len, t->name, t->shard + 1);
     ggufmap_bufmap_entry e;
     ggufmap_error ferr;
     int rc = ggufmap_bufmap_find(m->bufmap, in->context, t->shard, t->offset, t->size, &e, &ferr);

@@ -136,6 +136,20 @@ static int add_shard(ggufmap_model *m, const opener *op, const char *path, unsig
     return GGUFMAP_OK;
 }
 
+/* A shard that is not there is named as the split model's missing shard
+ * ("shard 4 of 4 missing: NAME"), the likeliest cause being a download that
+ * fetched only some of them; other failures are left as they are. */
+static int shard_missing(int rc, uint32_t index, uint32_t count, const char *path, ggufmap_error *err) {
+    if (rc != GGUFMAP_ENOTFOUND || count < 2) return rc;
+    char *shown = gm_url_redacted(path);
+    rc = gm_fail(err, GGUFMAP_ENOTFOUND,
+                 "shard %u of %u missing: %s (a split model needs every shard, named as the file names number them, "
+                 "in the same place: download the missing one too)",
+                 index + 1, count, shown ? shown : "?");
+    free(shown);
+    return rc;
+}
+
 /* Indexes every tensor of every shard, refusing names seen in an earlier shard. */
 static int index_tensors(ggufmap_model *m, ggufmap_error *err) {
     int64_t total = 0;
@@ -177,7 +191,7 @@ static int open_splits(ggufmap_model *m, const opener *op, const char *first_pat
         prefetch_shards(op, first_path, plen, k, k + 16 < n_split ? k + 16 : n_split);
         char *path = shard_name(first_path, plen, k, n_split);
         if (!path) return gm_fail(err, GGUFMAP_ENOMEM, "out of memory");
-        if ((rc = add_shard(m, op, path, flags, err)) == GGUFMAP_OK) {
+        if ((rc = shard_missing(add_shard(m, op, path, flags, err), k, n_split, path, err)) == GGUFMAP_OK) {
             const ggufmap_source *src = m->shards[k];
             if ((rc = get_u16(src, "split.no", 1, &no, &found, err)) == GGUFMAP_OK && no != k)
                 rc = gm_fail(err, GGUFMAP_EFORMAT, "%s: split.no is %u, expected %u", ggufmap_source_path(src), no, k);
@@ -218,7 +232,10 @@ static int model_open(const opener *op, const char *name, unsigned flags, ggufma
         goto fail;
     }
     if (named_as_shard && count > 1) prefetch_shards(op, first_path, plen, 1, count < 17 ? count : 17);
-    if ((rc = add_shard(m, op, first_path, flags, err))) goto fail;
+    if ((rc = add_shard(m, op, first_path, flags, err))) {
+        if (named_as_shard && idx != 0) rc = shard_missing(rc, 0, count, first_path, err);
+        goto fail;
+    }
     uint16_t n_split = 0;
     int found;
     if ((rc = get_u16(m->shards[0], "split.count", 0, &n_split, &found, err))) goto fail;

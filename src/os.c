@@ -18,7 +18,7 @@
  * fallbacks to POSIX too.
  *
  * The macOS branches are written against Apple's documented interfaces
- * but are not built on this project's CI (Linux only; see the README).
+ * but are not built on this project's CI (Linux only; see docs/portability.md).
  */
 #if !defined(GGUFMAP_PORTABLE_POSIX) && defined(__linux__)
 #define GM_OS_LINUX 1

@@ -22,6 +22,7 @@
 #include "arch.h"
 #include "device.h"
 #include "ggufmap/placement.h"
+#include "ggufmap/source.h"
 #include "internal.h"
 #include "regex.h"
 
@@ -45,7 +46,9 @@ struct ggufmap_placement {
     ggufmap_instance *instances;
     int64_t n_instances, cap_instances;
     char arch[64];
+    gm_ssm_dims ssm;              /* the model's SSM hyperparameters, for the device's SSM_SCAN rule */
     char warning[512];
+    char refusal[1280];           /* PATH: why llama.cpp refuses the model, "" when it loads it */
 };
 
 /* ggml_n_dims: 1 + the index of the last dimension with more than one element. */
@@ -58,13 +61,24 @@ static int n_dims_of(const ggufmap_tensor *t) {
 /* The test op of a weight as a GPU's supports_op tells ops apart. */
 static gm_weight_op weight_op(gm_op o) {
     switch (o) {
-    case GM_OP_MUL: case GM_OP_ADD: case GM_OP_ADD_ID: case GM_OP_DIV: return GM_WOP_ELEMENTWISE;
+    case GM_OP_MUL: case GM_OP_ADD: case GM_OP_DIV: return GM_WOP_ELEMENTWISE;
+    case GM_OP_ADD_ID: return GM_WOP_ADD_ID;
     case GM_OP_SCALE: return GM_WOP_SCALE;
-    case GM_OP_MUL_MAT: case GM_OP_MUL_MAT_ID: case GM_OP_GET_ROWS: return GM_WOP_MATMUL;
+    case GM_OP_MUL_MAT: case GM_OP_MUL_MAT_ID: return GM_WOP_MATMUL;
+    case GM_OP_GET_ROWS: return GM_WOP_GET_ROWS;
     case GM_OP_SSM_CONV: return GM_WOP_SSM_CONV;
     case GM_OP_SSM_SCAN: return GM_WOP_SSM_SCAN;
     default: return GM_WOP_OTHER;
     }
+}
+
+/* A u32 hyperparameter <arch>.SUFFIX of the model, 0 when absent */
+static int64_t arch_u32(const ggufmap_placement *p, const char *suffix) {
+    char key[160];
+    snprintf(key, sizeof key, "%s.%s", p->arch, suffix);
+    const ggufmap_kv *kv = ggufmap_model_find_kv(p->model, key);
+    int64_t v;
+    return kv && ggufmap_kv_int(kv, &v) == GGUFMAP_OK ? v : 0;
 }
 
 /* Does buffer type b accept tensor t used by op o?  (weight_buft_supported:
@@ -77,7 +91,7 @@ static bool supports(const ggufmap_placement *p, gm_buft_id b, const ggufmap_ten
         return gm_cpu_repacks(p->cpu, t->type, t->ne[1]);
     }
     case GGUFMAP_BUFT_CPU_AMX: return gm_amx_takes(t->type, t->ne, o == GM_OP_MUL_MAT);
-    case GGUFMAP_BUFT_GPU: return !p->be->weight_supported || p->be->weight_supported(t->type, t->ne, weight_op(o));
+    case GGUFMAP_BUFT_GPU: return !p->be->weight_supported || p->be->weight_supported(t->type, t->ne, weight_op(o), &p->ssm);
     default: return true; /* CPU and the GPU host types accept every weight */
     }
 }
@@ -520,6 +534,10 @@ int ggufmap_placement_build(const ggufmap_model *model, const ggufmap_placement_
     gm_arch_load load;
     if ((rc = gm_arch_load_model(model, opts->load_mtp, &load, err))) goto done;
     snprintf(p->arch, sizeof p->arch, "%s", load.def->name);
+    p->ssm = (gm_ssm_dims){arch_u32(p, "ssm.state_size"), arch_u32(p, "ssm.inner_size"), arch_u32(p, "ssm.group_count")};
+    if (load.refusal[0])
+        snprintf(p->refusal, sizeof p->refusal, "%s: %s", ggufmap_source_path(ggufmap_model_shard(model, 0)),
+                 load.refusal);
     p->n_layers = load.n_layer_all;
     p->n_layers_nextn = load.n_layer_nextn;
     if ((rc = assign_layers(p))) {
@@ -572,5 +590,6 @@ uint32_t ggufmap_placement_gpu(const ggufmap_placement *p, uint32_t i) { return 
 ggufmap_regex_dialect ggufmap_placement_regex(const ggufmap_placement *p) { return p->regex; }
 const ggufmap_placement_opts *ggufmap_placement_options(const ggufmap_placement *p) { return &p->opts; }
 const char *ggufmap_placement_warning(const ggufmap_placement *p) { return p->warning; }
+const char *ggufmap_placement_refusal(const ggufmap_placement *p) { return p->refusal[0] ? p->refusal : NULL; }
 ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p) { return p->cpu; }
 

@@ -200,6 +200,8 @@ static int fill_result(repack *r, const char *out_path, ggufmap_error *err) {
         c->gpu_after = a->gpu;
         c->cpu_before = b->cpu;
         c->cpu_after = a->cpu;
+        c->worse = a->gpu > b->gpu || a->cpu > b->cpu || a->foreign > b->foreign;
+        res->n_worse += c->worse;
     }
     res->mapped_before = ch->before.mapped;
     res->foreign_before = ch->before.foreign;
@@ -497,7 +499,8 @@ int ggufmap_repack(const char *model_path, const char *out_path, const ggufmap_r
     if (!rc) count_space(&r);
     if (!rc) rc = interrupted(&r, "while choosing the order: nothing written", err);
     if (!rc && o->report) o->report(o->report_ctx, r.res);
-    if (!rc && !o->dry_run && !(o->only_if_gain && r.res->no_gain)) rc = write_output(&r, out_path, err);
+    const bool given_worse = o->placement && r.res && r.res->n_worse; /* the user's own placement would suffer */
+    if (!rc && !o->dry_run && !(o->only_if_gain && (r.res->no_gain || given_worse))) rc = write_output(&r, out_path, err);
     if (!rc && res_out) {
         *res_out = r.res;
         r.res = NULL;

@@ -589,6 +589,34 @@ static int make_scratch(work *w, ggufmap_error *err) {
     return gm_fail_errno(err, e, "cannot make a scratch folder for the candidates' headers");
 }
 
+/* Cases whose GPU working set, CPU side or foreign bytes grow from before to
+ * after (the same rule as ggufmap_repack_case.worse). */
+static uint32_t cases_worse(const rp_eval *before, const rp_eval *after, uint32_t n) {
+    uint32_t worse = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        const rp_figure *b = &before->cases[k], *a = &after->cases[k];
+        worse += a->gpu > b->gpu || a->cpu > b->cpu || a->foreign > b->foreign;
+    }
+    return worse;
+}
+
+/* Candidate c beats best: fewer foreign bytes; on a tie, fewer cases made
+ * worse (page rounding can grow a tight span by a page), then fewer resident
+ * bytes (GPU + CPU, page-aligned), then fewer mapped bytes. */
+static bool beats(const work *w, const rp_eval *before, uint32_t c, uint32_t best) {
+    const rp_eval *x = &w->ev[c], *y = &w->ev[best];
+    if (x->foreign != y->foreign) return x->foreign < y->foreign;
+    const uint32_t wx = cases_worse(before, x, w->cs.n), wy = cases_worse(before, y, w->cs.n);
+    if (wx != wy) return wx < wy;
+    uint64_t rx = 0, ry = 0;
+    for (uint32_t k = 0; k < w->cs.n; k++) {
+        rx += x->cases[k].gpu + x->cases[k].cpu;
+        ry += y->cases[k].gpu + y->cases[k].cpu;
+    }
+    if (rx != ry) return rx < ry;
+    return x->mapped < y->mapped;
+}
+
 /* Lays out and evaluates every candidate; the winner's layout and figures
  * move into ch. */
 static int compare_candidates(const ggufmap_model *m, work *w, const ggufmap_repack_opts *o, rp_choice *ch,
@@ -601,9 +629,7 @@ static int compare_candidates(const ggufmap_model *m, work *w, const ggufmap_rep
         if (!rc) rc = evaluate_layout(&w->lay[c], w->scratch, (int)c, &w->cs, o, &w->ev[c], err);
         if (rc) break;
         ch->candidate_foreign[c] = w->ev[c].foreign;
-        if (w->ev[c].foreign < w->ev[best].foreign ||
-            (w->ev[c].foreign == w->ev[best].foreign && w->ev[c].mapped < w->ev[best].mapped))
-            best = c;
+        if (c > 0 && beats(w, &ch->before, c, best)) best = c;
     }
     if (rc) return rc;
     ch->order = ch->candidates[best];

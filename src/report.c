@@ -302,6 +302,9 @@ static void print_header(FILE *out, const ggufmap_plan *plan) {
         ggufmap_fputs_escaped(out, warning, strlen(warning));
         fputc('\n', out);
     }
+}
+
+static void print_llama_lines(FILE *out, const ggufmap_plan *plan) {
     fprintf(out, "\nllama.cpp v0.5.0 would print:\n");
     for (uint32_t i = 0; i < ggufmap_plan_n_buffers(plan); i++) {
         const ggufmap_buffer *bf = ggufmap_plan_buffer(plan, i);
@@ -401,7 +404,7 @@ bool gm_suggestion_fits(const ggufmap_plan *plan, const ggufmap_report_opts *o, 
 /* "  LABEL: BYTES  FITS under / EXCEEDS the limit of L by D". */
 static void verdict_line(FILE *out, const char *label, uint64_t bytes, uint64_t limit) {
     char a[64], v[128];
-    fprintf(out, "  %-22s: %11s%s%s\n", label, gm_fmt_bytes(a, sizeof a, bytes), limit ? "  " : "",
+    fprintf(out, "  %-28s: %11s%s%s\n", label, gm_fmt_bytes(a, sizeof a, bytes), limit ? "  " : "",
             gm_fmt_against_limit(v, sizeof v, bytes, limit));
 }
 
@@ -428,11 +431,13 @@ static void print_verdict(FILE *out, const ggufmap_plan *plan, const ggufmap_rep
     ggufmap_plan_working_set(plan, &llama, &planned);
     ggufmap_plan_cpu_side(plan, &cpu_llama, &cpu_planned);
     bool gpu = gm_plan_has_gpu(plan), metal = gpu && gm_plan_unified(plan);
-    snprintf(label, sizeof label, "loader, %s", planner);
+    snprintf(label, sizeof label, "ggufmap loader, %s", planner);
     if (gpu)
         fprintf(out, "\nworking set (GPU buffers, page-aligned; KV cache and compute buffers not included)\n");
     else
         fprintf(out, "\nmemory (no GPU: every buffer, page-aligned; KV cache and compute buffers not included)\n");
+    fprintf(out, "  (\"llama.cpp today\" is stock llama.cpp v0.5.0; \"ggufmap loader\" is ggufmap's loader or a llama.cpp "
+                 "patched to map the planned ranges, docs/loader.md)\n");
     if (n_gpus > 1) { /* each GPU against its own limit */
         for (uint32_t g = 0; g < n_gpus; g++) {
             char name[32];
@@ -489,10 +494,83 @@ static void print_suggestions(FILE *out, const ggufmap_plan *plan, const ggufmap
     }
 }
 
-static void text(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
+/* "GPU working set X[ of a L limit]" (each GPU's with several), ", CPU side Y"; into buf. */
+static const char *describe_sizes(char *buf, size_t cap, const ggufmap_plan *plan, uint64_t working_set,
+                                  const uint64_t *gpu_working_set, uint64_t cpu_side, uint64_t limit) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    const uint32_t n_gpus = ggufmap_placement_n_gpus(pl);
+    char a[32], l[48] = "";
+    size_t used = 0;
+    if (limit) snprintf(l, sizeof l, " of a %s limit", gm_fmt_bytes(a, sizeof a, limit));
+    if (!gm_plan_has_gpu(plan)) {
+        snprintf(buf, cap, "no GPU, every buffer %s%s", gm_fmt_bytes(a, sizeof a, working_set), l);
+        return buf;
+    }
+    if (n_gpus > 1 && gpu_working_set) {
+        for (uint32_t g = 0; g < n_gpus && used < cap; g++) {
+            char name[32];
+            ggufmap_buft_name(ggufmap_placement_options(pl)->device, GGUFMAP_BUFT_GPU, ggufmap_placement_gpu(pl, g), name,
+                              sizeof name);
+            used += (size_t)snprintf(buf + used, cap - used, "%s%s %s", g ? ", " : "GPU working sets ", name,
+                                     gm_fmt_bytes(a, sizeof a, gpu_working_set[g]));
+        }
+    } else {
+        used = (size_t)snprintf(buf, cap, "GPU working set %s%s", gm_fmt_bytes(a, sizeof a, working_set), l);
+    }
+    if (used < cap) snprintf(buf + used, cap - used, ", CPU side %s", gm_fmt_bytes(a, sizeof a, cpu_side));
+    return buf;
+}
+
+/* The answer first, in words (docs/cli.md "Plan's answer"): does the
+ * placement fit with llama.cpp v0.5.0 as it is, and after the first next
+ * step?  Without --limit or --mem there is no verdict, only the sizes. */
+static void print_answer(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *mtp, const ggufmap_report_opts *o) {
+    const ggufmap_placement *pl = ggufmap_plan_placement(plan);
+    const uint32_t n_gpus = ggufmap_placement_n_gpus(pl);
+    bool limited = o->limit || o->mem;
+    for (uint32_t g = 0; g < GGUFMAP_MAX_GPUS; g++) limited |= o->gpu_limits[g] != 0;
+    uint64_t llama, planned, cpu, cpu_planned, ram, ram_planned, gpu[GGUFMAP_MAX_GPUS] = {0};
+    ggufmap_plan_working_set(plan, &llama, &planned);
+    ggufmap_plan_cpu_side(plan, &cpu, &cpu_planned);
+    ggufmap_plan_resident(plan, &ram, &ram_planned);
+    for (uint32_t g = 0; g < n_gpus && g < GGUFMAP_MAX_GPUS; g++) ggufmap_plan_gpu_working_set(plan, g, &gpu[g], &planned);
+    if (mtp) { /* both loads are held at once: their GPU buffers add up (as the verdict counts them) */
+        uint64_t x, y;
+        ggufmap_plan_working_set(mtp, &x, &y);
+        llama += x;
+        ggufmap_plan_cpu_side(mtp, &x, &y);
+        cpu += x;
+        for (uint32_t g = 0; g < n_gpus && g < GGUFMAP_MAX_GPUS; g++) ggufmap_plan_gpu_working_set(mtp, g, &x, &y), gpu[g] += x;
+    }
+    char sizes[512], a[32];
+    const uint64_t lim = n_gpus > 1 ? 0 : n_gpus ? gm_gpu_limit(plan, 0, o->limit, o->gpu_limits) : o->limit;
+    const bool fits = ggufmap_plan_fits_limits(plan, mtp, o->limit, o->gpu_limits, false) && (!o->mem || ram <= o->mem);
+    fprintf(out, "%s: ", mtp ? "answer (both loads together)" : "\nanswer");
+    if (limited)
+        fprintf(out, "%s with llama.cpp v0.5.0 as it is: ", fits ? "FITS" : "DOES NOT FIT");
+    else
+        fprintf(out, "no verdict without --limit or --mem; llama.cpp v0.5.0 as it is: ");
+    fprintf(out, "%s", describe_sizes(sizes, sizeof sizes, plan, llama, gpu, cpu, lim));
+    if (o->mem) fprintf(out, ", RAM %s of %s", gm_fmt_bytes(a, sizeof a, ram), gm_fmt_bytes(sizes, sizeof sizes, o->mem));
+    fputc('\n', out);
+    if (!o->n_suggestions || mtp) { /* the next steps are worked out for the model's load alone */
+        if (o->suggestions && limited && !mtp) fprintf(out, "  no next step to suggest\n");
+        return;
+    }
+    const ggufmap_suggestion *s = &o->suggestions[0];
+    fprintf(out, "  after next step 1 below: %s", !limited ? "" : gm_suggestion_fits(plan, o, s) ? "FITS: " : "still DOES NOT FIT: ");
+    fprintf(out, "%s", describe_sizes(sizes, sizeof sizes, plan, s->working_set, s->gpu_working_set, s->cpu_side, 0));
+    if (o->mem) fprintf(out, ", RAM %s", gm_fmt_bytes(a, sizeof a, s->resident));
+    fputc('\n', out);
+}
+
+/* One load's report; answer: the answer first (with --mtp it comes once, above both loads). */
+static void text(FILE *out, const ggufmap_plan *plan, const ggufmap_report_opts *o, bool answer) {
     const ggufmap_plan_opts *po = ggufmap_plan_options(plan);
     char a[64], planner[64];
     print_header(out, plan);
+    if (answer) print_answer(out, plan, NULL, o);
+    print_llama_lines(out, plan);
     ggufmap_planner_format(&po->planner, planner, sizeof planner);
     fprintf(out, "\nbuffers (planner %s%s%s)\n", planner, po->page > 1 ? ", page " : "",
             po->page > 1 ? gm_fmt_bytes(a, sizeof a, po->page) : "");
@@ -788,7 +866,7 @@ static void both_loads(FILE *out, const ggufmap_plan *plan, const ggufmap_plan *
     const ggufmap_placement *pl = ggufmap_plan_placement(plan);
     const uint32_t n_gpus = ggufmap_placement_n_gpus(pl);
     ggufmap_planner_format(&ggufmap_plan_options(plan)->planner, planner, sizeof planner);
-    snprintf(label, sizeof label, "loader, %s", planner);
+    snprintf(label, sizeof label, "ggufmap loader, %s", planner);
     fprintf(out, "\nboth loads together (the MTP head's load beside the model's)\n");
     if (n_gpus <= 1) {
         const uint64_t lim = n_gpus ? gm_gpu_limit(plan, 0, o->limit, o->gpu_limits) : o->limit;
@@ -823,14 +901,15 @@ void ggufmap_report_plan_mtp(FILE *out, const ggufmap_plan *plan, const ggufmap_
         buffer_lines(out, plan);
         if (mtp) fprintf(out, "LOAD mtp\n"), buffer_lines(out, mtp);
     } else if (!mtp) {
-        text(out, plan, o);
+        text(out, plan, o, true);
     } else {
         ggufmap_report_opts second = *o;
         second.n_suggestions = 0;
-        fprintf(out, "== load 1 of 2: the model (load_mtp off)\n");
-        text(out, plan, o);
+        print_answer(out, plan, mtp, o);
+        fprintf(out, "\n== load 1 of 2: the model (load_mtp off)\n");
+        text(out, plan, o, false);
         fprintf(out, "\n== load 2 of 2: the MTP draft head's load of the same file (load_mtp on)\n");
-        text(out, mtp, &second);
+        text(out, mtp, &second, false);
         both_loads(out, plan, mtp, o);
     }
 }

@@ -1,6 +1,6 @@
 /*
  * report_inspect.c - what a model holds and where: the text and the JSON
- * ("ggufmap.inspect/1", documented in README.md) of `ggufmap inspect`.
+ * ("ggufmap.inspect/1", documented in docs/json.md) of `ggufmap inspect`.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,7 +137,8 @@ static void print_types(FILE *out, const ggufmap_model *m) {
 
 static void print_metadata(FILE *out, const ggufmap_model *m, bool full) {
     const ggufmap_source *first = ggufmap_model_shard(m, 0);
-    fprintf(out, "\nmetadata (first shard, %lld keys)\n", (long long)ggufmap_source_n_kv(first));
+    fprintf(out, "\nmetadata (first shard, %lld key%s)\n", (long long)ggufmap_source_n_kv(first),
+            ggufmap_source_n_kv(first) == 1 ? "" : "s");
     for (int64_t i = 0; i < ggufmap_source_n_kv(first); i++) {
         const ggufmap_kv *kv = ggufmap_source_kv(first, i);
         fprintf(out, "  ");
@@ -329,7 +330,7 @@ static void json_tensors(json *j, const ggufmap_model *m, unsigned flags) {
     json_end_array(j);
 }
 
-/* The ggufmap.inspect/1 document (README). */
+/* The ggufmap.inspect/1 document (docs/json.md). */
 static void inspect_json(FILE *out, const ggufmap_model *m, unsigned flags) {
     json j;
     json_init(&j, out);

@@ -409,9 +409,13 @@ static int check_data(ggufmap_source *src, uint64_t end_of_infos, unsigned flags
         if (!(flags & GGUFMAP_OPEN_HEADER_ONLY) &&
             (t->offset < src->data_offset || t->offset + t->size < t->offset || t->offset + t->size > src->size))
             return gm_fail(err, GGUFMAP_EFORMAT,
-                           "%s: offset %llu: tensor '%s': data [%llu, %llu) is not within the file (%llu bytes)",
+                           "%s: offset %llu: tensor '%s': data [%llu, %llu) is not within the file (%llu bytes)%s",
                            src->path, (unsigned long long)t->info_offset, nm, (unsigned long long)t->offset,
-                           (unsigned long long)(t->offset + t->size), (unsigned long long)src->size);
+                           (unsigned long long)(t->offset + t->size), (unsigned long long)src->size,
+                           t->offset >= src->data_offset && t->offset + t->size > t->offset
+                               ? ": the file is shorter than its tensors need, a truncated or unfinished download? "
+                                 "(compare its size with the server's and download it again)"
+                               : "");
     }
     src->data_size = expected;
     return GGUFMAP_OK;
@@ -421,6 +425,33 @@ static int check_data(ggufmap_source *src, uint64_t end_of_infos, unsigned flags
 /* The header                                                                */
 /* ------------------------------------------------------------------------ */
 
+/* What a file that is not GGUF most likely is, from its first bytes, for the
+ * message ("" when nothing is recognized).  A safetensors file starts with
+ * its JSON header's length (u64, little-endian) then '{'. */
+static const char *likely_format(gm_cursor *c, const uint8_t *magic) {
+    static const struct { const char *prefix; size_t len; const char *what; } known[] = {
+        {"PK\x03\x04", 4, ": a zip archive (a PyTorch .bin/.pt checkpoint?); llama.cpp reads GGUF only: convert it "
+                           "with llama.cpp's convert_hf_to_gguf.py"},
+        {"vers", 4, ": a text file (a Git LFS pointer, 'version https://git-lfs...'? fetch the file itself, e.g. git lfs "
+                    "pull or the /resolve/ URL)"},
+        {"<!DO", 4, ": an HTML page, not a model (the download got a web page: a login or error page? use the /resolve/ "
+                    "URL)"},
+        {"<htm", 4, ": an HTML page, not a model (the download got a web page: a login or error page? use the /resolve/ "
+                    "URL)"},
+        {"ggjt", 4, ": a GGJT file, the format before GGUF; convert the original weights again"},
+        {"ggml", 4, ": a GGML file, the format before GGUF; convert the original weights again"},
+        {"lmgg", 4, ": a GGML file, the format before GGUF; convert the original weights again"},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (memcmp(magic, known[i].prefix, known[i].len) == 0) return known[i].what;
+    const uint64_t low = gm_le32(magic); /* read before take(): a remote source may move its bytes */
+    const uint8_t *p;
+    if (left(c) >= 5 && take(c, 5, &p) && p[4] == '{' && (low | (uint64_t)gm_le32(p) << 32) < c->size)
+        return ": a safetensors file (a header length, then JSON); llama.cpp reads GGUF only: convert it with "
+               "llama.cpp's convert_hf_to_gguf.py, or pick the .gguf file of the repository";
+    return "";
+}
+
 static int parse(ggufmap_source *src, gm_cursor *c, unsigned flags, ggufmap_error *err) {
     const uint8_t *p;
     if (!take(c, 4, &p))
@@ -428,8 +459,10 @@ static int parse(ggufmap_source *src, gm_cursor *c, unsigned flags, ggufmap_erro
                        src->path, (unsigned long long)src->size);
     if (memcmp(p, "GGUF", 4) != 0) {
         char q[64];
-        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 0: invalid magic '%s', expected 'GGUF'", src->path,
-                       quote(q, sizeof q, (const char *)p, 4));
+        char magic[4];
+        memcpy(magic, p, 4);
+        return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 0: invalid magic '%s', expected 'GGUF'%s", src->path,
+                       quote(q, sizeof q, magic, 4), likely_format(c, p));
     }
     if (!read_u32(c, &src->version))
         return gm_fail(err, GGUFMAP_EFORMAT, "%s: offset 4: file ends inside the version", src->path);

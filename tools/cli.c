@@ -323,6 +323,7 @@ static void print_status(FILE *out, const cli_command *cmd) {
         wrap(out, meaning[i], strlen(meaning[i]), 5, 5, HELP_WIDTH);
         fputc('\n', out);
     }
+    fprintf(out, "  130  interrupted (Ctrl-C, SIGINT; 143 SIGTERM, 129 SIGHUP): nothing partial is left\n");
 }
 
 void cli_print_help(FILE *out, const cli_command *cmd) {
@@ -406,7 +407,7 @@ static void man_command(FILE *out, const cli_command *cmd) {
         fputs("; 3 ", out);
         roff(out, cmd->status_no);
     }
-    fputs(".\n", out);
+    fputs("; 130 interrupted (Ctrl-C, SIGINT; 143 SIGTERM, 129 SIGHUP).\n", out);
 }
 
 void cli_print_man(FILE *out, const cli_command *const *cmds, size_t n, const char *version) {
@@ -434,9 +435,12 @@ void cli_print_man(FILE *out, const cli_command *const *cmds, size_t n, const ch
           out);
     fputs(".SH COMMANDS\n", out);
     for (size_t i = 0; i < n; i++) man_command(out, cmds[i]);
-    fputs(".SH EXIT STATUS\n.TP\n.B 0\ndone; the models are the same; it fits\n.TP\n.B 1\nusage error\n"
-          ".TP\n.B 2\na file cannot be read or llama.cpp would refuse it; an I/O error\n"
-          ".TP\n.B 3\na negative answer: the models differ (verify); llama.cpp does not fit the limit (plan \\-\\-limit)\n",
+    fputs(".SH EXIT STATUS\n.TP\n.B 0\ndone; it fits (plan \\-\\-limit, fit); the models are the same (verify)\n"
+          ".TP\n.B 1\nusage error: the command line is wrong\n"
+          ".TP\n.B 2\na file cannot be read or llama.cpp would refuse it; an I/O error; an architecture fit does not "
+          "model; repack: an output refused, no space, the read-back check failed, interrupted\n"
+          ".TP\n.B 3\na negative answer: llama.cpp does not fit under the limit (plan \\-\\-limit, fit) or refuses the "
+          "context (fit); the models differ (verify); inspect, repack, hash and load never answer 3\n",
           out);
     fputs(".SH ENVIRONMENT\n.TP\n.B NO_COLOR\nwhen set and not empty, no colours unless \\-\\-color always\n"
           ".TP\n.B TMPDIR\nwhere repack evaluates candidate layouts (their headers only)\n",

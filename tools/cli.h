@@ -9,9 +9,9 @@
  *   - `ggufmap CMD --help` and `ggufmap help CMD`;
  *   - the man page (`ggufmap help --man`, installed as ggufmap.1);
  *   - the bash completion (`ggufmap completion bash`, installed);
- *   - the usage lines of the README (`ggufmap help --usage CMD`).
+ *   - the usage lines of docs/cli.md (`ggufmap help --usage CMD`).
  * So adding an option is one table entry plus its case in the command's
- * apply function, and the help, the man page, the completion and the README
+ * apply function, and the help, the man page, the completion and docs/cli.md
  * cannot drift apart (tests/cli/docs.sh checks that they agree).
  */
 #ifndef GGUFMAP_TOOLS_CLI_H

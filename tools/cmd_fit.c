@@ -61,7 +61,7 @@ static const cli_option verdict_options[] = {
     {OPT_MAX_CTX, "--max-ctx", NULL, NULL,
      "search the largest -c (a multiple of 256) that fits the limit, up to -c N when given, else the trained "
      "context"},
-    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.fit/1 document (README)"},
+    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.fit/1 document (docs/json.md)"},
     {OPT_QUIET, "-q, --quiet", NULL, NULL, "print nothing; the exit status says whether it fits"},
 };
 
@@ -173,6 +173,36 @@ static int settle(fit_args *f) {
 /* The command                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* llama.cpp's n_ctx_train: the model's <arch>.context_length (0 when it has none). */
+static uint32_t trained_context(const ggufmap_model *m, char *key, size_t cap) {
+    const char *arch;
+    uint64_t len;
+    int64_t v;
+    const ggufmap_kv *kv = ggufmap_model_find_kv(m, "general.architecture");
+    if (!kv || ggufmap_kv_string(kv, &arch, &len) != GGUFMAP_OK || len > 64) return 0;
+    snprintf(key, cap, "%.*s.context_length", (int)len, arch);
+    kv = ggufmap_model_find_kv(m, key);
+    return kv && ggufmap_kv_int(kv, &v) == GGUFMAP_OK && v > 0 && v <= UINT32_MAX ? (uint32_t)v : 0;
+}
+
+/* A context past the trained one: llama.cpp warns (llama-context.cpp:326,
+ * "n_ctx_seq (%u) > n_ctx_train (%u) -- possible training context
+ * overflow"), so fit says so too, beside the figure.  n_ctx_seq is n_ctx, or
+ * n_ctx / n_seq_max padded to 256 without a unified cache (:292-295). */
+static void note_past_training(const ggufmap_model *m, const fit_args *f, const char *what, uint32_t n_ctx, bool json) {
+    char key[96];
+    const uint32_t train = trained_context(m, key, sizeof key);
+    if (!n_ctx || !train) return;
+    uint32_t seq = n_ctx;
+    if (!f->fit.kv_unified && f->fit.n_seq_max > 1) seq = (n_ctx / f->fit.n_seq_max + 255) / 256 * 256;
+    if (seq <= train) return;
+    fprintf(json ? stderr : stdout,
+            "%snote: %s (-c %u) is past the model's trained context (%s = %u): llama.cpp v0.5.0 warns \"n_ctx_seq (%u) > "
+            "n_ctx_train (%u) -- possible training context overflow\"; the memory is as shown, the answers past "
+            "%u tokens may not be\n",
+            json ? "ggufmap fit: " : "\n", what, n_ctx, key, train, seq, train, train);
+}
+
 /* The fit, the search and the suggestions, printed; returns the exit status. */
 static int run_fit(const ggufmap_model *m, const fit_args *f) {
     ggufmap_placement *pl = NULL;
@@ -196,7 +226,18 @@ static int run_fit(const ggufmap_model *m, const fit_args *f) {
     } else {
         const char *warning = ggufmap_placement_warning(pl);
         if (warning[0] && !f->common.json && !f->common.quiet) cli_fail("fit", 0, warning);
-        if (!f->common.quiet) ggufmap_fit_report(stdout, fit, &ro);
+        char ngl[256];
+        if (!f->common.quiet && placement_args_ngl_without_device(&f->placement, ngl, sizeof ngl)) cli_fail("fit", 0, ngl);
+        if (!f->common.quiet) {
+            ggufmap_fit_report(stdout, fit, &ro);
+            if (ro.searched) {
+                note_past_training(m, f, "the largest context that fits", ro.max_ctx, f->common.json);
+                if (ro.max_ctx_planned != ro.max_ctx)
+                    note_past_training(m, f, "the largest context that fits repacked", ro.max_ctx_planned, f->common.json);
+            } else {
+                note_past_training(m, f, "the context asked for", f->fit.n_ctx, f->common.json);
+            }
+        }
         rc = cli_finish_stdout("fit", ggufmap_fit_fits(fit, false) ? EXIT_OK : EXIT_NO);
     }
     ggufmap_fit_free(fit);
@@ -213,6 +254,10 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     }
     f->common.progress = -1;
     ggufmap_fit_opts_init(&f->fit);
+    /* llama.cpp's own switch for CUDA's fusions (ggml-cuda.cu:4508), read
+     * the same way: set and not 0, the fused MoE keeps nothing alive */
+    const char *no_fusion = getenv("GGML_CUDA_DISABLE_FUSION");
+    f->fit.no_cuda_fusion = no_fusion && (int)strtol(no_fusion, NULL, 10) != 0; /* atoi */
     model_arg_init(&f->model, cmd->name);
     int first, rc = cli_parse(cmd, argc, argv, apply, f, CLI_ANY_OPERANDS, &first);
     if (rc == EXIT_OK) rc = model_arg_take(&f->model, argc, argv, first);

@@ -18,7 +18,7 @@ enum { OPT_NO_LAYER = 0x100, OPT_DIGEST_ONLY };
 static const cli_option hash_options[] = {
     {OPT_NO_LAYER, "--no-layer", NULL, NULL, "no per-tensor lines (as gguf_hash.py --no-layer)"},
     {OPT_DIGEST_ONLY, "--digest-only", NULL, NULL, "only the digest (tensors hashed by several threads)"},
-    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.hash/1 document (README): every tensor's sha256 and the digest"},
+    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.hash/1 document (docs/json.md): every tensor's sha256 and the digest"},
     {OPT_PROGRESS, "--progress", NULL, NULL, "a progress line on stderr even when it is not a terminal"},
     {OPT_NO_PROGRESS, "--no-progress", NULL, NULL, "no progress line, even on a terminal"},
     {OPT_QUIET, "-q, --quiet", NULL, NULL, "print nothing: only read and hash every tensor (exit status 2 on a read error)"},

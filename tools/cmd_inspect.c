@@ -3,7 +3,7 @@
  *
  * Text: a summary (architecture, name, shards with their sizes, alignment,
  * tensors and bytes per type), then one row per tensor.  --json: the schema
- * documented in README.md ("ggufmap.inspect/1"); every size in bytes.
+ * documented in docs/json.md ("ggufmap.inspect/1"); every size in bytes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 enum { OPT_FULL = 0x100, OPT_METADATA, OPT_NO_TENSORS, OPT_LENIENT };
 
 static const cli_option inspect_options[] = {
-    {OPT_JSON, "--json", NULL, NULL, "machine-readable output (schema ggufmap.inspect/1, see the README)"},
+    {OPT_JSON, "--json", NULL, NULL, "machine-readable output (schema ggufmap.inspect/1, docs/json.md)"},
     {OPT_FULL, "--full", NULL, NULL, "do not shorten long arrays (a tokenizer's tokens) or strings"},
     {OPT_METADATA, "--metadata", NULL, NULL, "also list the key-value pairs in the text"},
     {OPT_NO_TENSORS, "--no-tensors", NULL, NULL, "leave out the per-tensor rows"},

@@ -59,6 +59,7 @@ typedef struct load_args {
     const char *backend, *cpu_backend;
     int32_t shard;     /* 0-based; -1: every shard */
     bool touch, keep;
+    uint64_t device_page; /* the page plan counts for the device (Metal: 16 KiB), 1: exact bytes */
 } load_args;
 
 static int parse_backend(const char *opt, const char *value, const char **out) {
@@ -93,6 +94,10 @@ static int apply(void *ctx, int code, const char *value) {
 static void settle_plan(load_args *a) {
     placement_args_finish(&a->pa);
     planning_args_finish(&a->planning, a->pa.opts.device, &a->plan);
+    ggufmap_plan_opts device;
+    ggufmap_preset(a->pa.opts.device, NULL, &device);
+    a->device_page = device.page;
+    /* load maps the files on this machine: its pages are this system's, whatever device is modelled */
     if (!a->planning.page_given) a->plan.page = gm_page_size();
 }
 
@@ -318,6 +323,11 @@ static void print_text(const load_report *r) {
     if (r->a->shard >= 0) printf(", shard %d mapped", r->a->shard + 1);
     printf("), device %s, planner %s, page %llu\n", ggufmap_device_name(r->a->pa.opts.device), r->planner,
            (unsigned long long)r->ms.page);
+    if (r->a->device_page > 1 && r->a->device_page != r->ms.page)
+        printf("page: %llu B, this system's: load maps the files here, in this machine's pages; plan --device %s counts "
+               "%llu B pages (the device's: Apple Silicon's), so its page-aligned figures differ by the rounding\n",
+               (unsigned long long)r->ms.page, ggufmap_device_name(r->a->pa.opts.device),
+               (unsigned long long)r->a->device_page);
     if (r->has_gpu) printf("backends: GPU buffers -> %s, CPU buffers -> %s\n", r->a->backend, r->a->cpu_backend);
     else printf("backend: every buffer -> %s\n", r->a->backend);
     printf("ranges: %u (%u to the GPU backend)\n", r->ms.n_ranges, r->ms.n_gpu_ranges);

@@ -33,7 +33,7 @@ static const cli_option output_options[] = {
      "the machine's RAM: the weights it holds (with metal's unified memory all of them, counted once) must fit "
      "it too, a second verdict (exit 3 if either fails); with metal it also sets --limit to macOS's default "
      "GPU working set (2/3 of RAM up to 32G, 3/4 above) unless --limit is given"},
-    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.plan/1 document (README)"},
+    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.plan/1 document (docs/json.md)"},
     {OPT_FORMAT, "--format", "text|json|buffers", "text json buffers",
      "json is --json; buffers prints one line per buffer, as tests/oracle's driver prints them"},
     {OPT_SVG, "--svg", "FILE", "@file", "also draw the plan as an SVG figure into FILE (which must not exist); - is "
@@ -141,6 +141,8 @@ static int report(plan_args *a, const char *model_path, const ggufmap_model *m, 
     bool lines = (a->report.flags & GGUFMAP_REPORT_BUFFER_LINES) != 0;
     const char *warning = ggufmap_placement_warning(ggufmap_plan_placement(plan));
     if (warning[0] && !lines && !a->common.json && !a->common.quiet) cli_fail("plan", 0, warning);
+    char ngl[256];
+    if (!a->common.quiet && placement_args_ngl_without_device(&a->placement, ngl, sizeof ngl)) cli_fail("plan", 0, ngl);
     ggufmap_suggestion advice[PLAN_ADVICE_MAX];
     if (!lines && !a->common.quiet && !svg_stdout && !a->no_advice) {
         plan_advice_input in = {model_path, m, plan, &a->placement, &a->planning, popts, a->report.limit, a->limit_text,
@@ -170,6 +172,8 @@ static int place_and_plan(const cli_command *cmd, const ggufmap_model *m, const 
                           const ggufmap_plan_opts *popts, ggufmap_placement **pl, ggufmap_plan **plan) {
     ggufmap_error err;
     int st = ggufmap_placement_build(m, o, pl, &err);
+    if (st == GGUFMAP_OK && ggufmap_placement_refusal(*pl))
+        return cli_fail(cmd->name, EXIT_BAD_INPUT, ggufmap_placement_refusal(*pl));
     if (st == GGUFMAP_OK) st = ggufmap_plan_build(*pl, popts, plan, &err);
     if (st == GGUFMAP_OK) return EXIT_OK;
     return cli_fail(cmd->name, st == GGUFMAP_EINVAL ? EXIT_USAGE : EXIT_BAD_INPUT, err.message);

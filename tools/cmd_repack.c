@@ -41,7 +41,7 @@ static const cli_option repack_options[] = {
      "who writes the bytes read for the hash: auto (default: copy_file_range where the file system shares blocks "
      "or copies on the server: Btrfs, XFS, bcachefs, ZFS, NFS, SMB; write() elsewhere), kernel (copy_file_range "
      "where the kernel takes it), write (always write())"},
-    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.repack/1 document (README) instead of the text"},
+    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.repack/1 document (docs/json.md) instead of the text"},
     {OPT_PROGRESS, "--progress", NULL, NULL, "a progress line on stderr even when it is not a terminal"},
     {OPT_NO_PROGRESS, "--no-progress", NULL, NULL, "no progress line, even on a terminal"},
     {OPT_QUIET, "-q, --quiet", NULL, NULL, "print nothing but errors"},
@@ -184,7 +184,33 @@ static void print_case(const repack_args *a, const char *label, const ggufmap_re
     if (cpu) printf(" %12s %12s", size(b[2], c->cpu_before), size(b[3], c->cpu_after));
     printf(" %14s %14s", size(b[4], c->foreign_before), size(b[5], c->foreign_after));
     if (a->limit) printf("  %s", c->gpu_after <= a->limit ? "fits" : "EXCEEDS");
+    if (c->worse) printf("  WORSE");
     putchar('\n');
+}
+
+/* "+32.00 KiB" for a figure that grows, into buf; "" otherwise. */
+static const char *growth(char *buf, const char *what, uint64_t before, uint64_t after) {
+    char b[32];
+    if (after > before) snprintf(buf, 64, ", %s +%s", what, size(b, after - before));
+    else buf[0] = '\0';
+    return buf;
+}
+
+/* Every placement the repack makes worse, named with what grows. */
+static void print_worse(const ggufmap_repack_result *r) {
+    char g[64], c[64], f[64], line[200];
+    if (!r->n_worse) {
+        printf("no placement %s worse after the repack\n", r->n_cases == 1 ? "gets" : "of the family gets");
+        return;
+    }
+    printf("worse after the repack (%u of %u placement%s):\n", r->n_worse, r->n_cases, r->n_cases == 1 ? "" : "s");
+    for (uint32_t k = 0; k < r->n_cases; k++) {
+        const ggufmap_repack_case *x = &r->cases[k];
+        if (!x->worse) continue;
+        snprintf(line, sizeof line, "%s%s%s", growth(g, "GPU", x->gpu_before, x->gpu_after),
+                 growth(c, "CPU side", x->cpu_before, x->cpu_after), growth(f, "foreign", x->foreign_before, x->foreign_after));
+        printf("  %s:%s\n", x->label, line + 1); /* worse: one figure grows, so line starts with ", " */
+    }
 }
 
 static void print_cases(const repack_args *a, const ggufmap_repack_result *r) {
@@ -199,8 +225,9 @@ static void print_cases(const repack_args *a, const ggufmap_repack_result *r) {
         if (gpu) printf(" %12s %12s", "", "");
         printf(" %14s %14s\n", size(b[0], r->foreign_before), size(b[1], r->foreign_after));
     }
-    printf("(GPU: llama.cpp's working set, page-aligned, as plan --limit counts it, every buffer where no tensor is "
-           "on the GPU; CPU: the CPU side; foreign: bytes mapped that other buffers own)\n");
+    printf("(GPU: llama.cpp's working set, page-aligned, as plan --limit counts it; with no layer on the GPU, every "
+           "buffer; CPU: the CPU side; foreign: bytes mapped that other buffers own; WORSE: a figure grows)\n");
+    print_worse(r);
 }
 
 static void print_verdict(const repack_args *a, const ggufmap_repack_result *r) {
@@ -259,6 +286,7 @@ static void json_case(json *j, const ggufmap_repack_case *c, uint64_t limit) {
     json_key(j, "mapped_after"), json_uint(j, c->mapped_after);
     json_key(j, "foreign_before"), json_uint(j, c->foreign_before);
     json_key(j, "foreign_after"), json_uint(j, c->foreign_after);
+    json_key(j, "worse"), json_bool(j, c->worse);
     json_key(j, "fits_after");
     limit ? json_bool(j, c->gpu_after <= limit) : json_null(j);
     json_end_object(j);
@@ -295,6 +323,7 @@ static void print_json(const repack_args *a, const ggufmap_repack_result *r) {
     json_key(&j, "hole_bytes"), json_uint(&j, r->hole_bytes);
     json_key(&j, "space_needed"), json_uint(&j, r->space_needed);
     json_key(&j, "no_gain"), json_bool(&j, r->no_gain);
+    json_key(&j, "n_worse"), json_uint(&j, r->n_worse);
     json_key(&j, "dry_run"), json_bool(&j, a->ro.dry_run);
     json_key(&j, "written"), json_bool(&j, r->written);
     json_key(&j, "copy");
@@ -325,6 +354,8 @@ static void print_outcome(const repack_args *a, const ggufmap_repack_result *r) 
                r->n_shards, r->n_shards == 1 ? "" : "s", size(b[0], r->data_bytes), r->seconds_copy,
                size(b[1], (uint64_t)((double)r->data_bytes / secs)),
                r->used_copy_file_range ? "copy_file_range" : "pread/pwrite", r->seconds_sync);
+    } else if (a->placement.any && r->n_worse && !a->ro.dry_run) {
+        printf("not written: the repack would make the placement given worse (above); --force writes it anyway\n");
     } else if (r->no_gain) {
         printf("nothing to gain: llama.cpp would map as much after repacking as before (the model is already as "
                "tight as repacking makes it); nothing written%s\n", a->ro.dry_run ? "" : " (--force writes it anyway)");
@@ -335,6 +366,20 @@ static void print_outcome(const repack_args *a, const ggufmap_repack_result *r) 
 
 static volatile sig_atomic_t cancelled;
 static void on_signal(int sig) { cancelled = sig; }
+
+/* Once cleaned up, the signal's own ending, as the shell expects of a
+ * command stopped by Ctrl-C (status 128 + N: 130 for SIGINT, 143 SIGTERM,
+ * 129 SIGHUP), so a script's loop stops too; 128 + N if it returns. */
+static void exit_by_signal(int sig) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    fflush(NULL);
+    sigaction(sig, &dfl, NULL);
+    raise(sig);
+    exit(128 + sig);
+}
 
 /* The repack itself, with SIGINT, SIGTERM and SIGHUP turned into a clean stop. */
 static int repack(repack_args *a, ggufmap_repack_result **res, ggufmap_error *err) {
@@ -387,6 +432,8 @@ static int run(const cli_command *cmd, int argc, char **argv) {
         if (cancelled) fprintf(stderr, "ggufmap repack: stopped by signal %d\n", (int)cancelled);
     } else {
         print_outcome(a, res);
+        if (a->placement.any && res->n_worse)
+            rc = cli_fail(cmd->name, EXIT_NO, "the placement given gets worse after this repack (another --order?)");
     }
     rc = cli_finish_stdout(cmd->name, rc);
 done:
@@ -394,20 +441,23 @@ done:
     ggufmap_model_free(in);
     placement_args_free(&a->placement);
     free(a);
+    if (cancelled) exit_by_signal((int)cancelled); /* the partial output is gone: die of the signal */
     return cli_parse_status(cmd, rc);
 }
 
 const cli_command repack_command = {
     .name = "repack",
     .operands = "MODEL",
-    .summary = "rewrite a model so that llama.cpp maps nothing foreign",
+    .summary = "rewrite a model so that llama.cpp maps less that is foreign (nothing, for a given placement)",
     .description =
         "Rewrites MODEL (any shard of a split model), every shard, with its tensors reordered so that llama.cpp "
-        "v0.5.0 maps nothing foreign: each buffer's span holds its own tensors only.  Lossless: every key-value pair "
-        "and every tensor byte is kept, and the alignment.  First prints, for the placement given by the flags or, "
-        "without any, for the family (every -ngl and, for MoE models, every --n-cpu-moe and --cpu-moe, on a Metal "
-        "GPU), llama.cpp's GPU working set and CPU side before and after, and the foreign bytes; a model that "
-        "repacking cannot improve is not written unless --force.\n\n"
+        "v0.5.0 maps less that is foreign.  For the placement given by the flags, nothing foreign: each buffer's "
+        "span holds its own tensors only.  Without flags, for the family (every -ngl and, for MoE models, every "
+        "--n-cpu-moe and --cpu-moe, on a Metal GPU), the order with the fewest foreign bytes over the family: one "
+        "order cannot suit every placement, so some may get worse; each one that does is named (WORSE).  Lossless: "
+        "every key-value pair and every tensor byte is kept, and the alignment.  First prints, per placement, "
+        "llama.cpp's GPU working set and CPU side before and after, and the foreign bytes; a model that repacking "
+        "cannot improve, or a placement given that would get worse, is not written unless --force.\n\n"
         "The output paths are checked first (the directory exists and is writable, nothing is there, the input is "
         "not among them).  Safety: each shard is written to OUT.tmp-XXXXXX beside it; every piece is read back once "
         "the disk has it and every tensor's SHA-256 checked against the hash taken while copying; the headers are "
@@ -417,6 +467,8 @@ const cli_command repack_command = {
     .groups = repack_groups,
     .n_groups = 2,
     .status_ok = "written, nothing to gain, or a dry run",
+    .status_no = "the placement given by the flags gets worse after the repack (its GPU working set, CPU side or "
+                 "foreign bytes grow; nothing written unless --force)",
     .status_bad = "the model cannot be read, an output path is refused (it exists, its directory is missing or not "
                   "writable), no space, the read-back check failed, interrupted, or the output cannot be written",
     .run = run,

@@ -12,7 +12,7 @@
 #include "util.h"
 
 static const cli_option verify_options[] = {
-    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.verify/1 document (README)"},
+    {OPT_JSON, "--json", NULL, NULL, "the ggufmap.verify/1 document (docs/json.md)"},
     {OPT_PROGRESS, "--progress", NULL, NULL, "a progress line on stderr even when it is not a terminal"},
     {OPT_NO_PROGRESS, "--no-progress", NULL, NULL, "no progress line, even on a terminal"},
     {OPT_QUIET, "-q, --quiet", NULL, NULL, "print nothing; the exit status says it"},

@@ -39,12 +39,18 @@ static void print_help(FILE *out) {
             "  ggufmap help COMMAND (or ggufmap COMMAND --help) shows a command's options.\n"
             "  MODEL is any shard of a split model.  Sizes take a unit: 96G, 96GiB, 96GB.\n"
             "\n"
-            "exit status, every command:\n"
-            "  0  done; the models are the same (verify); it fits (plan --limit)\n"
-            "  1  usage error\n"
-            "  2  a file cannot be read or llama.cpp would refuse it; an I/O error\n"
-            "  3  a negative answer: the models differ (verify); llama.cpp does not\n"
-            "     fit under the limit (plan --limit)\n",
+            "exit status, every command (ggufmap help COMMAND says what each means there):\n"
+            "  0    done; it fits (plan --limit, fit); the models are the same (verify)\n"
+            "  1    usage error: the command line is wrong\n"
+            "  2    a file cannot be read or llama.cpp would refuse it; an I/O error;\n"
+            "       an architecture fit does not model; repack: an output refused, no\n"
+            "       space, the read-back check failed\n"
+            "  3    a negative answer: llama.cpp does not fit under the limit (plan\n"
+            "       --limit, fit) or refuses the context (fit); the models differ\n"
+            "       (verify); the placement given gets worse (repack)\n"
+            "       (inspect, hash and load never answer 3)\n"
+            "  130  interrupted by Ctrl-C (SIGINT; 143 SIGTERM, 129 SIGHUP), every\n"
+            "       command; repack first removes its partial output\n",
             "help [COMMAND]", "this text, or a command's help", "version", "the version (also --version, -V)",
             "completion bash", "a bash completion script");
 }

@@ -2,6 +2,7 @@
  * placement_args.c - the placement flags, spelled as llama.cpp spells them,
  * and the planning options.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -291,6 +292,19 @@ int placement_args_apply(placement_args *a, int code, const char *value, const c
     if (code != OPT_CPU && code != OPT_REGEX) a->any = true;
     if (a->n_given < PLACEMENT_MAX_GIVEN) a->given[a->n_given++] = (placement_flag){code, value};
     return apply_flag(a, code, value, cmd);
+}
+
+const char *placement_args_ngl_without_device(const placement_args *a, char *buf, size_t cap) {
+    const char *ngl = NULL;
+    for (unsigned i = 0; i < a->n_given; i++) {
+        if (a->given[i].code == OPT_DEVICE) return NULL;
+        if (a->given[i].code == OPT_NGL) ngl = a->given[i].value;
+    }
+    if (!ngl || a->opts.n_gpu_layers == 0 || a->opts.device != GGUFMAP_DEVICE_CPU) return NULL;
+    snprintf(buf, cap, "warning: -ngl %s without --device: no GPU is modelled (the default is --device cpu), so "
+                       "every layer stays on the CPU; did you mean --device metal (Apple Silicon) or --device cuda "
+                       "(NVIDIA)?", ngl);
+    return buf;
 }
 
 void placement_args_finish(placement_args *a) {

@@ -58,6 +58,12 @@ void placement_args_free(placement_args *a);
  * "ggufmap CMD: ...". */
 int placement_args_apply(placement_args *a, int code, const char *value, const char *cmd, bool *handled);
 
+/* A warning when -ngl N (N > 0, or all) was given without --device: llama.cpp
+ * built with a GPU backend offloads then, ggufmap's default device is the CPU,
+ * so the user probably meant --device metal or cuda.  NULL when there is
+ * nothing to say; else the sentence, in buf. */
+const char *placement_args_ngl_without_device(const placement_args *a, char *buf, size_t cap);
+
 /* Once all flags are read: the device's defaults (ggufmap_preset) for what
  * was not given (the arm64 repack rules with Metal unless --cpu). */
 void placement_args_finish(placement_args *a);
@@ -106,7 +112,7 @@ typedef struct planning_args {
 #define PLANNER_OPTION                                                                                               \
     {OPT_PLANNER, "--planner", "P", "span coalesce runs tight",                                                   \
      "span | coalesce[:GAP] | runs[:GAP[:MAX]] | tight[:COST[:MAX]] (default tight: the fewest bytes, at most 64 " \
-     "ranges a buffer; README: Planners)"}
+     "ranges a buffer; docs/cli.md: Planners)"}
 #define PAGE_OPTION(default_text)                                                                                    \
     {OPT_PAGE, "--page", "SIZE", NULL, "count ranges page-aligned to SIZE, a power of two (default " default_text ")"}
 #define MAX_BUFFER_OPTION                                                                                            \

@@ -126,6 +126,28 @@ static void repacked_name(const char *path, char *buf, size_t cap) {
     snprintf(buf, cap, "%.*s-repacked.gguf", (int)len, path);
 }
 
+/* A repack rewrites every data byte; it is worth proposing when it saves at
+ * least 1/REPACK_MIN_GAIN_PER of what it rewrites (GPU working set + CPU
+ * side, page-aligned, before minus after), or when it turns the verdict
+ * from "does not fit" into "fits" (docs/cli.md "Plan's next steps"). */
+enum { REPACK_MIN_GAIN_PER = 100 };
+
+static bool repack_worth_it(const plan_advice_input *in, const ggufmap_repack_case *c, uint64_t rewritten) {
+    const uint64_t before = c->gpu_before + c->cpu_before, after = c->gpu_after + c->cpu_after;
+    if (after >= before) return false;
+    if (before - after >= rewritten / REPACK_MIN_GAIN_PER) return true;
+    /* a small gain still counts when it is the one that makes the run fit (one GPU, or none) */
+    const ggufmap_placement *pl = ggufmap_plan_placement(in->plan);
+    if (ggufmap_placement_n_gpus(pl) > 1) return false;
+    uint64_t limit = in->limit, now, planned;
+    const uint32_t ordinal = ggufmap_placement_n_gpus(pl) ? ggufmap_placement_gpu(pl, 0) : 0;
+    if (in->gpu_limits && ordinal < GGUFMAP_MAX_GPUS && in->gpu_limits[ordinal]) limit = in->gpu_limits[ordinal];
+    ggufmap_plan_resident(in->plan, &now, &planned);
+    const outcome was = {.resident = now, .gpus_fit = !limit || c->gpu_before <= limit};
+    const outcome then = {.resident = planned, .gpus_fit = !limit || c->gpu_after <= limit};
+    return !fits(in, &was) && fits(in, &then);
+}
+
 static bool advise_repack(const plan_advice_input *in, ggufmap_suggestion *s) {
     ggufmap_repack_opts ro;
     ggufmap_repack_result *res = NULL;
@@ -134,7 +156,8 @@ static bool advise_repack(const plan_advice_input *in, ggufmap_suggestion *s) {
     ro.placement = &in->placement->opts;
     ro.plan = *in->plan_opts;
     ro.dry_run = true;
-    if (ggufmap_repack(in->model_path, NULL, &ro, &res, &err) != GGUFMAP_OK || res->n_cases != 1 || res->no_gain) {
+    if (ggufmap_repack(in->model_path, NULL, &ro, &res, &err) != GGUFMAP_OK || res->n_cases != 1 || res->no_gain ||
+        !repack_worth_it(in, &res->cases[0], res->data_bytes + res->hole_bytes)) {
         ggufmap_repack_result_free(res);
         return false;
     }

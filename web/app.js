@@ -95,7 +95,7 @@ function table(el, caption, columns, rows) {
 // The state: the form <-> the URL
 // ---------------------------------------------------------------------------
 
-const FIELDS = ['m', 'hw', 'ram', 'vram', 'cpu', 'c', 'np', 'ctk', 'ctv', 'fa', 'ngl', 'ncmoe', 'mtp'];
+const FIELDS = ['m', 'hw', 'ram', 'vram', 'ts', 'sm', 'mg', 'cpu', 'c', 'np', 'ctk', 'ctv', 'fa', 'ngl', 'ncmoe', 'mtp'];
 let picked = []; // File objects: the model when modelSource is 'file'
 let modelSource = 'text';
 let hub = ''; // another hub than huggingface.co (?hub=URL): the HF_ENDPOINT of the commands
@@ -107,6 +107,7 @@ function readForm() {
     if (k === 'hw') s.hw = f.querySelector('input[name=hw]:checked').value;
     else if (k === 'mtp') s.mtp = $('mtp').checked ? '1' : '';
     else if (k === 'vram') s.vram = [...f.querySelectorAll('input[name=vram]')].map((i) => i.value.trim()).join(',');
+    else if (SPLIT.includes(k) && $('split').hidden) s[k] = '';
     else if (k === 'm') s.m = $('model').value.trim();
     else s[k] = (f.elements[k].value || '').trim();
   }
@@ -118,7 +119,7 @@ function fillForm(s) {
     if (!(k in s)) continue;
     if (k === 'hw') { const r = document.querySelector(`input[name=hw][value="${CSS.escape(s.hw)}"]`); if (r) r.checked = true; }
     else if (k === 'mtp') $('mtp').checked = s.mtp === '1';
-    else if (k === 'vram') $('vram0').value = s.vram.split(',')[0];
+    else if (k === 'vram') setGpus(s.vram.split(','));
     else if (k === 'm') $('model').value = s.m;
     else if ($('ask').elements[k]) $('ask').elements[k].value = s[k];
   }
@@ -126,11 +127,12 @@ function fillForm(s) {
 }
 
 // Only what differs from the defaults goes into the link.
-const DEFAULTS = { hw: 'mac', ram: '64', vram: '24', cpu: 'x86', ctk: 'f16', ctv: 'f16', fa: 'auto', mtp: '' };
+const DEFAULTS = { hw: 'mac', ram: '64', vram: '24', sm: 'layer', cpu: 'x86', ctk: 'f16', ctv: 'f16', fa: 'auto', mtp: '' };
 
 function toQuery(s) {
   const q = new URLSearchParams();
-  for (const k of FIELDS) if (s[k] && s[k] !== DEFAULTS[k] && !(k === 'm' && modelSource === 'file')) q.set(k, s[k]);
+  for (const k of FIELDS) if (s[k] && s[k] !== DEFAULTS[k] && !(k === 'm' && modelSource === 'file') &&
+                              !(SPLIT.includes(k) && s.vram.split(',').length < 2)) q.set(k, s[k]);
   if (hub) q.set('hub', hub);
   return q.toString();
 }
@@ -148,8 +150,68 @@ function showMachine() {
   for (const el of document.querySelectorAll('.when-mac, .when-gpu, .when-cpu')) {
     const on = el.classList.contains(`when-${hw}`);
     el.hidden = !on;
-    for (const input of el.querySelectorAll('input, select')) input.disabled = !on;
+    for (const input of el.querySelectorAll('input, select, button')) input.disabled = !on;
   }
+  showGpus();
+}
+
+// ---------------------------------------------------------------------------
+// The GPUs: one row each (#gpu-list), CUDA0 first, as llama.cpp numbers them
+// ---------------------------------------------------------------------------
+
+const MAX_GPUS = 16; // GGUFMAP_MAX_GPUS (GGML_CUDA_MAX_DEVICES)
+const SPLIT = ['ts', 'sm', 'mg']; // how the layers go to the GPUs: with two or more only
+
+const gpuRows = () => [...$('gpu-list').children];
+
+function addGpu(gb, focus) {
+  const li = document.createElement('li');
+  li.className = 'gpu';
+  const input = document.createElement('input');
+  Object.assign(input, { name: 'vram', type: 'number', min: '1', step: '1', value: gb || '' });
+  input.setAttribute('list', 'vram-sizes');
+  const label = document.createElement('label');
+  const remove = document.createElement('button');
+  remove.type = 'button';
+  remove.className = 'small remove';
+  remove.textContent = 'Remove';
+  remove.addEventListener('click', () => {
+    const next = li.nextElementSibling || li.previousElementSibling;
+    li.remove();
+    showGpus();
+    (next.querySelector('button.remove') || next.querySelector('input')).focus();
+  });
+  li.append(label, ' ', input, ' ', remove);
+  $('gpu-list').append(li);
+  showGpus();
+  if (focus) input.focus();
+}
+
+// The rows as the list says: the first keeps its field (#vram0), the others
+// are made again.
+function setGpus(sizes) {
+  for (const li of gpuRows().slice(1)) li.remove();
+  $('vram0').value = sizes[0] || '';
+  for (const gb of sizes.slice(1, MAX_GPUS)) addGpu(gb, false);
+  showGpus();
+}
+
+// Labels by llama.cpp's device names once there are two; the split fields
+// and the remove buttons only then.
+function showGpus() {
+  const rows = gpuRows(), several = rows.length > 1;
+  const gpuOn = document.querySelector('input[name=hw]:checked').value === 'gpu';
+  rows.forEach((li, i) => {
+    const input = li.querySelector('input'), label = li.querySelector('label');
+    input.id = `vram${i}`;
+    label.htmlFor = input.id;
+    label.textContent = several ? `CUDA${i} memory, GB` : 'GPU memory, GB';
+    const remove = li.querySelector('button.remove');
+    if (remove) remove.setAttribute('aria-label', `Remove CUDA${i}`);
+  });
+  $('split').hidden = !several;
+  for (const el of $('split').querySelectorAll('input, select')) el.disabled = !several || !gpuOn;
+  $('add-gpu').disabled = !gpuOn || rows.length >= MAX_GPUS;
 }
 
 // ---------------------------------------------------------------------------
@@ -170,7 +232,7 @@ function modelArgs(s) {
 // llama.cpp's flags, as the form gives them: placement (plan and fit take
 // them) and context (fit only).
 function placementFlags(s) {
-  const f = [];
+  const f = [...splitFlags(s)];
   if (s.hw !== 'cpu' && s.ngl) f.push('-ngl', s.ngl);
   if (s.ncmoe && s.ncmoe !== '0') f.push('--n-cpu-moe', s.ncmoe);
   if (s.mtp) f.push('--mtp');
@@ -188,13 +250,26 @@ function contextFlags(s) {
 }
 
 // The GPUs: their memory sizes (GB) as ggufmap's device and limit flags.
-// One GPU today.  Several are one change here (and a button that adds a
-// row to #gpus: the state already keeps `vram` as a list): ggufmap's
-// `-dev CUDA0,CUDA1` with a limit per device (`CUDA0=24G,CUDA1=24G`), as
-// the `machine` branch adds them; the device table and the verdict already
-// show every device fit reports.
+// One GPU is `--device cuda` (CUDA0) with its limit; several are named as
+// llama.cpp names them, in its order, each with its own limit:
+// `--device CUDA0,CUDA1 --limit CUDA0=24G,CUDA1=12G` (docs/devices.md).
+const gpuNames = (sizes) => sizes.map((_, i) => `CUDA${i}`);
+
 function gpuArgs(sizes) {
-  return { device: ['--device', 'cuda'], limit: ['--limit', `${sizes[0]}G`] };
+  if (sizes.length === 1) return { device: ['--device', 'cuda'], limit: ['--limit', `${sizes[0]}G`] };
+  const names = gpuNames(sizes);
+  return { device: ['--device', names.join(',')], limit: ['--limit', sizes.map((gb, i) => `${names[i]}=${gb}G`).join(',')] };
+}
+
+// How the layers go to several GPUs: llama.cpp's -ts, -sm, -mg, spelled the
+// same for ggufmap and llama.cpp (the defaults left out).
+function splitFlags(s) {
+  const f = [];
+  if (s.hw !== 'gpu' || s.vram.split(',').length < 2) return f;
+  if (s.ts) f.push('-ts', s.ts);
+  if (s.sm && s.sm !== 'layer') f.push('-sm', s.sm);
+  if (s.mg && s.mg !== '0') f.push('-mg', s.mg);
+  return f;
 }
 
 // The machine: ggufmap's device and the limit its memory sets (GB as
@@ -235,6 +310,9 @@ function llamaCommand(s, ctx) {
   const flags = contextFlags(s).filter((x, i, a) => !(ctx && (x === '-c' || a[i - 1] === '-c')));
   if (ctx) argv.push('-c', String(ctx));
   argv.push(...flags);
+  // the GPUs by name when there are several (llama.cpp's default is every GPU it sees)
+  const gpus = s.hw === 'gpu' ? s.vram.split(',') : [];
+  if (gpus.length > 1) argv.push('-dev', gpuNames(gpus).join(','), ...splitFlags(s));
   // -ngl spelled out: llama.cpp's default is auto (ggufmap models all)
   argv.push('-ngl', s.hw === 'cpu' ? '0' : s.ngl || 'all');
   if (s.ncmoe && s.ncmoe !== '0') argv.push('--n-cpu-moe', s.ncmoe);
@@ -257,10 +335,14 @@ function repackCommand(s, fitJson) {
 // Rendering
 // ---------------------------------------------------------------------------
 
+// ", 1.81 GiB to spare" or ", 2.00 GiB over"
+const margin = (total, limit) => (total > limit ? `, ${bytes(total - limit)} over` : `, ${bytes(limit - total)} to spare`);
+
 function renderVerdict(s, fit) {
   const v = fit.verdict;
   const mac = s.hw === 'mac';
   const h = $('verdict');
+  renderChecks(fit);
   if (fit.refusal) {
     h.textContent = `✗ llama.cpp ${fit.refusal.aborts ? 'aborts' : 'refuses'} this context`;
     h.dataset.fits = 'false';
@@ -268,15 +350,43 @@ function renderVerdict(s, fit) {
     return;
   }
   h.dataset.fits = String(v.fits);
-  const over = v.total > v.limit ? `, ${bytes(v.total - v.limit)} over` : `, ${bytes(v.limit - v.total)} to spare`;
-  h.textContent = `${v.fits ? '✓ Fits' : '✗ Does not fit'}: ${bytes(v.total)} of ${bytes(v.limit)} on ${v.device}${over}`;
-  h.dataset.total = String(v.total);
-  h.dataset.limit = String(v.limit);
-  const limitWhat = mac ? `the GPU working set macOS gives a ${s.ram} GB Mac by default`
-                  : s.hw === 'gpu' ? `the GPU's ${s.vram.split(',')[0]} GB` : `the machine's ${s.ram} GB of RAM`;
-  const planned = !v.fits && v.fits_planned ? ` Repacked so that llama.cpp maps nothing foreign, it needs ${bytes(v.total_planned)}: it fits.` : '';
-  $('verdict-detail').textContent = `The limit is ${limitWhat}: ${bytes(v.limit)}. ` +
+  // several checks (GPUs; a Mac's working set and its RAM): the first that
+  // fails names the verdict, or the first; each is listed under it
+  const several = v.checks.length > 1;
+  const named = (several && v.checks.find((c) => !c.fits)) || v;
+  h.textContent = `${v.fits ? '✓ Fits' : '✗ Does not fit'}: ${bytes(named.total)} of ${bytes(named.limit)} on ${named.device}` +
+    margin(named.total, named.limit);
+  h.dataset.total = String(named.total);
+  h.dataset.limit = String(named.limit);
+  const gpus = s.vram.split(',');
+  const limitWhat = mac ? `the GPU working set macOS gives a ${s.ram} GB Mac by default: ${bytes(v.limit)}`
+                  : s.hw === 'cpu' ? `the machine's ${s.ram} GB of RAM: ${bytes(v.limit)}`
+                  : gpus.length > 1 ? `each GPU's memory: ${gpuNames(gpus).map((n, i) => `${n} ${gpus[i]} GB`).join(', ')}`
+                  : `the GPU's ${gpus[0]} GB: ${bytes(v.limit)}`;
+  const planned = !v.fits && v.fits_planned
+    ? ` Repacked so that llama.cpp maps nothing foreign, ${several ? 'every GPU fits' : `it needs ${bytes(v.total_planned)}: it fits`}.` : '';
+  const alone = s.hw === 'gpu' && gpus.length > 1 && s.sm === 'none' ? ` With -sm none llama.cpp uses CUDA${s.mg || 0} alone.` : '';
+  $('verdict-detail').textContent = `The limit is ${limitWhat}.${alone} ` +
     `${fit.architecture}, context ${fit.context ? fit.context.n_ctx : '–'} cells.${planned}`;
+}
+
+// Each check, when there are several (each GPU's; a Mac's working set and
+// its RAM): its total against its limit.
+function renderChecks(fit) {
+  const ul = $('checks');
+  ul.replaceChildren();
+  const checks = fit.refusal ? [] : fit.verdict.checks;
+  ul.hidden = checks.length < 2;
+  if (ul.hidden) return;
+  for (const c of checks) {
+    const li = document.createElement('li');
+    const b = document.createElement('strong');
+    b.textContent = `${c.device}: ${c.fits ? 'fits' : 'does not fit'}`;
+    li.append(b, `, ${bytes(c.total)} of ${bytes(c.limit)}${margin(c.total, c.limit)}`);
+    Object.assign(li.dataset, { device: c.device, fits: String(c.fits), total: String(c.total), limit: String(c.limit) });
+    li.title = `${c.total.toLocaleString('en')} of ${c.limit.toLocaleString('en')} bytes`;
+    ul.append(li);
+  }
 }
 
 function renderMaxCtx(s, fit) {
@@ -312,8 +422,11 @@ function renderAdvice(s, fit, plan) {
     const li = document.createElement('li');
     const repack = g.flags === 'repack';
     li.append(repack ? 'Repack the model so that llama.cpp maps nothing foreign' : `Run llama.cpp with ${g.flags}`);
-    li.append(`: ${bytes(g.total)}${g.fits ? ', fits' : ', still does not fit'}.`);
+    // several GPUs: each one's total (fit's suggestions[].devices)
+    const each = g.devices.length > 1 ? g.devices.map((d) => `${d.device} ${bytes(d.total)}`).join(', ') : bytes(g.total);
+    li.append(`: ${each}${g.fits ? ', fits' : ', still does not fit'}.`);
     li.dataset.total = String(g.total);
+    li.dataset.devices = g.devices.map((d) => `${d.device}=${d.total}`).join(',');
     if (repack) {
       const from = plan && plan.suggestions.find((x) => x.command.startsWith('ggufmap repack'));
       const pre = document.createElement('pre');
@@ -409,6 +522,12 @@ async function check() {
     $('model').focus();
     return;
   }
+  const noSize = s.hw === 'gpu' && gpuRows().find((li) => !/^\d+(\.\d+)?$/.test(li.querySelector('input').value.trim()));
+  if (noSize) {
+    say(`Give ${gpuRows().length > 1 ? 'each' : 'the'} GPU's memory in GB.`);
+    noSize.querySelector('input').focus();
+    return;
+  }
   running = true;
   $('go').disabled = true;
   history.replaceState(null, '', `${location.pathname}?${toQuery(s)}`);
@@ -462,8 +581,10 @@ async function check() {
 // Start
 // ---------------------------------------------------------------------------
 
+// The words of an option's completion list; `host` (this machine's CPU) and
+// -sm row (refused: docs/devices.md) mean nothing in a page.
 function fillChoices(select, words, chosen) {
-  for (const w of words.split(' ').filter((x) => x && x !== 'host')) {
+  for (const w of words.split(' ').filter((x) => x && x !== 'host' && !(select.id === 'sm' && x === 'row'))) {
     const o = document.createElement('option');
     o.value = o.textContent = w;
     select.append(o);
@@ -478,10 +599,12 @@ async function startPage() {
   fillChoices($('ctv'), ready.choices.ctv, 'f16');
   fillChoices($('fa'), ready.choices.fa, 'auto');
   fillChoices($('cpu'), ready.choices.cpu, 'x86');
+  fillChoices($('sm'), ready.choices.sm, 'layer');
   $('version').textContent = `${ready.version}.` + (hub ? ` Hub: ${hub}.` : '');
   $('version').dataset.version = ready.version;
   fillForm(initial);
   for (const r of document.querySelectorAll('input[name=hw]')) r.addEventListener('change', showMachine);
+  $('add-gpu').addEventListener('click', () => addGpu(gpuRows().at(-1).querySelector('input').value, true));
   $('model').addEventListener('input', () => { modelSource = 'text'; });
   $('file').addEventListener('change', async () => {
     picked = [...$('file').files];

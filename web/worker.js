@@ -267,7 +267,7 @@ async function describe() {
   return {
     version: M.ccall('ggufmap_web_version', 'string', [], []),
     choices: { ctk: choices('fit', '-ctk'), ctv: choices('fit', '-ctv'), fa: choices('fit', '-fa'),
-               cpu: choices('fit', '--cpu') },
+               cpu: choices('fit', '--cpu'), sm: choices('fit', '-sm') },
   };
 }
 

@@ -64,8 +64,12 @@ typedef struct ggufmap_fit_opts {
     bool no_kv_offload;         /* -nkvo: the KV cache stays on the CPU */
     bool embeddings;            /* --embedding: embeddings rows in the output buffer */
     bool no_op_offload;         /* --no-op-offload */
+    bool no_cuda_fusion;        /* as llama.cpp with GGML_CUDA_DISABLE_FUSION=1 (the CLI reads that variable): CUDA keeps no fused-MoE inputs alive */
     bool mtp;                   /* --mtp (--spec-type draft-mtp): the MTP draft context too, on the
                                    plan's weights (plan them with load_mtp: one load holds the MTP layers) */
+    uint32_t spec_draft_n_max;  /* with mtp: llama.cpp's --spec-draft-n-max (default 3), the tokens a draft
+                                   proposes; the main context keeps that many recurrent rollback rows per
+                                   sequence where the architecture rolls back (n_rs_seq) */
     uint64_t limit;             /* bytes each GPU may hold (the CPU without a GPU); 0 = no such check.
                                    On Metal it is the GPU working-set limit (recommendedMaxWorkingSetSize) */
     uint64_t gpu_limits[GGUFMAP_MAX_GPUS]; /* per GPU ordinal (CUDA1: [1]): its own limit; 0 = limit's */
@@ -95,6 +99,8 @@ typedef struct ggufmap_fit_buffer {
     uint64_t bytes;             /* as llama.cpp allocates it; mapped weights: the span, page-aligned */
     uint64_t planned;           /* weights: the plan's ranges, page-aligned; others: bytes */
     uint64_t bytes_max;         /* output: at n_batch rows; others: bytes */
+    uint64_t logged;            /* the size llama.cpp's log line prints ("model buffer size", "KV buffer
+                                   size", ...): mapped weights' span not page-aligned; others: bytes */
     bool exact;                 /* false: an upper bound */
     bool mtp;                   /* a buffer of the MTP draft context (--mtp) */
     char what[96];              /* what it holds, for people */

@@ -247,6 +247,13 @@ GGUFMAP_API const char *ggufmap_placement_arch(const ggufmap_placement *p);
 GGUFMAP_API bool ggufmap_placement_layer_on_gpu(const ggufmap_placement *p, int32_t layer);
 /* A warning for the user, or "" (v0.5.0's rules leave nothing to guess today). */
 GGUFMAP_API const char *ggufmap_placement_warning(const ggufmap_placement *p);
+/* Why llama.cpp v0.5.0 refuses to load the model or aborts creating any
+ * context for it, or NULL when it loads it: llama.cpp's own message (a key
+ * missing or of the wrong type, a GGML_ASSERT of load_hparams, a tensor
+ * whose shape contradicts the hyperparameters, ...) with its source line.
+ * The placement is still made (as llama.cpp would place the tensors had it
+ * not stopped), so that a caller can show it; the commands refuse. */
+GGUFMAP_API const char *ggufmap_placement_refusal(const ggufmap_placement *p);
 /* The effective CPU kind (GGUFMAP_CPU_HOST resolved by the device). */
 GGUFMAP_API ggufmap_cpu ggufmap_placement_cpu(const ggufmap_placement *p);
 /* The effective -ot dialect (GGUFMAP_REGEX_AUTO resolved by the device). */

@@ -118,6 +118,7 @@ typedef struct ggufmap_repack_case {
      * llama.cpp maps them, before and after. */
     uint64_t gpu_before, gpu_after;
     uint64_t cpu_before, cpu_after;
+    bool worse;                /* the GPU working set, the CPU side or the foreign bytes grow after */
 } ggufmap_repack_case;
 
 /* What repacks killed earlier (SIGKILL, a crash, a power cut) had left in a
@@ -149,7 +150,10 @@ typedef struct ggufmap_repack_result {
                                      16 MiB per file */
     bool no_gain;                 /* the chosen order maps no fewer bytes than the input (mapped_after >=
                                      mapped_before): the model is as tight as repacking makes it */
-    bool written;                 /* false for a dry run, or with only_if_gain and no_gain */
+    uint32_t n_worse;             /* cases whose figures grow after (ggufmap_repack_case.worse): a family
+                                     order can make some placements worse while it helps the rest */
+    bool written;                 /* false for a dry run, or with only_if_gain and no_gain, or with
+                                     only_if_gain and a given placement (opts.placement) made worse */
     bool used_copy_file_range;    /* the kernel copied (else pread/pwrite) */
     double seconds_copy;          /* copying, with each piece read back and checked */
     double seconds_sync;          /* checking the headers, fsync */
@@ -164,7 +168,8 @@ typedef struct ggufmap_repack_opts {
     ggufmap_plan_opts plan;       /* page size etc. for the figures */
     bool move_across_shards;
     bool dry_run;                 /* evaluate only: nothing is written */
-    bool only_if_gain;            /* write nothing (as a dry run) when the result says no_gain */
+    bool only_if_gain;            /* write nothing (as a dry run) when the result says no_gain, or when
+                                     the placement given (not the family) gets worse (n_worse) */
     unsigned n_threads;           /* copy/check workers; 0: up to 4 */
     ggufmap_copy_mode copy;
     /* Polled by every phase (between placements while choosing the order,

@@ -7,7 +7,8 @@
 #     tensor the loader does not use, but the missing one stops it first);
 #   - a tensor the loader does not use (glm4moe's MTP block moved from blk.2
 #     to blk.3, past block_count 3).
-# Each case also runs the oracle, which must fail to load the file.
+# Each case also runs the oracle, which must fail to load the file; the
+# messages are llama.cpp's (check_tensor_dims, done_getting_tensors).
 set -uo pipefail
 export LC_ALL=C
 ggufmap=$1 fixture=$2 oracle=$3 work=$4
@@ -29,7 +30,7 @@ expect_refusal() { # NAME MODEL NEEDLE
 sed 's/llama/llamb/g' "$work/llama.gguf" >"$work/llamb.gguf"
 expect_refusal "unknown architecture" "$work/llamb.gguf" "architecture 'llamb'"
 sed 's/blk\.1\.attn_norm/blk.1.attn_nore/' "$work/llama.gguf" >"$work/missing.gguf"
-expect_refusal "missing tensor" "$work/missing.gguf" "missing tensor 'blk.1.attn_norm.weight'"
+expect_refusal "missing tensor" "$work/missing.gguf" "check_tensor_dims: tensor 'blk.1.attn_norm.weight' not found"
 "$fixture" --arch glm4moe --layers 2 --nextn 1 -o "$work/glm.gguf" >/dev/null || { echo "fixture failed"; echo "0 passed, 1 failed"; exit 1; }
 sed 's/blk\.2\./blk.3./g' "$work/glm.gguf" >"$work/glm-beyond.gguf"
 expect_refusal "unused tensor" "$work/glm-beyond.gguf" "tensor 'blk.3.attn_norm.weight' is not used"

@@ -45,5 +45,20 @@ else
   echo "FAIL the table did not change with src/models/llama.cpp"
   fail=$((fail + 1))
 fi
+# Every method of llama_hparams the table names is implemented in
+# src/arch_hparams.c (is_masked_swa, a static helper of the masks, is
+# never called by the code the table compiles).
+missing=()
+for m in $(sed -n '/^const char \*const gm_hp_methods\[\] = {/,/^};/p' "$repo/src/arch_table.c" | grep -o '"[a-z_]*"' | tr -d '"'); do
+  [[ $m == is_masked_swa ]] && continue
+  grep -q "\"$m\"" "$repo/src/arch_hparams.c" || missing+=("$m")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "ok   every llama_hparams method the table names is implemented in src/arch_hparams.c"
+  pass=$((pass + 1))
+else
+  echo "FAIL llama_hparams methods without an implementation in src/arch_hparams.c: ${missing[*]}"
+  fail=$((fail + 1))
+fi
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

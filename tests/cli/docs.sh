@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# --help, the man page, the bash completion and the README agree, command by
+# --help, the man page, the bash completion and docs/cli.md agree, command by
 # command: the same spellings of the same options, every one of which the
-# parser accepts; the README's usage lines are `ggufmap help --usage CMD`
+# parser accepts; docs/cli.md's usage lines are `ggufmap help --usage CMD`
 # word for word; the man page renders without a groff warning.
-#   docs.sh GGUFMAP README WORKDIR
+#   docs.sh GGUFMAP USAGE_DOC WORKDIR     (USAGE_DOC: docs/cli.md)
 set -uo pipefail
-ggufmap=$(realpath "$1") readme=$2 work=$3
+ggufmap=$(realpath "$1") usage_doc=$2 work=$3
 . "$(dirname "$0")/lib.sh"
 command -v groff >/dev/null || bad "groff is missing (groff-base, scripts/deps.sh)"
 
@@ -50,10 +50,10 @@ for cmd in ${commands//help/}; do
     grep -q "unknown option\|ambiguous" "$work/err" && bad "$cmd $opt: $(cat "$work/err")"
   done <"$work/$cmd.help"
   ok
-  # the README shows the usage lines as help --usage prints them
+  # docs/cli.md shows the usage lines as help --usage prints them
   "$ggufmap" help --usage "$cmd" >"$work/$cmd.usage"
   node -e 'const fs = require("fs"); process.exit(fs.readFileSync(process.argv[1], "utf8").includes(fs.readFileSync(process.argv[2], "utf8")) ? 0 : 1)' \
-    "$readme" "$work/$cmd.usage" && ok || bad "$cmd: the README's usage lines are not 'ggufmap help --usage $cmd':$(printf '\n%s' "$(cat "$work/$cmd.usage")")"
+    "$usage_doc" "$work/$cmd.usage" && ok || bad "$cmd: $(basename "$usage_doc")'s usage lines are not 'ggufmap help --usage $cmd':$(printf '\n%s' "$(cat "$work/$cmd.usage")")"
 done
 
 # values complete: --device's names, repack's orders

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `ggufmap fit` on every architecture ggufmap-fixture makes, against the real
 # llama.cpp v0.5.0 (the oracle): KV caches, recurrent state and output
-# buffers to the byte, compute buffers exact (llama, qwen3moe, gemma4,
-# qwen4exp, which fidelity.sh covers at length, and qwen2, qwen3, smollm3) or
-# an upper bound that is never below what llama.cpp allocates; llama.cpp's
-# refusals and aborts alike.  The comparison is lib.sh's (fidelity.sh's).
+# buffers to the byte, compute buffers exact (every fixture architecture and
+# its MTP draft: each graphs_*.sh covers its family at length) or, for the
+# variants still without a graph (lfm2 with a window or not causal, granite
+# with vision inputs), an upper bound that is never below what llama.cpp
+# allocates; llama.cpp's refusals and aborts alike.  The comparison is
+# lib.sh's (fidelity.sh's).
 #
 # usage: tests/fit/archs.sh GGUFMAP FIXTURE ORACLE WORKDIR [N_PER_ARCH]
 #
@@ -45,6 +47,16 @@ done
 make_fixture nemotron_h-4 --arch nemotron_h --layers 4          # attention followed by a Mamba layer
 make_fixture smollm3-5 --arch smollm3 --layers 5                # layer 3 without RoPE
 make_fixture qwen3-cls --arch qwen3 --cls 2                      # a reranker: rank pooling
+# what is still an upper bound (docs/fit.md "Architectures"): variants the
+# maker has no option for (tests/fit/gguf_kv.js)
+kv_variant() {
+  local name=$1 base=$2
+  shift 2
+  node "$HERE/gguf_kv.js" "$WORK/$base.gguf" "$WORK/$name.gguf" "$@" || { echo "FAIL: variant $name" >&2; exit 1; }
+}
+kv_variant lfm2-swa lfm2-w --set lfm2.attention.sliding_window=u32:64        # the hybrid iswa pair
+kv_variant lfm2-nc lfm2-w --set lfm2.attention.causal=bool:false              # not causal
+kv_variant granite-vision granite-w --set granite.deepstack_mapping=i32s:-1,0,-1 # deepstack inputs
 
 # the options a pooled model runs with (the oracle turns embeddings on for them)
 pooled() { case $1 in bert*|nomic-bert*|t5encoder*) echo --embedding ;; esac; }
@@ -104,6 +116,14 @@ check mtp-exaone4-skipped exaone4 -c 4096 --mtp
 check mtp-none llama -c 4096 --mtp
 check smollm3-nope smollm3-5 -c 8192 -np 2 -fa off --device metal -ngl 3
 check qwen3-cls-pooled qwen3-cls -c 2048 --embedding --device cuda -ngl all
+check bound-lfm2-swa lfm2-swa -c 4096 -np 2 --device metal -ngl 2
+check bound-lfm2-swa-full lfm2-swa -c 32768 --swa-full --device cuda -ngl all
+check bound-lfm2-swa-cpu lfm2-swa -c 777 -fa off
+check bound-lfm2-nc lfm2-nc -c 4096 --device metal -ngl 1
+check bound-lfm2-nc-cuda lfm2-nc -c 2048 -np 3 -fa off --device cuda -ngl all
+check bound-granite-vision granite-vision -c 4096 --device cuda -ngl all
+check bound-granite-vision-metal granite-vision -c 8192 -np 2 --device metal -ngl 1
+check bound-granite-vision-cpu granite-vision -c 1024 -ctk q8_0 -ctv q8_0
 check_decode decode-qwen2 qwen2 -c 1024 -b 64 -ub 32
 check_decode decode-deepseek2 deepseek2 -c 1024 -b 64 -ub 64 --device metal -ngl all
 check_decode decode-gemma2 gemma2 -c 512 -b 96 -ub 32 --device cuda -ngl 2

@@ -77,7 +77,7 @@ node -e '
 grep -q 'key llama.context_length has wrong type i32' "$WORK/oracle.out" ||
   fail "llama.cpp accepts an i32 llama.context_length: $(tail -n 2 "$WORK/oracle.out")"
 expect_rc 2 "an i32 llama.context_length (llama.cpp: wrong type)" "$WORK/i32.gguf"
-grep -q "key 'llama.context_length': not a u32" "$WORK/err" || fail "the wrong type is not named"
+grep -q 'key llama.context_length has wrong type i32 but expected type u32' "$WORK/err" || fail "the wrong type is not named as llama.cpp names it"
 expect_rc 0 "no limit: nothing to exceed" "$L" -c 4096
 expect_rc 3 "a quantized V cache without flash attention (llama.cpp refuses)" "$L" -ctv q8_0 -fa off
 grep -q 'refuses this context' "$WORK/out" || fail "the refusal is not reported as one"

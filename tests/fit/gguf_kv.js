@@ -1,6 +1,7 @@
 // node gguf_kv.js IN.gguf OUT.gguf [--set KEY=TYPE:VALUE]... [--drop KEY]...
 // A copy of a one-shard GGUF (v3) with metadata keys set (TYPE u32, i32,
-// f32, bool, str; an existing key is replaced in place, a new one appended)
+// f32, bool, str, or i32s: an array of i32, comma-separated; an existing
+// key is replaced in place, a new one appended)
 // or dropped; tensor infos and data unchanged (the data section re-aligned
 // to general.alignment).  For test fixtures the maker has no option for: a
 // window on olmo2, gemma3 without one, granite without RoPE, ...
@@ -55,9 +56,18 @@ const infos = buf.subarray(infoStart, off);
 const dataStart = Math.ceil(off / alignment) * alignment;
 
 function encode(type, value) {
+  if (type === 'i32s') {
+    const vals = value.split(',').map(Number);
+    const b = Buffer.alloc(4 + 4 + 8 + 4 * vals.length);
+    b.writeUInt32LE(9, 0);  // array
+    b.writeUInt32LE(5, 4);  // of i32
+    b.writeBigUInt64LE(BigInt(vals.length), 8);
+    vals.forEach((v, i) => b.writeInt32LE(v, 16 + 4 * i));
+    return b;
+  }
   const b = Buffer.alloc(4 + (type === 'str' ? 8 + Buffer.byteLength(value) : 4));
   const codes = { u32: 4, i32: 5, f32: 6, bool: 7, str: 8 };
-  if (!(type in codes)) throw new Error(`--set: type ${type} (u32, i32, f32, bool, str)`);
+  if (!(type in codes)) throw new Error(`--set: type ${type} (u32, i32, f32, bool, str, i32s)`);
   b.writeUInt32LE(codes[type], 0);
   if (type === 'u32') b.writeUInt32LE(Number(value), 4);
   else if (type === 'i32') b.writeInt32LE(Number(value), 4);

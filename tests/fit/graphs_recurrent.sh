@@ -12,7 +12,7 @@
 # and wider (n_embd 256, heads of 64, 4 layers: quantized caches need
 # heads of whole blocks), and variants where the architecture has one
 # (qwen35moe with 8 experts of which 3 used, qwen3next with more value than
-# key heads).  Cases: a named list (each rule once), then N_PER_FIXTURE
+# key heads), with quantized weights or a tied output.  Cases: a named list (each rule once), then N_PER_FIXTURE
 # (default 4) drawn per fixture with a fixed seed over -c 256 .. 256K (and
 # values not multiples of 256) x -np 1..4 x the nine cache types x flash
 # attention x -ub / -b x --swa-full / --kv-unified / -nkvo / op offload off
@@ -43,10 +43,18 @@ declare -A FIX=(
   [nemotron_h-w]="--arch nemotron_h $WIDE"
   [falcon-h1]="--arch falcon-h1"
   [falcon-h1-w]="--arch falcon-h1 $WIDE"
+  [nemotron_h_moe]="--arch nemotron_h_moe --layers 3"
+  [nemotron_h_moe-w]="--arch nemotron_h_moe $WIDE --n-expert 8 --n-expert-used 3"
+  [granitehybrid]="--arch granitehybrid"
+  [granitehybrid-w]="--arch granitehybrid $WIDE"
   [lfm2]="--arch lfm2"
   [lfm2-w]="--arch lfm2 $WIDE"
   [rwkv7]="--arch rwkv7"
   [rwkv7-w]="--arch rwkv7 $WIDE"
+  [qwen35moe-q4]="--arch qwen35moe $WIDE --type q4_0 --tied"
+  [mamba2-tied]="--arch mamba2 --tied --layers 3"
+  [rwkv7-q8]="--arch rwkv7 $WIDE --type q8_0"
+  [nemotron_h-q4]="--arch nemotron_h $WIDE --type q4_0 --tied"
   [qwen35-nextn2]="--arch qwen35 --nextn 2"
   [qwen3next-nextn2]="--arch qwen3next --nextn 2"
   [glm4moe-nextn2]="--arch glm4moe --nextn 2"
@@ -87,9 +95,16 @@ named mamba2-state mamba2-w -c 4096 -np 4 --device metal -ngl all
 named mamba2-cuda-1 mamba2 -c 2048 -np 2 --device cuda -ngl 1
 named nemotron_h-fa-moves nemotron_h-w -c 4096 --device metal -ngl 2
 named nemotron_h-nkvo nemotron_h-w -c 4096 -nkvo --device cuda -ngl 3
+named nemotron_h_moe-cpu nemotron_h_moe -c 4096 -np 2
+named nemotron_h_moe-metal nemotron_h_moe-w -c 16384 --device metal -ngl all
+named nemotron_h_moe-mtp nemotron_h_moe-w -c 8192 -np 2 --device cuda -ngl 2 --mtp
+named nemotron_h_moe-mtp-metal nemotron_h_moe -c 4096 --device metal -ngl all --mtp
 named falcon-h1-nkvo-fa-off falcon-h1 -c 4096 -nkvo --device metal -ngl 2
 named falcon-h1-nkvo-output-only falcon-h1 -c 4096 -nkvo --device metal -ngl 1
 named falcon-h1-q8 falcon-h1-w -c 16384 -ctk q8_0 -ctv q8_0 --device cuda -ngl all
+named granitehybrid-fa-moves granitehybrid-w -c 4096 --device metal -ngl 2
+named granitehybrid-fa-stays granitehybrid-w -c 4096 --device metal -ngl 3
+named granitehybrid-nkvo-fa-moves granitehybrid-w -c 4096 -nkvo --device metal -ngl 3
 named lfm2-fa-moves lfm2-w -c 4096 --device cuda -ngl 2
 named lfm2-embd lfm2 -c 2048 --embedding --device metal -ngl all
 named rwkv7-state rwkv7 -c 4096 -np 3 -nkvo --device cuda -ngl all
@@ -104,6 +119,11 @@ named qwen35moe-mtp-metal qwen35moe-w -c 8192 -np 2 -ub 128 --device metal -ngl 
 named qwen35moe-mtp-nkvo qwen35moe -c 4096 -nkvo --device metal -ngl 2 --mtp
 named qwen3next-mtp-q8 qwen3next-w -c 8192 -ctk q8_0 -ctv q8_0 --device cuda -ngl all --mtp
 named qwen3next-mtp-unified qwen3next -c 4096 -np 4 --kv-unified --mtp
+# --mtp on the Mamba-2 and short-conv hybrids (no MTP layers: the draft is
+# refused) still gives the target its rollback rows
+named nemotron_h-rollback nemotron_h-w -c 8192 -np 2 --device metal -ngl 2 --mtp
+named lfm2-rollback lfm2-w -c 4096 -np 3 --device cuda -ngl all --mtp
+named granitehybrid-no-rollback granitehybrid -c 4096 --mtp
 # two MTP blocks: the draft graphs that assert a single one abort (qwen35.cpp:489,
 # glm4-moe.cpp:135), hy_v3's takes them
 named qwen35-nextn2-abort qwen35-nextn2 -c 4096 --mtp

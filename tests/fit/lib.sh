@@ -12,6 +12,8 @@
 #   - every compute buffer, in order, with its buffer type: to the byte
 #     when fit says it is exact, never below llama.cpp's when fit says it is
 #     an upper bound (BOUND lines); the ratio bound / llama.cpp is kept.
+#     With REQUIRE_EXACT=main (the main context) or all (the MTP draft's
+#     too) an upper bound there is a failure: the architecture must be exact.
 
 n_cases=0 n_fail=0 n_refused=0
 declare -A N_KIND=()
@@ -56,6 +58,11 @@ to_oracle() {
       --n-cpu-moe) out+=(--n-cpu-moe "$2"); shift ;;
       -ngl) out+=(--ngl "$2"); shift ;;
       --mtp) out+=(--mtp-draft) ;;
+      --spec-draft-n-max) out+=(--draft-n-max "$2"); shift ;;
+      -cmoe|--cpu-moe) out+=(--cpu-moe) ;;
+      -ncmoe|--n-cpu-moe) out+=(--n-cpu-moe "$2"); shift ;;
+      -ot) out+=(--ot "$2"); shift ;;
+      --no-host|--no-mmap) out+=("$1") ;;
       *) echo "lib.sh: no oracle spelling for '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -126,6 +133,16 @@ check() {
   n_cases=$((n_cases + 1))
   "$GGUFMAP" fit "$model" "$@" -nr --page 1B --json >"$dir/fit.json" 2>"$dir/fit.err"
   local rc=$?
+  # an assert of the architecture's graph that no context passes: fit
+  # refuses the model (exit 2, llama.cpp's reason); llama.cpp must abort
+  if [ $rc -eq 2 ] && grep -q "llama.cpp aborts creating any context" "$dir/fit.err"; then
+    "$ORACLE" --no-repack "${oargs[@]}" "$model" >"$dir/oracle.out" 2>&1
+    if $lines "$dir/oracle.out" | grep -q '^CTX abort'; then
+      n_refused=$((n_refused + 1)); rm -rf "$dir"; return
+    fi
+    fails+=("$name: fit refuses every context ($(head -c 200 "$dir/fit.err")), llama.cpp does not abort")
+    n_fail=$((n_fail + 1)); return
+  fi
   if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then
     fails+=("$name: ggufmap fit exited $rc: $(head -c 300 "$dir/fit.err")"); n_fail=$((n_fail + 1)); return
   fi
@@ -137,6 +154,11 @@ check() {
   if ! compare "$dir/fit.lines" "$dir/oracle.lines" >"$dir/ratios"; then
     fails+=("$name ($fx $*): fit and llama.cpp differ:
 $(diff "$dir/fit.lines" "$dir/oracle.lines" | grep -v OUTMAX | head -8)"); n_fail=$((n_fail + 1)); return
+  fi
+  local scope=cat
+  [ "${REQUIRE_EXACT:-}" = main ] && scope="sed /^DRAFT/q"
+  if [ -n "${REQUIRE_EXACT:-}" ] && $scope "$dir/fit.lines" | grep -q '^BOUND'; then
+    fails+=("$name ($fx $*): fit gives an upper bound where the graph must be exact"); n_fail=$((n_fail + 1)); return
   fi
   for r in $(cat "$dir/ratios"); do ratios+=("$r $fx"); done
   if grep -q '^CTX \(fail\|abort\)' "$dir/oracle.lines"; then n_refused=$((n_refused + 1)); fi

@@ -131,7 +131,7 @@ M64=(--device metal --mem 64G --n-cpu-moe 23 -ctk q8_0 -ctv q8_0 -fa on)
 "$GGUFMAP" fit "$Q" "${M64[@]}" >"$WORK/m64.txt" 2>&1
 rc=$?
 [ $rc -eq 3 ] || fail "64 GB Mac, --n-cpu-moe 23: exit $rc, want 3"
-grep -q '^RAM (unified memory: everything resident):' "$WORK/m64.txt" && grep -q 'EXCEEDS the limit of 65536.00 MiB' "$WORK/m64.txt" ||
+grep -q '^RAM (unified memory: everything resident):' "$WORK/m64.txt" && grep -q 'EXCEEDS the limit of 64.00 GiB' "$WORK/m64.txt" ||
   fail "64 GB Mac: the text does not name the whole-memory check: $(head -c 600 "$WORK/m64.txt")"
 "$GGUFMAP" fit "$Q" "${M64[@]}" --json >"$WORK/m64.json"
 checks "$WORK/m64.json" 0,1,0,0 || fail "64 GB Mac: the two checks"

@@ -298,12 +298,264 @@ static ggml_backend_buffer_t buft_alloc_buffer(ggml_backend_buffer_type_t buft, 
     return ggml_backend_buffer_init(buft, alloc_buffer_iface, p, size);
 }
 
-/* ggml-cuda.cu ggml_backend_cuda_buffer_type_get_alloc_size (weights are never FLASH_ATTN_EXT):
- * quantized rows are padded to a multiple of MATRIX_ROW_PADDING = 512 elements */
+/* ------------------------------------------------------------------ */
+/* the CUDA profile: what ggml-cuda decides that changes memory         */
+/* ------------------------------------------------------------------ */
+
+/* The fake CUDA device follows the rules measured on a real H200 (ggufmap's
+ * src/device_cuda.c, docs/cuda.md): which flash-attention nodes and SSM ops
+ * it runs (ggml-cuda.cu:5132-5489), the f16 copies of K and V its
+ * flash-attention kernels add to the output's allocation (fattn.cu:436-752,
+ * fattn-common.cuh:53-80), and the allocation dependencies of its fused MoE
+ * reduction (ggml-cuda.cu:3047-3175, 4505-4535). An NVIDIA GPU of compute
+ * capability >= 8.9 built with llama.cpp's defaults (vector kernels for
+ * f16-f16, q4_0-q4_0, q8_0-q8_0, bf16-bf16). */
+
+enum fattn_kernel { FATTN_NONE, FATTN_VEC, FATTN_TILE, FATTN_MMA };
+
+static bool fattn_kv_type(enum ggml_type t)
+{
+    return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16 || t == GGML_TYPE_Q4_0 ||
+           t == GGML_TYPE_Q4_1 || t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1 || t == GGML_TYPE_Q8_0;
+}
+
+static bool fattn_vec_compiled(int64_t d, enum ggml_type k, enum ggml_type v)
+{
+    if (d != 64 && d != 128 && d != 256)
+        return false;
+    if (k == GGML_TYPE_F32)
+        k = GGML_TYPE_F16;
+    if (v == GGML_TYPE_F32)
+        v = GGML_TYPE_F16;
+    return k == v && (k == GGML_TYPE_F16 || k == GGML_TYPE_Q4_0 || k == GGML_TYPE_Q8_0 || k == GGML_TYPE_BF16);
+}
+
+static bool strides_16(const struct ggml_tensor *t)
+{
+    if (!t || ggml_is_quantized(t->type))
+        return true;
+    for (int i = 1; i < GGML_MAX_DIMS; i++)
+        if (t->nb[i] % 16 != 0)
+            return false;
+    return true;
+}
+
+/* ggml_cuda_get_best_fattn_kernel on compute capability >= 8.9 */
+static enum fattn_kernel fattn_kernel(const struct ggml_tensor *dst)
+{
+    const struct ggml_tensor *Q = dst->src[0], *K = dst->src[1], *V = dst->src[2], *mask = dst->src[3];
+    const int64_t gqa = Q->ne[2] / K->ne[2];
+    float max_bias;
+    memcpy(&max_bias, (const float *)dst->op_params + 1, sizeof max_bias);
+    const bool gqa_opt = gqa >= 2 && mask && max_bias == 0.0f && K->ne[1] % 256 == 0 && strides_16(Q) &&
+                         strides_16(K) && strides_16(V) && strides_16(mask);
+    bool ok;
+    switch (K->ne[0]) {
+    case 40: case 64: case 72: case 80: case 96: case 112: case 128: case 256: ok = V->ne[0] == K->ne[0]; break;
+    case 192: ok = V->ne[0] == 128 && gqa_opt && gqa % 8 == 0; break;
+    case 320: ok = V->ne[0] == 256 && gqa_opt && gqa % 32 == 0; break;
+    case 512: ok = V->ne[0] == 512 && gqa_opt; break;
+    case 576: ok = V->ne[0] == 512 && gqa_opt; break;
+    default: ok = false;
+    }
+    if (!ok || !fattn_kv_type(K->type) || !fattn_kv_type(V->type) || (mask && mask->ne[2] != 1))
+        return FATTN_NONE;
+    const int64_t d = Q->ne[0];
+    const bool can_vec = d <= 256 && d % 64 == 0 && d != 192 && K->ne[1] % 256 == 0;
+    if (d == 40 || d == 72)
+        return FATTN_TILE;
+    if (can_vec) {
+        if (!ggml_is_quantized(K->type) && !ggml_is_quantized(V->type)) {
+            if (Q->ne[1] == 1 && Q->ne[3] == 1 && !(gqa > 4 && (d >= 256 || K->ne[1] >= 8192)))
+                return FATTN_VEC;
+        } else if (Q->ne[1] <= 2) {
+            return FATTN_VEC;
+        }
+        if (!gqa_opt && Q->ne[1] == 1)
+            return FATTN_VEC;
+    }
+    return FATTN_MMA;
+}
+
+/* ggml_cuda_flash_attn_ext_get_alloc_size, from a NULL data pointer */
+static size_t fattn_alloc_size(const struct ggml_tensor *dst)
+{
+    const struct ggml_tensor *K = dst->src[1], *V = dst->src[2];
+    bool need_k = false, need_v = false;
+    switch (fattn_kernel(dst)) {
+    case FATTN_TILE:
+    case FATTN_MMA: need_k = need_v = true; break;
+    case FATTN_VEC: {
+        const bool fallback = !fattn_vec_compiled(dst->src[0]->ne[0], K->type, V->type);
+        need_k = K->type == GGML_TYPE_F32 || fallback;
+        need_v = V->type == GGML_TYPE_F32 || fallback;
+        break;
+    }
+    default: break;
+    }
+    const bool v_is_k = V->view_src && (V->view_src == K || (V->view_src == K->view_src && V->view_offs == K->view_offs));
+    size_t end = ggml_nbytes(dst);
+    if (need_k && K->type != GGML_TYPE_F16)
+        end = GGML_PAD(end, 128) + (size_t)ggml_nelements(K) * 2;
+    if (need_v && V->type != GGML_TYPE_F16 && !v_is_k)
+        end = GGML_PAD(end, 128) + (size_t)ggml_nelements(V) * 2;
+    return end;
+}
+
+/* ggml-cuda's supports_op for what it refuses in llama.cpp's graphs and
+ * weight tests; everything else runs */
+static bool cuda_supports_op(const struct ggml_tensor *op)
+{
+    switch (op->op) {
+    case GGML_OP_FLASH_ATTN_EXT: return fattn_kernel(op) != FATTN_NONE;
+    case GGML_OP_SSM_CONV: return op->src[0]->ne[1] % 128 == 0;
+    case GGML_OP_SSM_SCAN:
+        if (op->src[3]->ne[0] == 1)
+            return (op->src[0]->ne[0] == 128 || op->src[0]->ne[0] == 256) && op->src[0]->ne[1] % 16 == 0;
+        return ((const int32_t *)op->op_params)[0] <= 1 && op->src[0]->ne[0] == 16 && op->src[0]->ne[1] == 1 &&
+               op->src[0]->ne[2] % 128 == 0 && op->src[4]->ne[1] == 1;
+    case GGML_OP_GET_ROWS:
+        if (op->src[0]->type == GGML_TYPE_IQ4_NL || op->src[0]->type == GGML_TYPE_MXFP4)
+            return op->src[0]->ne[0] % 256 == 0;
+        return true;
+    case GGML_OP_ADD: case GGML_OP_SUB: case GGML_OP_MUL: case GGML_OP_DIV: {
+        const enum ggml_type a = op->src[0]->type, b = op->src[1]->type;
+        return (a == GGML_TYPE_F32 || a == GGML_TYPE_F16) && (b == GGML_TYPE_F32 || b == GGML_TYPE_F16) &&
+               (op->type == GGML_TYPE_F32 || op->type == GGML_TYPE_F16);
+    }
+    case GGML_OP_LIGHTNING_INDEXER:
+        return op->src[0]->ne[0] == 128 && (op->src[0]->ne[1] == 64 || op->src[0]->ne[1] == 32);
+    default: return true;
+    }
+}
+
+/* ggml_cuda_match_moe_weighted_reduction: the node count of the fused
+ * expert reduction starting at node i, 0 if none; *experts, *weights,
+ * *scale and *dst its inputs kept alive and its last node */
+static bool f32_cont(const struct ggml_tensor *t) { return t && t->type == GGML_TYPE_F32 && ggml_is_contiguous(t); }
+
+static bool split_mul(const struct ggml_tensor *mul, struct ggml_tensor **full, struct ggml_tensor **bcast)
+{
+    for (int o = 0; o < 2; o++) {
+        struct ggml_tensor *e = mul->src[o], *w = mul->src[1 - o];
+        if (!f32_cont(e) || !f32_cont(w) || !ggml_are_same_shape(e, mul))
+            continue;
+        if (w->ne[0] != 1 || w->ne[1] != mul->ne[1] || w->ne[2] != mul->ne[2] || w->ne[3] != mul->ne[3])
+            continue;
+        *full = e;
+        *bcast = w;
+        return true;
+    }
+    return false;
+}
+
+static int use_count(struct ggml_cgraph *g, const struct ggml_tensor *t, int from, int to, int *inside)
+{
+    int all = 0;
+    *inside = 0;
+    for (int j = 0; j < ggml_graph_n_nodes(g); j++)
+        for (int x = 0; x < GGML_MAX_SRC; x++)
+            if (ggml_graph_node(g, j)->src[x] == t) {
+                all++;
+                if (j > from && j < to)
+                    (*inside)++;
+            }
+    return all;
+}
+
+static int match_moe_reduction(struct ggml_cgraph *g, int i, struct ggml_tensor *keep[3], int *n_keep,
+                               struct ggml_tensor **dst)
+{
+    const int n = ggml_graph_n_nodes(g);
+    struct ggml_tensor *first = ggml_graph_node(g, i), *weighted = first, *experts = NULL, *weights = NULL,
+                       *scale = NULL, *a, *b, *raw, *sc;
+    if (first->op != GGML_OP_MUL || !f32_cont(first))
+        return 0;
+    int mul_count = 1;
+    if (i + 1 < n) {
+        struct ggml_tensor *second = ggml_graph_node(g, i + 1);
+        if (second->op == GGML_OP_MUL && f32_cont(second) && split_mul(second, &a, &b) && a == first &&
+            split_mul(first, &raw, &sc)) {
+            weighted = second, experts = raw, scale = sc, weights = b, mul_count = 2;
+        }
+    }
+    if (!experts && !split_mul(first, &experts, &weights))
+        return 0;
+    const int64_t k = weighted->ne[1], n_tokens = weighted->ne[2] * weighted->ne[3];
+    if (k < 2 || k > 15 || n_tokens <= 0)
+        return 0;
+    const int count = (int)(2 * k + mul_count - 1);
+    if (i + count > n)
+        return 0;
+    struct ggml_tensor *views[15], *prev = NULL;
+    int64_t n_views = 0, n_adds = 0;
+    for (int o = mul_count; o < count; o++) {
+        struct ggml_tensor *c = ggml_graph_node(g, i + o);
+        if (c->op == GGML_OP_VIEW) {
+            if (n_views >= k || c->src[0] != weighted || c->view_src != weighted || c->type != GGML_TYPE_F32 ||
+                c->ne[0] != weighted->ne[0] || c->ne[1] != n_tokens || c->ne[2] != 1 || c->ne[3] != 1 ||
+                c->nb[0] != weighted->nb[0] || c->nb[1] != weighted->nb[2] ||
+                c->view_offs != (size_t)n_views * weighted->nb[1])
+                return 0;
+            views[n_views++] = c;
+            continue;
+        }
+        if (c->op != GGML_OP_ADD || n_views < 2 || n_adds + 1 >= n_views)
+            return 0;
+        if (c->src[0] != (n_adds == 0 ? views[0] : prev) || c->src[1] != views[n_adds + 1] || c->type != GGML_TYPE_F32)
+            return 0;
+        prev = c;
+        n_adds++;
+    }
+    if (n_views != k || n_adds != k - 1 || !prev || !ggml_is_contiguous(prev) || prev->ne[0] != weighted->ne[0] ||
+        prev->ne[1] != n_tokens || prev->ne[2] != 1 || prev->ne[3] != 1)
+        return 0;
+    /* ggml_can_fuse_subgraph: the inner nodes are used only inside, no outputs */
+    for (int o = 0; o < count - 1; o++) {
+        struct ggml_tensor *t = ggml_graph_node(g, i + o);
+        int inside;
+        if ((t->flags & GGML_TENSOR_FLAG_OUTPUT) || use_count(g, t, i + o, i + count, &inside) != inside)
+            return 0;
+    }
+    *n_keep = 0;
+    keep[(*n_keep)++] = experts;
+    keep[(*n_keep)++] = weights;
+    if (scale)
+        keep[(*n_keep)++] = scale;
+    *dst = prev;
+    return count;
+}
+
+/* ggml_backend_cuda_graph_optimize: the allocation dependencies of the
+ * fused MoE reduction, unless GGML_CUDA_DISABLE_FUSION is set (the top-k
+ * gating fusion's are not emulated) */
+static void be_graph_optimize(ggml_backend_t backend, struct ggml_cgraph *cgraph,
+                              struct ggml_backend_graph_optimize_params *params)
+{
+    (void)backend;
+    const char *off = getenv("GGML_CUDA_DISABLE_FUSION");
+    if (g_fake.kind != FAKE_GPU_CUDA || (off && atoi(off)))
+        return;
+    for (int i = 0; i < ggml_graph_n_nodes(cgraph); i++) {
+        struct ggml_tensor *keep[3], *dst;
+        int n_keep;
+        const int n = match_moe_reduction(cgraph, i, keep, &n_keep, &dst);
+        if (!n)
+            continue;
+        for (int j = 0; j < n_keep; j++)
+            params->add_alloc_dep(params->user_data, keep[j], dst);
+        i += n - 1;
+    }
+}
+
+/* ggml-cuda.cu ggml_backend_cuda_buffer_type_get_alloc_size: flash attention's
+ * f16 copies of K and V (above); quantized rows padded to a multiple of
+ * MATRIX_ROW_PADDING = 512 elements */
 static size_t buft_get_alloc_size(ggml_backend_buffer_type_t buft, const struct ggml_tensor *tensor)
 {
     const struct fake_buft_ctx *c = buft->context;
-    size_t size = ggml_nbytes(tensor);
+    size_t size = c->cuda_row_padding && tensor->op == GGML_OP_FLASH_ATTN_EXT ? fattn_alloc_size(tensor)
+                                                                              : ggml_nbytes(tensor);
     if (c->cuda_row_padding && ggml_is_quantized(tensor->type)) {
         const int64_t pad = 512;
         int64_t ne0 = tensor->ne[0];
@@ -381,8 +633,7 @@ static ggml_backend_buffer_t dev_buffer_from_host_ptr(ggml_backend_dev_t dev, vo
 static bool dev_supports_op(ggml_backend_dev_t dev, const struct ggml_tensor *op)
 {
     (void)dev;
-    (void)op;
-    return true;
+    return g_fake.kind == FAKE_GPU_CUDA ? cuda_supports_op(op) : true;
 }
 
 /* The scheduler runs an op on this device only if the device can use the
@@ -476,7 +727,7 @@ static const struct ggml_backend_i stream_iface = {
     .graph_compute = be_graph_compute,
     .event_record = NULL,
     .event_wait = NULL,
-    .graph_optimize = NULL,
+    .graph_optimize = be_graph_optimize,
 };
 
 static ggml_guid g_stream_guid = { 0x67, 0x67, 0x75, 0x66, 0x6d, 0x61, 0x70, 0x2d,

@@ -860,7 +860,9 @@ static void usage(FILE *out)
           "                     MTP draft head's load); its lines follow a 'LOAD mtp' line\n"
           "  --mtp-draft        --spec-type draft-mtp: load the model with load_mtp = true,\n"
           "                     then after the context the MTP draft context on the same\n"
-          "                     model; its context lines follow a 'DRAFT mtp' line\n"
+          "                     model; its context lines follow a 'DRAFT mtp' line; the\n"
+          "                     target context gets --draft-n-max rollback rows (n_rs_seq)\n"
+          "  --draft-n-max N    --spec-draft-n-max with --mtp-draft (default 3)\n"
           "context options (llama.cpp's meanings; each turns on the context report:\n"
           "CTXPARAM, CTXBUF, CTXFREE, CTXTOTAL, CTX, CTXLOG, and with --decode DECBUF,\n"
           "DECFREE, DECTOTAL):\n"
@@ -1025,6 +1027,7 @@ struct ctx_opts {
     long n_ctx;           /* -1: default */
     long n_seq_max;       /* --np */
     long n_batch, n_ubatch, n_outputs_max; /* -1: default */
+    long draft_n_max;     /* --draft-n-max: --spec-draft-n-max (common's default 3) */
     long n_threads;
     int type_k, type_v;   /* ggml types; -1: default (f16) */
     int flash_attn;       /* enum llama_flash_attn_type */
@@ -1062,6 +1065,12 @@ static struct llama_context_params context_params(const struct ctx_opts *o, bool
     cp.offload_kqv = !o->no_kv_offload;
     cp.op_offload = !o->no_op_offload;
     cp.embeddings = o->embeddings || pooled;
+    /* draft-mtp asks the target for rollback rows, one per draft token
+     * (common_params_speculative::need_n_rs_seq, common/common.h:394,
+     * common.cpp:1723); llama.cpp clamps them to 0 where the architecture
+     * has no partial rollback (llama-context.cpp:105-110) */
+    if (o->mtp_draft)
+        cp.n_rs_seq = (uint32_t)o->draft_n_max;
     return cp;
 }
 
@@ -1071,10 +1080,10 @@ static void print_ctx_params(const struct llama_model *m, const struct llama_con
            llama_model_n_ctx_train(m), llama_model_n_layer(m), llama_model_n_embd(m), llama_model_n_head(m),
            llama_model_n_head_kv(m), llama_model_n_swa(m), llama_vocab_n_tokens(llama_model_get_vocab(m)));
     printf("CTXPARAM n_ctx=%u n_batch=%u n_ubatch=%u n_seq_max=%u n_outputs_max=%u type_k=%s type_v=%s fa=%s "
-           "swa_full=%d kv_unified=%d offload_kqv=%d op_offload=%d embeddings=%d n_threads=%d\n",
+           "swa_full=%d kv_unified=%d offload_kqv=%d op_offload=%d embeddings=%d n_threads=%d n_rs_seq=%u\n",
            cp->n_ctx, cp->n_batch, cp->n_ubatch, cp->n_seq_max, cp->n_outputs_max, ggml_type_name(cp->type_k),
            ggml_type_name(cp->type_v), llama_flash_attn_type_name(cp->flash_attn_type), cp->swa_full,
-           cp->kv_unified, cp->offload_kqv, cp->op_offload, cp->embeddings, cp->n_threads);
+           cp->kv_unified, cp->offload_kqv, cp->op_offload, cp->embeddings, cp->n_threads, cp->n_rs_seq);
 }
 
 /* llama_init_from_model, reported when o->report: CTXPARAM, the CTXBUF /
@@ -1239,6 +1248,7 @@ static int parse_ctx_option(int argc, char **argv, int *i, struct ctx_opts *o, b
     else if (strcmp(a, "--b") == 0) count = &o->n_batch;
     else if (strcmp(a, "--ub") == 0) count = &o->n_ubatch;
     else if (strcmp(a, "--n-outputs-max") == 0) count = &o->n_outputs_max;
+    else if (strcmp(a, "--draft-n-max") == 0) count = &o->draft_n_max;
     if (count) {
         /* contexts up to llama.cpp's uint32 n_ctx; 1 << 30 is far beyond any model */
         if (!v || !parse_count_max(a, v, 1l << 30, count))
@@ -1375,7 +1385,7 @@ int main(int argc, char **argv)
     bool ts_given = false;
     int split_mode = -1, main_gpu = -1;
     struct ctx_opts co = {
-        .n_ctx = -1, .n_seq_max = 1, .n_batch = -1, .n_ubatch = -1, .n_outputs_max = -1, .n_threads = 2,
+        .n_ctx = -1, .n_seq_max = 1, .n_batch = -1, .n_ubatch = -1, .n_outputs_max = -1, .draft_n_max = 3, .n_threads = 2,
         .type_k = -1, .type_v = -1, .flash_attn = LLAMA_FLASH_ATTN_TYPE_AUTO,
     };
     bool ctx_given = false;

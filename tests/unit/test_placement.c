@@ -407,7 +407,7 @@ int main(int argc, char **argv) {
     spec missing = llama;
     missing.to = 2; /* block 2 has no tensors */
     CHECK(refused("missing.gguf", &missing, msg, sizeof msg) == GGUFMAP_EFORMAT &&
-          strstr(msg, "missing tensor 'blk.2.attn_norm.weight'"));
+          strstr(msg, "tensor 'blk.2.attn_norm.weight' not found"));
     spec extra = llama;
     extra.extra_layer = "attn_bogus.weight:v";
     extra.extra_at = 1;

@@ -124,14 +124,54 @@ async function shownAsJson(page, name, fit) {
     verdict: document.getElementById('verdict').textContent,
     maxCtx: document.getElementById('maxctx').dataset.maxCtx,
     devices: [...document.querySelectorAll('#devices tbody tr')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.dataset.bytes)),
+    checks: [...document.querySelectorAll('#checks li')].map((li) => ({ ...li.dataset })),
+    checksHidden: document.getElementById('checks').hidden,
   }));
   if (fit.refusal) { check(shown.fits === 'false', `${name}: a refused context shown as fitting`); return; }
-  check(shown.fits === String(fit.verdict.fits) && shown.total === String(fit.verdict.total),
-        `${name}: the verdict shows ${shown.fits}/${shown.total}, fit says ${fit.verdict.fits}/${fit.verdict.total}`);
+  // several checks (GPUs, a Mac's working set and RAM): the verdict names the first that fails, and lists each
+  const checks = fit.verdict.checks;
+  const named = (checks.length > 1 && checks.find((c) => !c.fits)) || fit.verdict;
+  check(shown.fits === String(fit.verdict.fits) && shown.total === String(named.total),
+        `${name}: the verdict shows ${shown.fits}/${shown.total}, fit says ${fit.verdict.fits}/${named.total}`);
+  const wantChecks = checks.length > 1 ? checks.map((c) => ({ device: c.device, fits: String(c.fits), total: String(c.total), limit: String(c.limit) })) : [];
+  check(JSON.stringify(shown.checks) === JSON.stringify(wantChecks) && shown.checksHidden === (checks.length < 2),
+        `${name}: the GPUs' checks shown ${JSON.stringify(shown.checks)} are not fit's ${JSON.stringify(wantChecks)}`);
+  const advice = await page.evaluate(() => [...document.querySelectorAll('#advice li')].map((li) => li.dataset.devices));
+  const wantAdvice = fit.verdict.fits ? [] : fit.suggestions.map((g) => g.devices.map((d) => `${d.device}=${d.total}`).join(','));
+  check(JSON.stringify(advice) === JSON.stringify(wantAdvice),
+        `${name}: the suggestions' totals per GPU shown ${JSON.stringify(advice)} are not fit's ${JSON.stringify(wantAdvice)}`);
   check(/^✓ Fits|^✗ Does not fit/.test(shown.verdict), `${name}: the verdict is not said in words: ${shown.verdict}`);
   check(shown.maxCtx === String(fit.max_ctx), `${name}: largest context shown ${shown.maxCtx}, fit says ${fit.max_ctx}`);
   const want = fit.devices.map((d) => ['weights', 'kv', 'rs', 'output_max', 'compute', 'total', 'total_planned'].map((k) => String(d[k])));
   check(JSON.stringify(shown.devices) === JSON.stringify(want), `${name}: the device table ${JSON.stringify(shown.devices)} is not fit's ${JSON.stringify(want)}`);
+}
+
+// Several GPUs: the commands name each GPU with its limit, fit reports each,
+// llama.cpp's command line names them and the split, and the form shows a
+// row per GPU (the link made them).
+async function severalGpus(page, c, got) {
+  const names = [...Array(c.gpus).keys()].map((i) => `CUDA${i}`);
+  const sizes = c.p.vram.split(',');
+  const fitArgv = got.runs[0].argv.join(' ');
+  const want = `--device ${names.join(',')}`, limit = `--limit ${names.map((n, i) => `${n}=${sizes[i]}G`).join(',')}`;
+  check(fitArgv.includes(want) && fitArgv.includes(limit) && got.runs.every((r) => r.argv.join(' ').includes(want)),
+        `${c.name}: the commands lack ${want} or ${limit}: ${fitArgv}`);
+  const split = [['ts', '-ts'], ['sm', '-sm'], ['mg', '-mg']].filter(([k]) => c.p[k]).map(([k, f]) => `${f} ${c.p[k]}`);
+  check(split.every((f) => got.runs.every((r) => r.argv.join(' ').includes(f))), `${c.name}: the commands lack ${split.join(' ')}: ${fitArgv}`);
+  // -sm none: the -mg'th GPU alone (fit reports and checks it only)
+  const used = c.p.sm === 'none' ? [names[+(c.p.mg || 0)]] : names;
+  const gpus = got.fit.devices.filter((d) => d.gpu).map((d) => d.name);
+  check(JSON.stringify(gpus) === JSON.stringify(used) && got.fit.verdict.checks.length === used.length,
+        `${c.name}: fit reports the GPUs ${gpus} with ${got.fit.verdict.checks.length} checks`);
+  const shown = await page.evaluate(() => ({
+    llama: document.getElementById('llama-cmd').textContent,
+    rows: [...document.querySelectorAll('#gpu-list input')].map((i) => [i.id, document.querySelector(`label[for=${i.id}]`).textContent, i.value]),
+  }));
+  const llama = `-dev ${names.join(',')}${split.map((f) => ` ${f}`).join('')} -ngl`;
+  check(shown.llama.split('\n').filter((l) => l.startsWith('llama-server')).every((l) => l.includes(llama)),
+        `${c.name}: llama.cpp's command line lacks ${llama}: ${shown.llama}`);
+  const rows = names.map((n, i) => [`vram${i}`, `${n} memory, GB`, sizes[i]]);
+  check(JSON.stringify(shown.rows) === JSON.stringify(rows), `${c.name}: the GPU rows ${JSON.stringify(shown.rows)}, not ${JSON.stringify(rows)}`);
 }
 
 async function main() {
@@ -167,14 +207,21 @@ async function main() {
     { name: 'hf:// through the hub', p: { m: 'hf://org/llama-GGUF/Llama-Q8_0-00001-of-00003.gguf', hw: 'gpu', vram: '24', hub } },
     { name: '-hf OWNER/REPO:QUANT', p: { m: 'org/llama-GGUF:Q8_0', hw: 'mac', ram: '32', hub } },
     { name: 'a 6.4 MiB header, 4 shards', p: { m: `${models}/m/B-00003-of-00004.gguf`, hw: 'gpu', vram: '16', cpu: 'x86-amx', c: '32768' } },
+    // several GPUs: -dev CUDA0,CUDA1 with a limit each; the replica at -ts 3,1 overflows CUDA0, and fit's -ts suggestion fits
+    { name: 'the replica on two GPUs, -ts 3,1', gpus: 2, p: { m: `${models}/m/Q-00001-of-00004.gguf`, hw: 'gpu', vram: '48,48', ts: '3,1', c: '32768' } },
+    { name: 'gemma4 on three GPUs, -sm none -mg 1', gpus: 3, p: { m: `${models}/m/gemma-00001-of-00002.gguf`, hw: 'gpu', vram: '1,2,1', sm: 'none', mg: '1', np: '2' } },
+    { name: 'qwen3moe on two GPUs, -ngl 2', gpus: 2, p: { m: `${models}/m/moe.gguf`, hw: 'gpu', vram: '1,1', ngl: '2', ts: '1,3', fa: 'off' } },
   ];
+  const argvOf = {};
   for (const c of cases) {
     const got = await checkPage(page, c.p);
+    argvOf[c.name] = got.runs.map((r) => r.argv);
     if (!got.fit) { bad(`${c.name}: no result: ${JSON.stringify(got.runs.map((r) => r.stderr))}`); continue; }
     check(got.runs.length === 3, `${c.name}: ${got.runs.length} commands ran, not fit, plan and the figure`);
     sameAsCli(c.name, got.runs, undefined);
     await shownAsJson(page, c.name, got.fit);
     await llamaFlagsExist(page, c.name, options);
+    if (c.gpus) await severalGpus(page, c, got);
   }
 
   // ---- the replica: 4 shards, in as few requests as the command line ----
@@ -287,10 +334,42 @@ async function main() {
   check(!kb.hidden && kb.focus === 'verdict' && kb.fit && kb.fit.device === 'cuda',
         `keyboard: result ${kb.hidden ? 'hidden' : 'shown'}, focus on ${kb.focus}, device ${kb.fit && kb.fit.device}`);
 
+  // ---- two GPUs through the form's own controls: the same commands as the link ----
+  await page.goto(opt.page);
+  await page.waitForFunction(() => window.__ggufmap && window.__ggufmap.ready);
+  const two = cases.find((c) => c.gpus === 2);
+  await page.fill('#model', two.p.m);
+  await page.check('input[name=hw][value=gpu]');
+  await page.fill('#vram0', '48');
+  await page.focus('#add-gpu');
+  await page.keyboard.press('Enter'); // a second GPU, as large as the one before, its field focused
+  await page.keyboard.press('Tab'); // its remove button
+  await page.keyboard.press('Tab'); // the add button
+  await page.keyboard.press('Enter'); // a third
+  const third = await page.evaluate(() => ({ n: document.querySelectorAll('#gpu-list li').length, focus: document.activeElement.id,
+                                           split: !document.getElementById('split').hidden }));
+  check(third.n === 3 && third.focus === 'vram2' && third.split, `the form: adding GPUs gave ${JSON.stringify(third)}`);
+  await page.click('#gpu-list li:nth-child(3) button.remove');
+  await page.fill('#ts', two.p.ts);
+  await page.fill('#c', two.p.c);
+  await page.press('#c', 'Enter');
+  await page.waitForFunction(() => window.__ggufmap.done >= 1, null, { timeout: 120000 });
+  const form = await page.evaluate(() => ({ runs: window.__ggufmap.runs.map((r) => r.argv), search: location.search }));
+  const link = new URLSearchParams(form.search);
+  check(JSON.stringify(form.runs) === JSON.stringify(argvOf[two.name]) && link.get('vram') === two.p.vram && link.get('ts') === two.p.ts,
+        `the form's two GPUs ran ${JSON.stringify(form.runs[0])} (link ${form.search}), the link's case ${JSON.stringify(argvOf[two.name][0])}`);
+
   // ---- a phone: no sideways scrolling ----
   await page.setViewportSize({ width: 390, height: 844 });
   const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  check(wide <= 0, `a phone's width: the page is ${wide} px too wide`);
+  check(wide <= 0, `a phone's width (two GPUs, their results): the page is ${wide} px too wide`);
+  // one GPU again: the split fields go, the label is plain again
+
+  await page.click('#gpu-list li:nth-child(2) button.remove');
+  const one = await page.evaluate(() => ({ split: document.getElementById('split').hidden, label: document.querySelector('label[for=vram0]').textContent,
+                                          focus: document.activeElement.id }));
+  check(one.split && one.label === 'GPU memory, GB' && one.focus === 'vram0', `the form: back to one GPU gave ${JSON.stringify(one)}`);
+
 
   // ---- the screenshot the README shows ----
   await page.setViewportSize({ width: 1100, height: 900 });
