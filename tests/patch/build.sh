@@ -158,7 +158,11 @@ build_programs
 
 # prune: the KEEP most recently used libraries, and programs in each
 # shellcheck disable=SC2012 # the names are our 16-hex-digit keys
-prune() { { ls -1dt "$1"/*/ 2>/dev/null | grep -E '/[0-9a-f]{16}/$' || true; } | tail -n +$((KEEP + 1)) | while read -r old; do rm -rf "$old"; done; }
+prune() {
+    local old
+    { ls -1dt "$1"/*/ 2>/dev/null | grep -E '/[0-9a-f]{16}/$' || true; } | tail -n +$((KEEP + 1)) |
+        while read -r old; do rm -rf "$old"; done
+}
 touch "$OUT" "$PROG"
 prune "$ROOT"
 prune "$OUT"
