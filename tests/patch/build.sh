@@ -6,7 +6,9 @@
 #
 # ORACLE_DIR is the oracle's directory (tests/oracle/setup.sh made it): its
 # llama.git holds the v0.5.0 source tree, hdr/ the headers, npm/ the prebuilt
-# libraries.  Into ORACLE_DIR/patched/KEY this
+# libraries.  Into CACHE/KEY, CACHE being $GGUFMAP_PATCH_CACHE or else
+# ${XDG_CACHE_HOME:-~/.cache}/ggufmap/patched (outside every build tree, so
+# that neither `make clean` nor a second build tree builds it again), this
 #   1. extracts the v0.5.0 tree and `git apply`s every patch in order,
 #   2. builds the shared library `llama` with llama.cpp's own CMake (a unity
 #      build) against the *prebuilt* ggml (tests/patch/ggml/ggml-config.cmake):
@@ -14,17 +16,21 @@
 #      only the loader differs; warnings are errors,
 #   3. fills lib/: the patched libllama, and beside it the prebuilt ggml
 #      libraries and CPU backends (the oracle loads backends from there),
-#   4. compiles bin/ggufmap-oracle (tests/oracle/oracle.c + fake_gpu.c, the
-#      same sources as the unpatched oracle), bin/test-mmap-planner (the
-#      series' unit test) and lib/probe.so (tests/patch/probe.c).
+#   4. compiles, into CACHE/KEY/BIN_KEY/bin, ggufmap-oracle
+#      (tests/oracle/oracle.c + fake_gpu.c, the same sources as the unpatched
+#      oracle), test-mmap-planner (the series' unit test) and probe.so
+#      (tests/patch/probe.c); BIN_KEY hashes those sources, so worktrees whose
+#      oracle.c differs each get their own programs beside the one library
+#      (never one rebuilding the programs another is running).
 # KEY hashes what goes into the library (the patches, this script, the
-# ggml package file, compiler and CMake versions), so llama.cpp is built once
-# per change of the series: the plain and the ASan test passes share it
-# (both use the same ORACLE_DIR), and older builds are removed.  Steps 3-4
-# are redone alone when only their sources change (bin/.stamp).  The
-# extracted tree and the CMake build tree are deleted once lib/ is filled.
-# Prints the directory on stdout; on failure a message naming the step on
-# stderr and exit status 1.  No network.
+# llama.cpp commit and the ggml package's version and path, compiler and
+# CMake versions), so llama.cpp is built once per patch set: the plain and
+# the ASan test passes share it, and so do worktrees with the same series.
+# The KEEP (4) most recently used libraries, and programs of each, stay;
+# older ones are removed.  The extracted tree and the CMake build tree are
+# deleted once lib/ is filled.  Prints CACHE/KEY/BIN_KEY (its bin/ holds the
+# programs, its lib the library) on stdout; on failure a message naming the
+# step on stderr and exit status 1.  No network.
 set -euo pipefail
 
 die() { printf 'patch build: %s\n' "$*" >&2; exit 1; }
@@ -56,14 +62,18 @@ key() { { cat "$@"; printf '%s\n' "$LLAMA_COMMIT" "$NLC_VERSION" "$BINS"; gcc -d
           cmake --version | head -n 1; } | sha256sum | cut -c1-16; }
 LIB_KEY=$(key "${PATCHES[@]}" "${BASH_SOURCE[0]}" "$SCRIPT_DIR/ggml/ggml-config.cmake" "$ORACLE_SRC_DIR/common.sh")
 BIN_KEY=$(key "$SCRIPT_DIR/probe.c" "$ORACLE_SRC_DIR/oracle.c" "$ORACLE_SRC_DIR/fake_gpu.c" "$ORACLE_SRC_DIR/fake_gpu.h")
-ROOT="$ORACLE_DIR/patched"
+ROOT=${GGUFMAP_PATCH_CACHE:-${XDG_CACHE_HOME:-${HOME:?}/.cache}/ggufmap/patched}
+KEEP=4
+mkdir -p "$ROOT" || die "cannot create the cache directory $ROOT (set GGUFMAP_PATCH_CACHE)"
+ROOT=$(cd "$ROOT" && pwd)
 OUT="$ROOT/$LIB_KEY"
-mkdir -p "$ROOT"
+PROG="$OUT/$BIN_KEY"
 exec 9>"$ROOT/.lock"
 flock 9
 
-if [ "$(cat "$OUT/bin/.stamp" 2>/dev/null || true)" = "$BIN_KEY" ] && [ -f "$OUT/lib/.stamp" ]; then
-    printf '%s\n' "$OUT"
+if [ -f "$PROG/bin/.stamp" ] && [ -f "$OUT/lib/.stamp" ]; then
+    touch "$OUT" "$PROG"
+    printf '%s\n' "$PROG"
     exit 0
 fi
 mkdir -p "$OUT"
@@ -121,10 +131,12 @@ build_programs() {
     local cflags=(-std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -isystem "$HDR/include" -isystem "$HDR/ggml/include")
     # shellcheck disable=SC2054 # the commas belong to the linker flags
     local link=(-L"$OUT/lib" "-Wl,-rpath,$OUT/lib" -l:libllama.so.0 -l:"libggml.$LLAMA_RELEASE.so" -l:libggml-base.so)
-    local bin="$OUT/bin.tmp" exported sym
-    step "oracle, unit test, probe"
-    rm -rf "$bin" "$OUT/bin"
+    local bin="$PROG/bin.tmp" exported sym
+    LOG="$PROG/build.log"
+    rm -rf "$PROG"
     mkdir -p "$bin"
+    ln -s ../lib "$PROG/lib"
+    step "oracle, unit test, probe"
     gcc "${cflags[@]}" -isystem "$HDR/ggml/src" -I"$ORACLE_SRC_DIR" -o "$bin/ggufmap-oracle" \
         "$ORACLE_SRC_DIR/oracle.c" "$ORACLE_SRC_DIR/fake_gpu.c" "${link[@]}" -rdynamic -ldl >>"$LOG" 2>&1 ||
         die "compiling the oracle against the patched libllama failed (see $LOG)"
@@ -140,11 +152,18 @@ build_programs() {
         die "compiling tests/patch/probe.c failed (see $LOG)"
     "$bin/ggufmap-oracle" --list-bufts >>"$LOG" 2>&1 || die "the patched oracle cannot load the CPU backend (see $LOG)"
     printf '%s\n' "$BIN_KEY" >"$bin/.stamp"
-    mv "$bin" "$OUT/bin"
+    mv "$bin" "$PROG/bin"
 }
 build_programs
 
-for old in "$ROOT"/*; do
-    [ "$old" = "$OUT" ] || rm -rf "$old"
-done
-printf '%s\n' "$OUT"
+# prune: the KEEP most recently used libraries, and programs in each
+# shellcheck disable=SC2012 # the names are our 16-hex-digit keys
+prune() {
+    local old
+    { ls -1dt "$1"/*/ 2>/dev/null | grep -E '/[0-9a-f]{16}/$' || true; } | tail -n +$((KEEP + 1)) |
+        while read -r old; do rm -rf "$old"; done
+}
+touch "$OUT" "$PROG"
+prune "$ROOT"
+prune "$OUT"
+printf '%s\n' "$PROG"

@@ -157,19 +157,44 @@ static void test_metal_views(void) {
     CHECK(bytes == 8 * M + 8 * M + (20 * M - 2 * step));
     CHECK(ggufmap_ranges_resident((ggufmap_range[]){{1, 2}, {16383, 16385}}, 2, P) == 3 * P);
 
-    /* Issue 24510's Metal log: a 30973.40 MiB span under maxBufferLength
-     * 9093.12 MiB became views of 9093.12 x 3 + 4639.97 MiB.  (The log's
-     * running total, 31919.72 MiB, is 0.39 MiB above the views' sum; it is
-     * not reproduced.)  The sizes are rounded to 0.01 MiB; a largest tensor
-     * of ~315 MiB (overlap 20180 pages) gives all four views within that. */
-    double mib = 1048576.0;
-    uint64_t span = (uint64_t)(30973.40 * mib), maxbuf = (uint64_t)(9093.12 * mib);
-    uint64_t max_tensor = 20178 * P + 1;
-    n = ggufmap_metal_views(0, span, P, maxbuf, max_tensor, &bytes);
-    double last = (double)(bytes - 3 * maxbuf) / mib, total = (double)bytes / mib;
+    /* ggml-metal's rule (ggml_metal_buffer_map, ggml-metal-device.m:2219-2252
+     * in v0.5.0), worked by hand on round numbers.  A buffer larger than
+     * maxBufferLength becomes views of maxBufferLength each, every one
+     * starting size_step after the previous, so that consecutive views
+     * overlap by size_ovlp = (ceil(max_tensor / page) + 1) pages; the last
+     * view runs to the page-aligned end.
+     *   largest tensor: a Q4_K token embedding of 151,936 x 4,096 =
+     *     151936 * 4096 / 256 * 144 = 350,060,544 B = 21,366 pages exactly,
+     *     so size_ovlp = (21,366 + 1) pages = 350,076,928 B;
+     *   maxBufferLength 9 GiB = 9,663,676,416 B,
+     *     size_step = 9,663,676,416 - 350,076,928 = 9,313,599,488 B;
+     *   the range starts 5,000,000 B into the file, 2,880 B into its page
+     *     (5,000,000 - 305 * 16,384), and holds 30,000,000,000 B: the
+     *     pointer is aligned down, size = 30,000,002,880 B, page-aligned
+     *     1,831,055 pages = 30,000,005,120 B;
+     *   views at i = 0, 1, 2 x size_step end at most at 2 x 9,313,599,488 +
+     *     9,663,676,416 = 28,290,875,392 <= size: full views; at
+     *     i = 3 x size_step = 27,940,798,464 the view would end past size, so
+     *     it is 30,000,005,120 - 27,940,798,464 = 2,059,206,656 B; 4 x
+     *     size_step = 37,254,397,952 >= size ends the loop.
+     *   total: 3 x 9,663,676,416 + 2,059,206,656 = 31,050,235,904 B. */
+    const uint64_t embd = 151936ull * 4096 / 256 * 144, maxbuf = 9ull << 30;
+    CHECK(embd == 350060544ull && embd == 21366 * P);
+    n = ggufmap_metal_views(5000000, 5000000 + 30000000000ull, P, maxbuf, embd, &bytes);
     CHECK_MSG(n == 4, "%u views", n);
-    CHECK_MSG(last > 4639.95 && last < 4639.99, "last view %.2f MiB", last);
-    CHECK_MSG(total > 31919.31 && total < 31919.35, "views %.2f MiB", total);
+    CHECK_MSG(bytes == 31050235904ull, "views %llu B", (unsigned long long)bytes);
+    /* One page more of tensor: size_ovlp grows by a page, so each of the
+     * three steps shrinks by one and the last view grows by three pages. */
+    n = ggufmap_metal_views(5000000, 5000000 + 30000000000ull, P, maxbuf, embd + 1, &bytes);
+    CHECK(n == 4 && bytes == 31050235904ull + 3 * P);
+    /* A view that ends exactly at size is a full one, but ggml's loop still
+     * starts another at 3 x size_step < size: it holds the overlap alone.
+     * size = 2 x size_step + maxBufferLength (page-aligned start), views
+     * 3 x 9,663,676,416 + (maxBufferLength - size_step = size_ovlp
+     * 350,076,928) = 29,341,106,176 B. */
+    uint64_t exact = 2 * (maxbuf - 21367 * P) + maxbuf;
+    n = ggufmap_metal_views(0, exact, P, maxbuf, embd, &bytes);
+    CHECK_MSG(n == 4 && bytes == 29341106176ull, "%u views, %llu B", n, (unsigned long long)bytes);
 }
 
 int main(void) {
