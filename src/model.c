@@ -13,6 +13,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "ggufmap/model.h"
@@ -141,11 +142,16 @@ static int add_shard(ggufmap_model *m, const opener *op, const char *path, unsig
  * fetched only some of them; other failures are left as they are. */
 static int shard_missing(int rc, uint32_t index, uint32_t count, const char *path, ggufmap_error *err) {
     if (rc != GGUFMAP_ENOTFOUND || count < 2) return rc;
+    char why[sizeof err->message] = ""; /* what the source said: no such file, not in the cache (offline), ... */
+    if (err) snprintf(why, sizeof why, "%s", err->message);
     char *shown = gm_url_redacted(path);
+    const char *cause = why; /* without the name, when the source's message starts with it */
+    size_t n = shown ? strlen(shown) : 0;
+    if (n && strncmp(why, shown, n) == 0 && strncmp(why + n, ": ", 2) == 0) cause = why + n + 2;
     rc = gm_fail(err, GGUFMAP_ENOTFOUND,
-                 "shard %u of %u missing: %s (a split model needs every shard, named as the file names number them, "
-                 "in the same place: download the missing one too)",
-                 index + 1, count, shown ? shown : "?");
+                 "shard %u of %u missing: %s (%s; a split model needs every shard, named as the file names number "
+                 "them, in the same place: download the missing one too)",
+                 index + 1, count, shown ? shown : "?", cause[0] ? cause : "not found");
     free(shown);
     return rc;
 }
