@@ -56,7 +56,7 @@ plan_story() {
 }
 
 step "2. llama.cpp on a 128 GB Mac (Metal, every layer on the GPU, 96 GiB for the GPU)"
-plan_story "$model" 'load_tensors|foreign: [0-9]|^working set|^CPU side|llama.cpp today|loader, |^next steps|^  1\. |^       ggufmap repack|^     then'
+plan_story "$model" '^answer:|^  after next step|load_tensors|foreign: [0-9]|^working set|^CPU side|llama.cpp today|loader, |^next steps|^  1\. |^       ggufmap repack|^     then'
 
 step "3. the fix: repack (lossless, verified; the replica's zeros stay holes)"
 repack=("$ggufmap" repack "$model" --device metal -ngl all -o "$repacked" --no-progress)
