@@ -684,6 +684,19 @@ static void json_buffer(json *j, const ggufmap_placement *pl, const ggufmap_buff
     json_end_object(j);
 }
 
+/* One check's members: the bytes llama.cpp and the planned ranges hold, the
+ * limit (0: none given, null) and whether each is under it (null without a
+ * limit). */
+static void json_check_fields(json *j, uint64_t llama, uint64_t planned, uint64_t limit) {
+    json_key(j, "llama"), json_uint(j, llama);
+    json_key(j, "planned"), json_uint(j, planned);
+    json_key(j, "limit");
+    limit ? json_uint(j, limit) : json_null(j);
+    json_key(j, "llama_fits");
+    limit ? json_bool(j, llama <= limit) : json_null(j);
+    json_key(j, "planned_fits");
+    limit ? json_bool(j, planned <= limit) : json_null(j);
+}
 static void json_totals(json *j, const ggufmap_plan *plan, const ggufmap_report_opts *o) {
     const uint64_t mem = o->mem;
     const ggufmap_placement *pl = ggufmap_plan_placement(plan);
@@ -725,14 +738,7 @@ static void json_totals(json *j, const ggufmap_plan *plan, const ggufmap_report_
         ggufmap_plan_gpu_working_set(plan, g, &llama, &planned);
         json_begin_object(j);
         json_key(j, "device"), json_string(j, name);
-        json_key(j, "llama"), json_uint(j, llama);
-        json_key(j, "planned"), json_uint(j, planned);
-        json_key(j, "limit");
-        lim ? json_uint(j, lim) : json_null(j);
-        json_key(j, "llama_fits");
-        lim ? json_bool(j, llama <= lim) : json_null(j);
-        json_key(j, "planned_fits");
-        lim ? json_bool(j, planned <= lim) : json_null(j);
+        json_check_fields(j, llama, planned, lim);
         json_end_object(j);
     }
     json_end_array(j);
@@ -748,14 +754,7 @@ static void json_totals(json *j, const ggufmap_plan *plan, const ggufmap_report_
     ggufmap_plan_resident(plan, &llama, &planned);
     json_key(j, "ram");
     json_begin_object(j);
-    json_key(j, "llama"), json_uint(j, llama);
-    json_key(j, "planned"), json_uint(j, planned);
-    json_key(j, "limit");
-    mem ? json_uint(j, mem) : json_null(j);
-    json_key(j, "llama_fits");
-    mem ? json_bool(j, llama <= mem) : json_null(j);
-    json_key(j, "planned_fits");
-    mem ? json_bool(j, planned <= mem) : json_null(j);
+    json_check_fields(j, llama, planned, mem);
     json_end_object(j);
 }
 
