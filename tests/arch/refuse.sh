@@ -12,7 +12,8 @@
 set -uo pipefail
 export LC_ALL=C
 ggufmap=$1 fixture=$2 oracle=$3 work=$4
-rm -rf "$work" && mkdir -p "$work"
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$work"
 pass=0 fail=0
 expect_refusal() { # NAME MODEL NEEDLE
   local name=$1 model=$2 needle=$3 out rc ores

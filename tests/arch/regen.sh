@@ -18,7 +18,8 @@ LOG=/dev/null
 . "$repo/tests/oracle/common.sh"
 command -v python3 >/dev/null 2>&1 || die "python3 not found in PATH (scripts/deps.sh installs it)"
 [[ -d $oracle_dir/llama.git ]] || die "$oracle_dir/llama.git missing (run tests/oracle/setup.sh $oracle_dir)"
-rm -rf "$work" && mkdir -p "$work" || die "cannot create $work"
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$work"
 mapfile -t paths < <(python3 "$repo/scripts/gen_arch_table.py" --inputs)
 ( source_tree "$oracle_dir" "$work/src" "${paths[@]}" ) || die "cannot extract ${paths[*]}"
 pass=0 fail=0

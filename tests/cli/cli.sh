@@ -5,7 +5,8 @@
 #   cli.sh GGUFMAP FIXTURE_MAKER WORKDIR
 set -uo pipefail
 ggufmap=$1 fixture=$2 work=$3
-rm -rf "$work" && mkdir -p "$work"
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$work"
 passed=0 failed=0
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*"; }

@@ -21,7 +21,8 @@ GGUFMAP=$1 FIXTURE=$2 RESULTS=$(cd "$3" && pwd)/results.txt SUMS=$(cd "$3" && pw
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command -v node >/dev/null || { echo "FAIL: node not found (scripts/deps.sh installs nodejs)" >&2; exit 1; }
 [ -f "$RESULTS" ] && [ -f "$SUMS" ] || { echo "FAIL: $3 lacks results.txt or fixtures.sha256" >&2; exit 1; }
-rm -rf "$WORK" && mkdir -p "$WORK/fx" "$WORK/json" || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK" && mkdir -p "$WORK/fx" "$WORK/json" || exit 1
 
 # the recorded cases (every STRIDE-th), as the device ran them
 awk -F'\t' -v s="$STRIDE" '

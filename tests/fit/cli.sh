@@ -21,7 +21,8 @@ set -uo pipefail
 [ $# -eq 4 ] || { echo "usage: cli.sh GGUFMAP FIXTURE ORACLE WORKDIR" >&2; exit 2; }
 GGUFMAP=$1 FIXTURE=$2 ORACLE=$3 WORK=$4
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK"
 n_fail=0
 fail() { echo "FAIL: $*" >&2; n_fail=$((n_fail + 1)); }
 ok() { echo "ok: $*"; }
@@ -252,7 +253,6 @@ else
   fail "-ts 3,1 over ${LT} B per GPU: fit suggests '-ts $TS', llama.cpp then holds '$a0' and '$a1' B"
 fi
 
-rm -rf "$WORK"
 if [ "$n_fail" -gt 0 ]; then
   echo "cli: $n_fail failures"
   exit 1

@@ -32,7 +32,8 @@ set -uo pipefail
 GGUFMAP=$1 FIXTURE=$2 ORACLE=$3 WORK=$4 N_RANDOM=${5:-260}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command -v node >/dev/null || { echo "FAIL: node not found (scripts/deps.sh installs nodejs)" >&2; exit 1; }
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK"
 
 # ---------------------------------------------------------------- fixtures --
 # name: fixture-maker arguments

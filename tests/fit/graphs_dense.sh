@@ -34,7 +34,8 @@ GGUFMAP=$1 FIXTURE=$2 ORACLE=$3 WORK=$4 N_PER_ARCH=${5:-1}
 shift 4; [ $# -gt 0 ] && shift
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command -v node >/dev/null || { echo "FAIL: node not found (scripts/deps.sh installs nodejs)" >&2; exit 1; }
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK"
 
 ALL=(gemma3 mistral3 phi3 granite command-r cohere2 olmo2 starcoder2 exaone4 gemma2 gemma3n bert nomic-bert t5 t5encoder)
 ARCHS=("${ALL[@]}")

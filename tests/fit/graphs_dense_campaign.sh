@@ -18,7 +18,8 @@ shift 4; [ $# -gt 0 ] && shift
 SEEDS=("$@")
 [ ${#SEEDS[@]} -gt 0 ] || SEEDS=(202 707 808 909)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK"
 
 # shellcheck source=tests/fit/lib.sh
 . "$HERE/lib.sh"

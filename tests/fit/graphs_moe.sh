@@ -24,7 +24,8 @@ set -uo pipefail
 GGUFMAP=$1 FIXTURE=$2 ORACLE=$3 WORK=$4 FILTER=${5:-.} N_PER_ARCH=${6:-8} MODE=${7:-full}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command -v node >/dev/null || { echo "FAIL: node not found (scripts/deps.sh installs nodejs)" >&2; exit 1; }
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK"
 
 # the architectures with NextN (MTP) layers: their draft context's graph is exact too
 MTP_ARCHS=" glm4moe deepseek2 deepseek32 glm-dsa hy_v3 cohere2moe step35 "

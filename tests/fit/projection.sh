@@ -21,7 +21,8 @@ set -uo pipefail
 [ $# -eq 5 ] || { echo "usage: projection.sh GGUFMAP FIXTURE PROJECTION ORACLE WORKDIR" >&2; exit 2; }
 GGUFMAP=$1 FIXTURE=$2 PROJECTION=$3 ORACLE=$4 WORK=$5
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK"
 
 "$FIXTURE" --arch llama --layers 4 --n-embd 256 --n-head 4 --n-head-kv 2 -o "$WORK/llama.gguf" >/dev/null &&
 "$FIXTURE" --arch qwen3moe --layers 3 --head-dim 64 --move output.weight:first -o "$WORK/qwen3moe.gguf" >/dev/null &&

@@ -36,7 +36,8 @@ GGUFMAP=$1 FIXTURE=$2 ORACLE=$3 WORK=$4 SEED=${5:-19} N_PER_ARCH=${6:-2}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command -v node >/dev/null || { echo "FAIL: node not found (scripts/deps.sh installs nodejs)" >&2; exit 1; }
 [[ $SEED =~ ^[0-9]+$ && $N_PER_ARCH =~ ^[0-9]+$ ]] || { echo "random.sh: SEED and N_PER_ARCH are numbers" >&2; exit 2; }
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK"
 
 # shellcheck source=tests/fit/arch_fixtures.sh
 . "$HERE/arch_fixtures.sh"

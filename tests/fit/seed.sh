@@ -16,7 +16,8 @@ set -uo pipefail
 [ $# -eq 4 ] || { echo "usage: seed.sh GGUFMAP FIXTURE PROJECTION WORKDIR" >&2; exit 2; }
 GGUFMAP=$1 FIXTURE=$2 PROJECTION=$3 WORK=$4
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }
 

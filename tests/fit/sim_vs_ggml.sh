@@ -15,7 +15,8 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DIR=$(cd "$(dirname "$ORACLE")/.." && pwd)
 LIB=$DIR/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 [ -f "$LIB/libggml-base.so" ] || { echo "FAIL: no libggml-base.so under $LIB (tests/oracle/setup.sh)" >&2; exit 1; }
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK"
 "${CC:-cc}" -std=c11 -I"$DIR/hdr/ggml/include" "$HERE/ggml_probe.c" -o "$WORK/ggml_probe" "$LIB/libggml-base.so" \
   -Wl,-rpath,"$LIB" -lm 2>"$WORK/cc.err" || { echo "FAIL: compiling ggml_probe.c: $(head -c 400 "$WORK/cc.err")" >&2; exit 1; }
 "$WORK/ggml_probe" >"$WORK/ggml.out" || { echo "FAIL: ggml_probe exited $?" >&2; exit 1; }

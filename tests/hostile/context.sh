@@ -12,7 +12,8 @@ set -uo pipefail
 GGUFMAP=$1 FIXTURE=$2 ORACLE=$3 WORK=$4
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fit" && pwd)
 command -v node >/dev/null || { echo "FAIL: node not found (scripts/deps.sh installs nodejs)" >&2; exit 1; }
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK"
 # shellcheck source=tests/fit/lib.sh
 . "$HERE/lib.sh"
 

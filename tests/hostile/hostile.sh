@@ -27,7 +27,8 @@ HOSTILE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CASES=$HOSTILE/cases.txt
 HERE=$HOSTILE/../fit # lib.sh's fit_lines.js
 command -v node >/dev/null || { echo "FAIL: node not found (scripts/deps.sh installs nodejs)" >&2; exit 1; }
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK"
 # shellcheck source=tests/fit/lib.sh
 . "$HERE/lib.sh"
 

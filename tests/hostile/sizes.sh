@@ -17,7 +17,8 @@ set -uo pipefail
 export LC_ALL=C
 [ $# -eq 3 ] || { echo "usage: sizes.sh GGUFMAP FIXTURE WORKDIR" >&2; exit 2; }
 GGUFMAP=$1 FIXTURE=$2 WORK=$3
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK"
 BIG=2147483392
 n=0 bad=0
 fail() { echo "FAIL: $*"; bad=$((bad + 1)); }

@@ -10,7 +10,8 @@ build=$1 src=$2 work=$3
 passed=0 failed=0
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
-rm -rf "$work" && mkdir -p "$work"
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$work"
 cmake --install "$build" --prefix "$work/prefix" >/dev/null && ok || bad "cmake --install"
 # what the consumer prints: q4_K's sizes, Metal's defaults, SHA-256 of nothing
 want=$'q4_K 256 144\nmetal arm64 16384 tight:0:64\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'

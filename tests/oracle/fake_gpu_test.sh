@@ -9,8 +9,8 @@ set -euo pipefail
 
 [ $# -eq 4 ] || { echo "usage: fake_gpu_test.sh metal|cuda|overrides|context ORACLE_BIN FIXTURE_BIN WORKDIR" >&2; exit 2; }
 MODE=$1 ORACLE=$2 FIXTURE=$3 WORK=$4
-rm -rf "$WORK"
-mkdir -p "$WORK"
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$WORK"
 
 fail() { echo "FAIL: $*" >&2; [ -n "${OUT:-}" ] && printf '%s\n' "--- oracle output:" "$OUT" | grep -v TENSOR >&2; exit 1; }
 ok() { echo "ok: $*"; }

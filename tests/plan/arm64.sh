@@ -8,7 +8,8 @@
 #   arm64.sh GGUFMAP FIXTURE_MAKER ARM64_RUNNER WORKDIR
 set -uo pipefail
 ggufmap=$1 fixture=$2 runner=$3 work=$4
-rm -rf "$work" && mkdir -p "$work"
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$work"
 [[ -x $runner ]] || { echo "arm64 oracle runner missing: $runner (run tests/oracle/arm64/setup.sh)"; echo "0 passed, 1 failed"; exit 1; }
 passed=0 failed=0 buffers=0
 check() { # NAME MODEL ORACLE-FLAGS -- PLAN-FLAGS

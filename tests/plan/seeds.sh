@@ -40,7 +40,8 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 work=$(mkdir -p "$work" && cd "$work" && pwd)
-rm -rf "$work" && mkdir -p "$work/f"
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$work" && mkdir -p "$work/f"
 passed=0 failed=0
 pass() { passed=$((passed + 1)); echo "  PASS $*"; }
 fail() { failed=$((failed + 1)); echo "  FAIL $*"; }

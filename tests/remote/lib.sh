@@ -7,7 +7,8 @@ export LC_ALL=C
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY HF_TOKEN HF_ENDPOINT MODEL_ENDPOINT \
       CURL_CA_BUNDLE
 export no_proxy='*' NO_PROXY='*'
-rm -rf "$work" && mkdir -p "$work"
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$work"
 export XDG_CACHE_HOME=$work/xdg-cache
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 passed=0 failed=0
@@ -18,7 +19,7 @@ summary() { echo "$passed passed, $failed failed"; (( failed == 0 && passed > 0 
 
 started=()
 stop_all() { local p; for p in "${started[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; }
-trap stop_all EXIT
+at_exit stop_all
 
 # need PROGRAM WHY: fails the test (never skips it) when PROGRAM is missing
 need() { command -v "$1" >/dev/null || { echo "FAIL: $1 is missing ($2; scripts/deps.sh installs it)"; exit 1; }; }

@@ -60,6 +60,11 @@ rerun() {
   whole_only "$k" "$what, then the same command"
 }
 
+# settled K: K's files go once its checks passed (kept to look at when one
+# failed); 21 folders of outputs would otherwise stay to the end
+failed_before=0
+settled() { (( failed == failed_before )) && rm -rf "$1"; failed_before=$failed; }
+
 points=(journal:0 temp:1 temp:2 temp:3 copied:0 rename:1 rename:2 rename:3 placed:0)
 for p in "${points[@]}"; do
   k=$work/k-${p/:/-}; mkdir -p "$k"
@@ -72,6 +77,7 @@ for p in "${points[@]}"; do
     rename:1|rename:2) [[ -e $k/${outs[1]} && ! -e $k/${outs[0]} ]] && ok || bad "$p: $(ls -A "$k")" ;;
   esac
   rerun "$k" "$p" "$([[ $p == rename:3 || $p == placed:0 ]] && echo 1 || echo 0)"
+  settled "$k"
 done
 
 # random moments of a slowed copy
@@ -88,6 +94,7 @@ for i in $(seq 1 12); do
   # done before the kill came: the output is whole and the rerun refuses it
   [[ $rc == 0 || ( $rc == 2 && $(grep -c exists "$k.err") == 1 ) ]] && ok || bad "random kill #$i: rerun exit $rc: $(cat "$k.err")"
   whole_only "$k" "random kill #$i, then the same command"
+  settled "$k"
 done
 
 # another -o into the folder cleans up too; an unrecorded look-alike stays

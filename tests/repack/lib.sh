@@ -3,7 +3,8 @@
 # (sourced after ggufmap and work are set): the check counters, and plan's
 # foreign bytes.  Each test ends with `summary`.
 export LC_ALL=C
-rm -rf "$work" && mkdir -p "$work"
+. "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
+scratch "$work"
 passed=0 failed=0
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
