@@ -85,28 +85,10 @@ static void settle(remote_file *f);
 /* Failing and logging                                                       */
 /* ------------------------------------------------------------------------ */
 
-static bool file_fail(remote_file *f, int status, const char *fmt, ...) GM_PRINTF(3, 4);
-static bool file_fail(remote_file *f, int status, const char *fmt, ...) {
-    char what[900];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    if (!f->failed) gm_fail(&f->bs.err, status, "%s: %s", f->shown, what);
-    f->failed = true;
-    return false;
-}
-
-static void log_line(ggufmap_remote *r, const char *fmt, ...) GM_PRINTF(2, 3);
-static void log_line(ggufmap_remote *r, const char *fmt, ...) {
-    if (!r || !r->o.log) return;
-    char line[1200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    r->o.log(r->o.log_ctx, line);
-}
+/* file_fail(f, status, fmt, ...) and log_line(r, fmt, ...): remote_rules.c's,
+ * for this file's structures. */
+#define file_fail(f, status, ...) gm_remote_file_fail(&(f)->bs.err, &(f)->failed, (f)->shown, status, __VA_ARGS__)
+#define log_line(r, ...) gm_remote_log((r) ? &(r)->o : NULL, __VA_ARGS__)
 
 /* One line per answer: what was asked, what came, how long it took. */
 static void log_answer(remote_file *f, const gm_transfer *t) {

@@ -21,6 +21,7 @@
 
 #include "byte_source.h"
 #include "ggufmap/remote.h"
+#include "internal.h"
 typedef struct gm_curl gm_curl; /* the session's libcurl: remote_curl.h (not in the browser build) */
 
 /* ---- remote.c: for the reader and the model module ---- */
@@ -85,6 +86,14 @@ bool gm_remote_retry_wait(long status, uint32_t tries, long retry_after_s, const
  * the token on 401 and 403. */
 int gm_remote_refusal(long status, const char *url, const char *token_hint, uint64_t start, uint64_t end,
                       bool total_known, char *why, size_t cap);
+
+/* A remote file's first failure, "SHOWN: what", into err with status;
+ * later ones are dropped (the first is the cause).  Sets *failed; returns
+ * false, for `return file_fail(...)`. */
+bool gm_remote_file_fail(ggufmap_error *err, bool *failed, const char *shown, int status, const char *fmt, ...)
+    GM_PRINTF(5, 6);
+/* One --verbose line to o->log (nothing when o or o->log is NULL). */
+void gm_remote_log(const ggufmap_remote_opts *o, const char *fmt, ...) GM_PRINTF(2, 3);
 
 /* ---- remote_http.c: one HTTP exchange ---- */
 

@@ -4,7 +4,8 @@
  * byte_source_web.c with the browser's fetch for the page): the options'
  * defaults, the range of the next request, what a later answer must say to
  * be the same file, what a 206 must say to be believed, how long to wait
- * before a retry, and the words for an answer that ends the exchange.
+ * before a retry, the words for an answer that ends the exchange, and how
+ * a file's failure and a --verbose line are written.
  *
  * Data structure: none; plain values in, a decision and its message out.
  * Workload: a few comparisons per answer.  Fidelity: these are ggufmap's
@@ -12,6 +13,7 @@
  * and the command line read a server alike.
  */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,4 +118,25 @@ int gm_remote_refusal(long status, const char *url, const char *token_hint, uint
     else
         snprintf(why, cap, "unexpected HTTP %ld", status);
     return GGUFMAP_EIO;
+}
+
+bool gm_remote_file_fail(ggufmap_error *err, bool *failed, const char *shown, int status, const char *fmt, ...) {
+    char what[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (!*failed) gm_fail(err, status, "%s: %s", shown, what);
+    *failed = true;
+    return false;
+}
+
+void gm_remote_log(const ggufmap_remote_opts *o, const char *fmt, ...) {
+    if (!o || !o->log) return;
+    char line[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    o->log(o->log_ctx, line);
 }
