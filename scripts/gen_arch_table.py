@@ -1199,15 +1199,10 @@ _ASSIGNS = {}
 
 
 def _assigns(node, name):
-    if isinstance(node, tuple):
-        if node and node[0] == "assign" and node[2] == ("name", name):
-            return True
-        if node and node[0] in ("un", "post") and node[1] in ("++", "--") and node[2] == ("name", name):
-            return True
-        return any(_assigns(x, name) for x in node)
-    if isinstance(node, list):
-        return any(_assigns(x, name) for x in node)
-    return False
+    def writes(n):
+        return (n[0] == "assign" and n[2] == ("name", name) or
+                n[0] in ("un", "post") and n[1] in ("++", "--") and n[2] == ("name", name))
+    return hpx.contains(node, writes)
 
 
 def collect_handle_members(bodies):
