@@ -5,6 +5,9 @@
 export LC_ALL=C
 . "$(dirname "${BASH_SOURCE[0]}")/../scratch.sh"
 scratch "$work"
+# repack's scratch headers (and what a kill -9 leaves of them) stay in the test's folder
+export TMPDIR=$work/tmp
+mkdir -p "$TMPDIR"
 passed=0 failed=0
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
