@@ -308,6 +308,16 @@ ggufmap_regex_dialect gm_device_regex(ggufmap_device d, ggufmap_regex_dialect as
 
 uint64_t gm_device_page(ggufmap_device d, uint64_t asked) { return asked ? asked : gm_backend(d)->page; }
 
+float gm_device_split_share(const ggufmap_placement_opts *o, uint32_t i) {
+    bool ts_given = false, free_known = true;
+    for (uint32_t g = 0; g < o->n_gpus && g < GGUFMAP_MAX_GPUS; g++) {
+        ts_given |= o->tensor_split[g] != 0.0f;
+        free_known &= o->gpu_free[g] != 0;
+    }
+    if (ts_given) return o->tensor_split[i];
+    return free_known ? (float)o->gpu_free[i] : 1.0f; /* llama.cpp: splits[i] = free (size_t to float) */
+}
+
 const char *ggufmap_device_name(ggufmap_device d) { return gm_backend(d)->kind; }
 
 bool ggufmap_device_unified(ggufmap_device d) { return gm_backend(d)->unified; }

@@ -223,6 +223,11 @@ ggufmap_cpu gm_device_cpu(ggufmap_device device, ggufmap_cpu asked);
 ggufmap_regex_dialect gm_device_regex(ggufmap_device device, ggufmap_regex_dialect asked);
 /* The page a plan counts in (0 resolved by the device). */
 uint64_t gm_device_page(ggufmap_device device, uint64_t asked);
+/* GPU i's (of o->gpus) share of the layers before normalising
+ * (llama-model.cpp:1488-1510): its -ts share when any is given, else the
+ * free memory its device reports (o->gpu_free), else 1 when any GPU's is
+ * unknown (equal GPUs report equal memory). */
+float gm_device_split_share(const ggufmap_placement_opts *o, uint32_t i);
 
 /* ------------------------------------------------------------------------ */
 /* Buffer types                                                              */

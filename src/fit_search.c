@@ -192,16 +192,14 @@ static int suggest_split(trial *t, const verdict *now, ggufmap_fit_suggestion *o
     const uint32_t n_gpus = po->n_gpus;
     uint64_t lim[GGUFMAP_MAX_GPUS], sum_total = 0, sum_limit = 0;
     double share[GGUFMAP_MAX_GPUS];
-    bool given = false;
     *found = false;
     if (n_gpus < 2 || po->split_mode != GGUFMAP_SPLIT_LAYER || now->n_gpus < n_gpus || now->total == UINT64_MAX)
         return GGUFMAP_OK;
-    for (uint32_t i = 0; i < n_gpus; i++) given |= po->tensor_split[i] > 0.0f;
     for (uint32_t i = 0; i < n_gpus; i++) {
         const uint32_t ord = po->gpus[i];
         lim[i] = ord < GGUFMAP_MAX_GPUS && t->fit_opts.gpu_limits[ord] ? t->fit_opts.gpu_limits[ord] : t->fit_opts.limit;
         if (!lim[i]) return GGUFMAP_OK; /* a GPU without a limit: no room to aim at */
-        share[i] = given ? po->tensor_split[i] : 1.0;
+        share[i] = gm_device_split_share(po, i);
         sum_total += now->gpu_total[i];
         sum_limit += lim[i];
     }

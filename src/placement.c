@@ -459,8 +459,9 @@ static int run_gpus(ggufmap_placement *p, ggufmap_error *err) {
     return GGUFMAP_OK;
 }
 
-/* load_tensors' split points (llama-model.cpp:1488-1531): -ts (or equal
- * shares) summed and normalised in float, as llama.cpp computes them; layer
+/* load_tensors' split points (llama-model.cpp:1488-1531): -ts, else each
+ * GPU's free memory (else equal shares), summed and normalised in float, as
+ * llama.cpp computes them; layer
  * il of the last -ngl ones goes to the first GPU whose split point exceeds
  * (il - i_gpu_start) / act_gpu_layers. */
 static int assign_layers(ggufmap_placement *p) {
@@ -469,10 +470,8 @@ static int assign_layers(ggufmap_placement *p) {
     memset(p->layer_gpu, -1, (size_t)p->n_layers + 1);
     if (p->n_gpus == 0) return GGUFMAP_OK;
     float splits[GGUFMAP_MAX_GPUS], sum = 0.0f;
-    bool all_zero = true;
-    for (uint32_t i = 0; i < p->n_gpus; i++) all_zero &= p->opts.tensor_split[i] == 0.0f;
     for (uint32_t i = 0; i < p->n_gpus; i++) {
-        sum += all_zero ? 1.0f : p->opts.tensor_split[i];
+        sum += gm_device_split_share(&p->opts, i);
         splits[i] = sum;
     }
     for (uint32_t i = 0; i < p->n_gpus; i++) splits[i] /= sum;

@@ -53,7 +53,8 @@ static const cli_option planning_options[] = {
 static const cli_option verdict_options[] = {
     {OPT_LIMIT, "--limit", "SIZE|D=SIZE[,...]", NULL,
      "what each GPU (else the CPU) may hold, e.g. 96G, or per device of -dev, e.g. CUDA0=24G,CUDA1=12G (a bare "
-     "SIZE among them is the others'); exit status 3 when the run exceeds one"},
+     "SIZE among them is the others'; without -ts llama.cpp splits the layers by the GPUs' free memory: by these "
+     "limits here); exit status 3 when the run exceeds one"},
     {OPT_MEM, "--mem", "SIZE", NULL,
      "the machine's RAM: everything the run holds there must fit it too (with metal's unified memory "
      "everything it holds at all: a second check, exit 3 if either fails); with metal it also sets --limit to "
@@ -157,6 +158,7 @@ static int settle(fit_args *f) {
        common/common.cpp:1713) and the MTP draft context on those weights beside the main one */
     f->fit.mtp = f->placement.opts.load_mtp;
     if (device_limits_check(&f->limits, "fit", &f->placement.opts) != EXIT_OK) return EXIT_USAGE;
+    device_limits_split(&f->limits, &f->placement.opts);
     f->fit.limit = f->limits.limit;
     memcpy(f->fit.gpu_limits, f->limits.gpu, sizeof f->fit.gpu_limits);
     if (f->max_ctx && !device_limits_any(&f->limits) && !f->mem)

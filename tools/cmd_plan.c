@@ -27,7 +27,8 @@ static const cli_option planning_options[] = {
 static const cli_option output_options[] = {
     {OPT_LIMIT, "--limit", "SIZE|D=SIZE[,...]", NULL,
      "a GPU working-set limit (96G: what a 128 GB Mac gives the GPU by default; each GPU's, or per device of -dev: "
-     "CUDA0=24G,CUDA1=12G): a verdict for llama.cpp and for "
+     "CUDA0=24G,CUDA1=12G, which without -ts also split the layers, as llama.cpp splits by free memory): a "
+     "verdict for llama.cpp and for "
      "the tight loader; exit status 3 when llama.cpp exceeds it"},
     {OPT_MEM, "--mem", "SIZE", NULL,
      "the machine's RAM: the weights it holds (with metal's unified memory all of them, counted once) must fit "
@@ -203,6 +204,7 @@ static int run(const cli_command *cmd, int argc, char **argv) {
     a->placement.opts.regex_cache = searched;
     planning_args_finish(&a->planning, a->placement.opts.device, &popts);
     if ((rc = device_limits_check(&a->limits, "plan", &a->placement.opts)) != EXIT_OK) goto done;
+    device_limits_split(&a->limits, &a->placement.opts);
     a->report.limit = a->limits.limit;
     memcpy(a->report.gpu_limits, a->limits.gpu, sizeof a->report.gpu_limits);
     if (a->report.mem && !device_limits_any(&a->limits) && ggufmap_device_unified(a->placement.opts.device))

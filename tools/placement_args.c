@@ -201,6 +201,13 @@ int device_limits_check(const device_limits *l, const char *cmd, const ggufmap_p
     return EXIT_OK;
 }
 
+void device_limits_split(const device_limits *l, ggufmap_placement_opts *o) {
+    for (uint32_t i = 0; i < o->n_gpus && i < GGUFMAP_MAX_GPUS; i++) {
+        const uint32_t g = o->gpus[i];
+        o->gpu_free[i] = g < GGUFMAP_MAX_GPUS && l->gpu[g] ? l->gpu[g] : l->limit;
+    }
+}
+
 bool device_limits_any(const device_limits *l) { return l->limit || l->named; }
 
 /* -ts 3,1 (or 3/1): one share per GPU of -dev, as common/arg.cpp reads them */

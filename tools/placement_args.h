@@ -95,6 +95,11 @@ int device_limits_parse(device_limits *l, const char *cmd, const char *value);
  * of -dev's list.  EXIT_OK or EXIT_USAGE. */
 int device_limits_check(const device_limits *l, const char *cmd, const ggufmap_placement_opts *o);
 
+/* The limits as the free memory llama.cpp splits layers by when -ts is not
+ * given (o->gpu_free per GPU of -dev): a GPU's own limit, else the bare
+ * one; left 0 (equal shares) when some GPU has neither. */
+void device_limits_split(const device_limits *l, ggufmap_placement_opts *o);
+
 /* Whether any limit was given. */
 bool device_limits_any(const device_limits *l);
 

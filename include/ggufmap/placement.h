@@ -122,8 +122,10 @@ typedef struct ggufmap_placement_opts {
     uint32_t n_gpus;                     /* -dev: how many GPUs of that kind the run uses (0 counts as 1) */
     uint32_t gpus[GGUFMAP_MAX_GPUS];     /* -dev: their ordinals in -dev's order (CUDA1,CUDA0: 1, 0);
                                             all 0 = 0, 1, 2, ... (every GPU, llama.cpp's default) */
-    float tensor_split[GGUFMAP_MAX_GPUS]; /* -ts: per GPU of gpus[]; all 0: equal shares (llama.cpp then
-                                            splits by free memory: equal on equal GPUs) */
+    float tensor_split[GGUFMAP_MAX_GPUS]; /* -ts: per GPU of gpus[]; all 0: by gpu_free */
+    uint64_t gpu_free[GGUFMAP_MAX_GPUS];  /* per GPU of gpus[]: the free memory its device reports at load,
+                                            which llama.cpp splits layers by when -ts is not given; any 0:
+                                            equal shares (what it does on equal GPUs) */
     ggufmap_split_mode split_mode;       /* -sm (default layer) */
     uint32_t main_gpu;                   /* -mg: with -sm none, the index in gpus[] of the GPU used */
     int n_gpu_layers;                    /* -ngl; negative means all (llama.cpp: n_layer + 1) */

@@ -159,7 +159,7 @@ expect_rc 1 "--limit naming another backend's GPU" "$L" -dev CUDA0,CUDA1 --limit
 expect_rc 1 "--limit naming the CPU (the RAM is --mem)" "$L" -dev CUDA0 --limit cpu=1G
 expect_rc 1 "--limit with an empty item" "$L" -dev CUDA0 --limit CUDA0=1G,
 expect_rc 0 "--limit per device, both under" "$L" -dev CUDA0,CUDA1 --limit CUDA0=1G,CUDA1=1G
-expect_rc 3 "--limit per device, one over" "$L" -dev CUDA0,CUDA1 --limit CUDA0=1G,CUDA1=1M
+expect_rc 3 "--limit per device, one over" "$L" -dev CUDA0,CUDA1 -ts 1,1 --limit CUDA0=1G,CUDA1=1M
 grep -q 'GPU memory (CUDA1):' "$WORK/out" && grep -q 'EXCEEDS the limit of 1.00 MiB' "$WORK/out" ||
   fail "the text verdict does not show CUDA1's check"
 

@@ -34,6 +34,22 @@ device_to_oracle() {
   printf '%s\n' --fake-gpu "$kind" --fake-gpus "$n" --dev "$1"
 }
 
+# limit_to_oracle LIST: --limit D=SIZE,... (SIZE in B, M or G, binary) as the
+# free memory the oracle's fake devices report, by ordinal (llama.cpp splits
+# layers by it when -ts is not given; ggufmap takes the limits for it)
+limit_to_oracle() {
+  local item o n free=() i out=""
+  IFS=, read -r -a items <<<"$1"
+  for item in "${items[@]}"; do
+    [[ $item =~ ^[A-Za-z]+([0-9]+)=([0-9]+)([BMG])$ ]] || { echo "lib.sh: --limit item '$item' is not D=N[BMG]" >&2; exit 2; }
+    o=${BASH_REMATCH[1]} n=${BASH_REMATCH[2]}
+    case ${BASH_REMATCH[3]} in M) n=$((n << 20)) ;; G) n=$((n << 30)) ;; esac
+    free[o]=$n
+  done
+  for ((i = 0; i < 8 && ${#free[i]} > 0; i++)); do out+="${out:+,}${free[i]}"; done
+  printf '%s\n' --fake-gpu-free "$out"
+}
+
 # to_oracle ARGS...: fit's context and placement flags in the oracle's spelling
 to_oracle() {
   local out=()
@@ -52,6 +68,7 @@ to_oracle() {
       --embedding) out+=(--embd) ;;
       --device) mapfile -t -O "${#out[@]}" out < <(device_to_oracle "$2"); shift ;;
       -ts) out+=(--ts "$2"); shift ;;
+      --limit) mapfile -t -O "${#out[@]}" out < <(limit_to_oracle "$2"); shift ;;
       -sm) out+=(--sm "$2"); shift ;;
       -mg) out+=(--mg "$2"); shift ;;
       -ot) out+=(--ot "$2"); shift ;;

@@ -48,7 +48,7 @@ n_plan=0 n_devices_listed=0 n_gpu_sets=0
 placement_only() {
   while [ $# -gt 0 ]; do
     case $1 in
-      --device|-ngl|-ts|-sm|-mg|-ot|--n-cpu-moe) printf '%s\n' "$1" "$2"; shift ;;
+      --device|-ngl|-ts|--limit|-sm|-mg|-ot|--n-cpu-moe) printf '%s\n' "$1" "$2"; shift ;;
       -c|-np|-ctk|-ctv|-fa|-ub|-b) shift ;;
     esac
     shift
@@ -133,6 +133,13 @@ for fx in L M G; do
   weights "none-mg1-$fx" "$fx" --device CUDA0,CUDA1 -sm none -mg 1 -ngl all -c 2048
   weights "metal-ts-$fx" "$fx" --device MTL0,MTL1 -ts 1,3 -ngl all -c 2048
 done
+# no -ts: llama.cpp splits by each GPU's free memory, ggufmap by --limit
+for fx in L M G; do
+  weights "free13-$fx" "$fx" --device CUDA0,CUDA1 --limit CUDA0=1000M,CUDA1=3000M -ngl all -c 2048
+  weights "free-rev-$fx" "$fx" --device CUDA2,CUDA0,CUDA1 --limit CUDA0=24G,CUDA1=12G,CUDA2=80G -ngl 5 -c 2048
+  weights "free-metal-$fx" "$fx" --device MTL0,MTL1 --limit MTL0=3G,MTL1=1G -ngl all -c 2048
+done
+weights free-ts-wins L --device CUDA0,CUDA1 --limit CUDA0=1000M,CUDA1=3000M -ts 1,1 -ngl all -c 2048
 # -ot to each device
 for d in 0 1 2 3; do
   weights "ot-CUDA$d" L --device CUDA0,CUDA1,CUDA2,CUDA3 -ngl 4 -ot "blk\\.0\\.=CUDA$d" -c 2048
@@ -175,8 +182,10 @@ plan_rc() {
   [ $rc -eq "$want" ] || { fails+=("plan $*: exit $rc, want $want"); n_fail=$((n_fail + 1)); }
 }
 plan_rc 0 --device CUDA0,CUDA1 -ngl all --limit CUDA0=1G,CUDA1=1G
-plan_rc 3 --device CUDA0,CUDA1 -ngl all --limit CUDA0=1G,CUDA1=1K
-plan_rc 3 --device CUDA0,CUDA1 -ngl all --limit 1K,CUDA1=1G
+plan_rc 3 --device CUDA0,CUDA1 -ngl all -ts 1,1 --limit CUDA0=1G,CUDA1=1K
+plan_rc 3 --device CUDA0,CUDA1 -ngl all -ts 1,1 --limit 1K,CUDA1=1G
+# without -ts the layers follow the limits (llama.cpp: the free memory): all on CUDA0
+plan_rc 0 --device CUDA0,CUDA1 -ngl all --limit CUDA0=1G,CUDA1=1K
 plan_rc 0 --device CUDA0,CUDA1 -sm none -mg 1 -ngl all --limit CUDA0=1K,CUDA1=1G
 plan_rc 1 --device CUDA0,CUDA1 --limit CUDA2=1G
 grep -q 'EXCEEDS' "$WORK/plan.out" && { fails+=("plan usage error printed a verdict"); n_fail=$((n_fail + 1)); }

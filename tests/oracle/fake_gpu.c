@@ -171,6 +171,13 @@ struct fake_gpu {
 };
 
 static struct fake_gpu g_fake;
+static size_t g_free[FAKE_GPU_MAX_DEVICES]; /* fake_gpu_set_free; 0: FAKE_MEMORY */
+
+void fake_gpu_set_free(int device, size_t free_bytes)
+{
+    if (device >= 0 && device < FAKE_GPU_MAX_DEVICES)
+        g_free[device] = free_bytes;
+}
 
 static struct fake_dev *dev_of(ggml_backend_dev_t dev)
 {
@@ -590,8 +597,8 @@ static const char *dev_get_description(ggml_backend_dev_t dev)
 
 static void dev_get_memory(ggml_backend_dev_t dev, size_t *free_mem, size_t *total)
 {
-    (void)dev;
-    *free_mem = FAKE_MEMORY;
+    const int i = (int)(dev_of(dev) - g_fake.devs);
+    *free_mem = g_free[i] ? g_free[i] : FAKE_MEMORY;
     *total = FAKE_MEMORY;
 }
 

@@ -5,6 +5,7 @@
 #define GGUFMAP_ORACLE_FAKE_GPU_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum fake_gpu_kind {
     FAKE_GPU_NONE = 0,
@@ -19,5 +20,10 @@ enum fake_gpu_kind {
  * Call after the CPU backend is loaded and before the model loads.
  * Returns false (with a message on stderr) if registration did not take. */
 bool fake_gpu_register(enum fake_gpu_kind kind, int n_devices);
+
+/* What device i (0-based) reports as free memory (llama.cpp's default
+ * layer split weighs GPUs by it); unset: 1 TiB, like its total.  Call
+ * before the model loads. */
+void fake_gpu_set_free(int device, size_t free_bytes);
 
 #endif

@@ -842,6 +842,7 @@ static void usage(FILE *out)
           "                     CPU; no-amx: the best one but sapphirerapids (the one with\n"
           "                     the AMX buffer type); --list-bufts prints the one loaded\n"
           "  --fake-gpus N      with --fake-gpu: N devices of the kind (MTL0..., CUDA0...; 1..8)\n"
+          "  --fake-gpu-free B0,B1,...  the free memory (bytes) each fake device reports (default 1 TiB)\n"
           "  --dev D,D...       llama's -dev: the devices, by name, in order\n"
           "  --ts N0,N1,...     llama's -ts (tensor_split)\n"
           "  --sm none|layer|row  llama's -sm (split_mode)    --mg I   llama's -mg (main_gpu)\n"
@@ -1440,6 +1441,19 @@ int main(int argc, char **argv)
                 return 2;
             }
             n_fake = (int)n;
+        } else if (strcmp(a, "--fake-gpu-free") == 0 && has_next) {
+            /* bytes per fake device, in order: B0,B1,... */
+            const char *p = argv[++i];
+            for (int d = 0; *p; d++) {
+                char *end;
+                unsigned long long v = strtoull(p, &end, 10);
+                if (end == p || (*end && *end != ',') || d >= FAKE_GPU_MAX_DEVICES) {
+                    fprintf(stderr, "ggufmap-oracle: --fake-gpu-free takes bytes per device: B0,B1,...\n");
+                    return 2;
+                }
+                fake_gpu_set_free(d, (size_t)v);
+                p = *end ? end + 1 : end;
+            }
         } else if (strcmp(a, "--dev") == 0 && has_next) {
             dev_list = argv[++i];
         } else if (strcmp(a, "--ts") == 0 && has_next) {
