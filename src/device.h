@@ -149,12 +149,13 @@ typedef struct gm_fa_shape {
 } gm_fa_shape;
 
 /* A fusion the device's graph_optimize will run at some node: it asks the
- * scheduler to keep the fusion's inputs alive until its last node (ggml
- * lists them in a dependency view right after that node,
- * ggml-backend.cpp:1442-1540). */
+ * scheduler to keep tensors alive until a node (ggml merges the lists of
+ * one node, without repeats, and puts them in dependency views of up to
+ * GGML_MAX_SRC sources right after it, ggml-backend.cpp:1442-1540). */
+#define GM_FUSION_MAX_KEEP 144 /* CUDA's top-k gating: 13 nodes and their sources */
 typedef struct gm_fusion {
-    int32_t until;          /* the fusion's last node */
-    int32_t keep[3];        /* the tensors kept alive until then */
+    int32_t until;          /* the node they stay alive until */
+    int32_t keep[GM_FUSION_MAX_KEEP]; /* the tensors kept alive, in the order ggml adds them */
     int n_keep;
 } gm_fusion;
 

@@ -26,7 +26,8 @@
  * ggml-cuda.cu:908-925 (get_alloc_size), fattn.cu:436-752 (kernel choice
  * and its allocation), fattn-common.cuh:53-80 (the f16 copies),
  * ggml-cuda.cu:3047-3175 and 4505-4590 (the fused MoE reduction),
- * lightning-indexer.cu:536-590.
+ * ggml-cuda.cu:2816-2968, 4537-4590 and topk-moe.cu:398-440 (the fused
+ * top-k gating), lightning-indexer.cu:536-590.
  */
 #include <string.h>
 
@@ -269,15 +270,14 @@ bool gm_cuda_runs_fa(const gm_fa_shape *fa) { return fattn_kernel(fa) != FA_NONE
 /* The fused MoE reduction keeps its inputs alive                            */
 /* ------------------------------------------------------------------------ */
 
-/* ggml_backend_cuda_graph_optimize (ggml-cuda.cu:4505-4535) asks the
- * scheduler to keep the inputs of a fusion it will run alive until the
- * fusion's last node.  The fusion that changes llama.cpp's buffers is the
- * weighted expert reduction (ggml_cuda_match_moe_weighted_reduction,
- * :3047-3175): experts * router weights (optionally * a scale first), then
- * the views of each used expert summed with ADDs; without the dependency
- * the product runs in place of the experts' tensor.  (Its top-k gating
- * fusion keeps [n_expert, n_tokens] tensors alive and is not modelled.)
- * GGML_CUDA_DISABLE_FUSION=1 turns both off (opts.no_cuda_fusion). */
+/* ggml_backend_cuda_graph_optimize (ggml-cuda.cu:4505-4590) asks the
+ * scheduler to keep tensors of two fusions it will run alive: the weighted
+ * expert reduction (ggml_cuda_match_moe_weighted_reduction, :3047-3175):
+ * experts * router weights (optionally * a scale first), then the views of
+ * each used expert summed with ADDs, its inputs kept until its last node
+ * (without that the product runs in place of the experts' tensor); and the
+ * top-k gating (below).  GGML_CUDA_DISABLE_FUSION=1 turns both off
+ * (opts.no_cuda_fusion). */
 
 static bool f32_contiguous(const gm_graph *g, int32_t t) { return g->t[t].type == T_F32 && gm_is_contiguous(g, t); }
 
@@ -344,7 +344,7 @@ static int32_t match_sum(const gm_graph *g, int32_t i, int32_t mul_count, int32_
     return prev;
 }
 
-int32_t gm_cuda_fusion(const gm_graph *g, const int32_t *uses, int32_t i, int32_t end, gm_fusion *d) {
+static int32_t moe_reduction(const gm_graph *g, const int32_t *uses, int32_t i, int32_t end, gm_fusion *d) {
     const int32_t first = g->nodes[i];
     if (g->t[first].op != GM_OP_MUL || !f32_contiguous(g, first)) return 0;
     int32_t weighted = first, experts = GM_NONE, weights = GM_NONE, scale = GM_NONE, a, b, raw, sc;
@@ -370,4 +370,127 @@ int32_t gm_cuda_fusion(const gm_graph *g, const int32_t *uses, int32_t i, int32_
     d->keep[d->n_keep++] = weights;
     if (scale != GM_NONE) d->keep[d->n_keep++] = scale;
     return count;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The fused top-k gating keeps its nodes alive                              */
+/* ------------------------------------------------------------------------ */
+
+/* The router's nodes as build_moe_ffn makes them: the gating activation
+ * (SOFT_MAX; sigmoid; softplus then SQRT), RESHAPE, [ADD of the selection
+ * bias], ARGSORT, VIEW (the top k), GET_ROWS (the weights), then [RESHAPE,
+ * SUM_ROWS, CLAMP, DIV, RESHAPE] (normalised) and [SCALE].  ggml-cuda runs
+ * them as one kernel and keeps every one of them and their sources alive
+ * until the node after (add_alloc_deps(i, i + n): one past the last),
+ * ggml-cuda.cu:4537-4590.  The softmax-after-selection form adds nothing
+ * there.  A UNARY is taken for a sigmoid (softplus when a SQRT follows): the
+ * graph model keeps no unary kind, and no other UNARY starts this chain. */
+typedef struct topk_shape {
+    int32_t n_ops;           /* the nodes fused */
+    int32_t ids, weights;    /* the two results kept (node indices) */
+} topk_shape;
+
+static bool is_node(const gm_graph *g, int32_t k, int32_t end, gm_op op, int32_t src0) {
+    return k < end && g->t[g->nodes[k]].op == op && g->t[g->nodes[k]].src[0] == src0;
+}
+
+/* ggml_cuda_topk_moe_fusion with graph_optimize's list of ops: the shape of
+ * the match at node i, false when none.  Nodes after the first checks are
+ * read to the graph's end, as ggml reads past its split's view. */
+static bool topk_match(const gm_graph *g, int32_t i, int32_t end, topk_shape *m) {
+    const int32_t *N = g->nodes;
+    const uint8_t op = g->t[N[i]].op;
+    int32_t act = 1, k = i;
+    if (op == GM_OP_UNARY && is_node(g, i + 1, end, GM_OP_SQRT, N[i])) act = 2, k++;
+    else if (op != GM_OP_SOFT_MAX && op != GM_OP_UNARY) return false;
+    k++;
+    if (!is_node(g, k, end, GM_OP_RESHAPE, N[k - 1])) return false;
+    const int32_t probs_reshaped = N[k++];
+    if (k >= end) return false;
+    const bool bias = is_node(g, k, end, GM_OP_ADD, N[k - 2]);
+    k += bias;
+    if (!is_node(g, k, end, GM_OP_ARGSORT, N[k - (bias ? 1 : 2)])) return false;
+    k++;
+    if (!is_node(g, k, end, GM_OP_VIEW, N[k - 1])) return false;
+    k++;
+    if (k >= end || g->t[N[k]].op != GM_OP_GET_ROWS || g->t[N[k]].src[0] != probs_reshaped ||
+        g->t[N[k]].src[1] != N[k - 1])
+        return false;
+    k++;
+    bool norm = false, scale = false;
+    if (k < end) {
+        const int32_t all = g->n_nodes;
+        if (g->t[N[k]].op == GM_OP_RESHAPE)
+            norm = is_node(g, k, all, GM_OP_RESHAPE, N[k - 1]) && is_node(g, k + 1, all, GM_OP_SUM_ROWS, N[k]) &&
+                   is_node(g, k + 2, all, GM_OP_CLAMP, N[k + 1]) && is_node(g, k + 3, all, GM_OP_DIV, N[k]) &&
+                   g->t[N[k + 3]].src[1] == N[k + 2] && is_node(g, k + 4, all, GM_OP_RESHAPE, N[k + 3]);
+        /* a RESHAPE that does not start the normalisation ends the match there (scale unchecked) */
+        if (norm) k += 5;
+        if (norm || g->t[N[k]].op != GM_OP_RESHAPE) scale = is_node(g, k, all, GM_OP_SCALE, N[k - 1]);
+    }
+    m->n_ops = act + (bias ? 5 : 4) + (norm ? 5 : 0) + (scale ? 1 : 0);
+    m->ids = i + act - 1 + (bias ? 4 : 3);
+    m->weights = i + m->n_ops - 1;
+    return true;
+}
+
+/* ggml_can_fuse_subgraph (ggml.c:7760-7816) over [i, i + n): every node
+ * but the two results used only inside, no graph output, and a view only
+ * of a node inside or of a weight. */
+static bool fusable(const gm_graph *g, const int32_t *uses, int32_t i, int32_t end, const topk_shape *m) {
+    if (i + m->n_ops > end) return false;
+    for (int32_t k = i; k < i + m->n_ops; k++) {
+        if (k == m->ids || k == m->weights) continue;
+        const int32_t t = g->nodes[k];
+        if (g->t[t].flags & GM_FLAG_OUTPUT) return false;
+        int32_t inside = 0;
+        for (int32_t j = k + 1; j < i + m->n_ops; j++)
+            for (int x = 0; x < GM_MAX_SRC; x++) inside += g->t[g->nodes[j]].src[x] == t;
+        if (inside != uses[t]) return false;
+        const int32_t root = g->t[t].view_src;
+        bool found = root == GM_NONE || g->t[root].weight;
+        for (int32_t j = i; !found && j < i + m->n_ops; j++) found = g->nodes[j] == root;
+        if (!found) return false;
+    }
+    return true;
+}
+
+/* ggml_cuda_should_use_topk_moe (topk-moe.cu:398-440): a kernel for this
+ * many experts (the top-k view's row stride), contiguous logits and
+ * weights, a softmax without mask or sinks (its scale is 1 in MoE). */
+static bool kernel_takes(const gm_graph *g, int32_t i, const topk_shape *m) {
+    const gm_tensor *gate = &g->t[g->nodes[i]], *ids = &g->t[g->nodes[m->ids]];
+    const int64_t n_expert = ids->nb[0] ? (int64_t)(ids->nb[1] / ids->nb[0]) : 0;
+    if (((n_expert & (n_expert - 1)) != 0 || n_expert > 512) && n_expert != 288 && n_expert != 576) return false;
+    if (!gm_is_contiguous(g, g->nodes[m->weights]) || !gm_is_contiguous(g, gate->src[0])) return false;
+    return gate->op != GM_OP_SOFT_MAX || (gate->src[1] == GM_NONE && gate->src[2] == GM_NONE);
+}
+
+/* add_alloc_deps(i, i + n): each node of the match and its sources, once
+ * each, until the node after it */
+static int32_t topk_gating(const gm_graph *g, const int32_t *uses, int32_t i, int32_t end, gm_fusion *d) {
+    topk_shape m;
+    if (!topk_match(g, i, end, &m) || !fusable(g, uses, i, end, &m) || !kernel_takes(g, i, &m)) return 0;
+    if (i + m.n_ops >= g->n_nodes) return m.n_ops; /* no node after: nothing to keep */
+    d->until = g->nodes[i + m.n_ops];
+    d->n_keep = 0;
+    for (int32_t k = i; k < i + m.n_ops; k++) {
+        const gm_tensor *t = &g->t[g->nodes[k]];
+        int32_t add[1 + GM_MAX_SRC], n_add = 0;
+        add[n_add++] = g->nodes[k];
+        for (int x = 0; x < GM_MAX_SRC; x++)
+            if (t->src[x] != GM_NONE) add[n_add++] = t->src[x];
+        for (int32_t a = 0; a < n_add; a++) {
+            bool seen = false;
+            for (int j = 0; j < d->n_keep && !seen; j++) seen = d->keep[j] == add[a];
+            if (!seen && d->n_keep < GM_FUSION_MAX_KEEP) d->keep[d->n_keep++] = add[a];
+        }
+    }
+    return m.n_ops;
+}
+
+/* graph_optimize's loop body at node i: the reduction, else the gating */
+int32_t gm_cuda_fusion(const gm_graph *g, const int32_t *uses, int32_t i, int32_t end, gm_fusion *d) {
+    const int32_t n = moe_reduction(g, uses, i, end, d);
+    return n ? n : topk_gating(g, uses, i, end, d);
 }

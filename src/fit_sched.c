@@ -383,11 +383,11 @@ static bool add_node(gm_split_graph *o, int32_t t, int b, int32_t cap) {
 /* ------------------------------------------------------------------------ */
 
 /* The dependencies a GPU backend's graph_optimize adds over its own splits
- * (ggml-cuda.cu:4505-4535 asks the scheduler to keep a fusion's inputs
- * alive until its last node, ggml-backend.cpp:1442-1540: a view node
- * listing them right after that node).  Which fusions: the row's fusion
- * hook (CUDA's fused MoE reduction, device_cuda.c); none with
- * be->no_fusion (GGML_CUDA_DISABLE_FUSION=1). */
+ * (ggml-cuda.cu:4505-4590 asks the scheduler to keep tensors of a fusion
+ * alive until a node, ggml-backend.cpp:1442-1540: views listing them right
+ * after that node).  Which fusions: the row's fusion hook (CUDA's fused MoE
+ * reduction and top-k gating, device_cuda.c); none with be->no_fusion
+ * (GGML_CUDA_DISABLE_FUSION=1). */
 typedef gm_fusion fusion_dep;
 
 static bool fusion_deps(const sched *s, const splits *sp, fusion_dep **out, int32_t *n_out) {
@@ -420,6 +420,38 @@ static bool fusion_deps(const sched *s, const splits *sp, fusion_dep **out, int3
     return true;
 }
 
+/* After node t: the tensors the fusions keep alive until t, merged without
+ * repeats in the order they were asked for, as views of up to GM_MAX_SRC
+ * sources each (ggml-backend.cpp:1448-1455, 1523-1536). */
+static bool add_deps(sched *s, int32_t t, int backend, gm_split_graph *o, int32_t cap, const fusion_dep *deps,
+                     int32_t n_deps) {
+    gm_graph *g = s->g;
+    int32_t *keep = NULL, n_keep = 0, room = 0;
+    for (int32_t d = 0; d < n_deps; d++) {
+        if (deps[d].until != t) continue;
+        int32_t *grown = realloc(keep, (size_t)(room += deps[d].n_keep) * sizeof *keep);
+        if (!grown) {
+            free(keep);
+            return false;
+        }
+        keep = grown;
+        for (int j = 0; j < deps[d].n_keep; j++) {
+            bool seen = false;
+            for (int32_t k = 0; k < n_keep && !seen; k++) seen = keep[k] == deps[d].keep[j];
+            if (!seen) keep[n_keep++] = deps[d].keep[j];
+        }
+    }
+    bool ok = true;
+    for (int32_t k = 0; ok && k < n_keep; k += GM_MAX_SRC) {
+        const int32_t dep = gm_view_tensor(g, keep[k]); /* keeps them alive past t */
+        ok = !g->oom;
+        for (int32_t j = 0; ok && j < GM_MAX_SRC && k + j < n_keep; j++) g->t[dep].src[j] = keep[k + j];
+        ok = ok && add_node(o, dep, backend, cap);
+    }
+    free(keep);
+    return ok;
+}
+
 /* Split x in the split graph: a dependency view and the copy for each of
  * its inputs, then its nodes, each followed by the dependency of a fusion
  * ending there. */
@@ -437,13 +469,7 @@ static bool add_split(sched *s, const split *x, gm_split_graph *o, int32_t cap, 
     for (int32_t i = x->i_start; i < x->i_end; i++) {
         const int32_t t = g->nodes[i];
         if (!add_node(o, t, s->backend[t], cap)) return false;
-        for (int32_t d = 0; d < n_deps; d++) {
-            if (deps[d].until != t) continue;
-            int32_t dep = gm_view_tensor(g, deps[d].keep[0]); /* keeps them alive past t */
-            if (g->oom) return false;
-            for (int j = 0; j < deps[d].n_keep; j++) g->t[dep].src[j] = deps[d].keep[j];
-            if (!add_node(o, dep, x->backend, cap)) return false;
-        }
+        if (!add_deps(s, t, x->backend, o, cap, deps, n_deps)) return false;
     }
     return true;
 }
@@ -455,7 +481,9 @@ static bool build_split_graph(sched *s, const splits *sp, gm_split_graph *o) {
     fusion_dep *deps;
     int32_t n_deps;
     if (!fusion_deps(s, sp, &deps, &n_deps)) return false;
-    const int32_t cap = g->n_nodes + 2 * total_inputs + n_deps + 1;
+    int32_t n_dep_views = 0;
+    for (int32_t d = 0; d < n_deps; d++) n_dep_views += (deps[d].n_keep + GM_MAX_SRC - 1) / GM_MAX_SRC;
+    const int32_t cap = g->n_nodes + 2 * total_inputs + n_dep_views + 1;
     const size_t cap_leafs = (size_t)g->n_leafs + 1 +
                              (s->n_copies > 1 ? (size_t)(s->n_graph_inputs + total_inputs) * (size_t)s->n_copies : 0);
     o->nodes = malloc((size_t)cap * sizeof *o->nodes);

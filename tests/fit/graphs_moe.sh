@@ -64,6 +64,11 @@ if has glm-dsa; then
   make_fixture glm-dsa-6 --arch glm-dsa --layers 6
   variant glm-dsa-1m glm-dsa-6 --set glm-dsa.context_length=u32:1048576
 fi
+# qwen3moe (exact since the first seven) with heads of 128 and 1 KV head, as
+# tests/cuda's A-h128: there CUDA's fused top-k gating keeps the router's
+# tensors past the peak (with GGML_CUDA_DISABLE_FUSION=1 llama.cpp's buffer
+# is 8 MiB smaller; the other families' fixtures show no difference)
+make_fixture qwen3moe-h128 --arch qwen3moe --type q8_0 --n-embd 512 --n-head 4 --n-head-kv 1 --n-ff 512 --layers 3
 # DeepSeek V3's expert groups (build_moe_ffn's group top-k), the other
 # gating functions, the attention temperature input
 variant deepseek2-groups deepseek2-e8 --set deepseek2.expert_group_count=u32:2 --set deepseek2.expert_group_used_count=u32:1
@@ -173,6 +178,12 @@ for a in "${ARCHS[@]}"; do
       named mtp-step35-metal step35-w -c 8192 -np 2 --device metal -ngl 1 --mtp ;;
   esac
 done
+# CUDA's fused top-k gating (device_cuda.c), and the same with fusion off
+if [ -f "$WORK/qwen3moe-h128.gguf" ]; then
+  quick cuda-topk-gating qwen3moe-h128 -c 32768 -np 3 -ctk f32 -ctv f32 -fa on -ub 32 -nkvo -cmoe --device cuda -ngl all
+  GGML_CUDA_DISABLE_FUSION=1 named cuda-topk-gating-off qwen3moe-h128 -c 32768 -np 3 -ctk f32 -ctv f32 -fa on -ub 32 -nkvo -cmoe --device cuda -ngl all
+  named cuda-topk-gating-ngl2 qwen3moe-h128 -c 16384 -np 2 -ub 64 --device cuda -ngl 2
+fi
 # the metadata variants and tied outputs
 variant_case deepseek2-groups deepseek2-groups -c 4096 -np 2 --device cuda -ngl 2
 variant_case deepseek2-groups-mtp deepseek2-groups -c 2048 --device metal -ngl all --mtp

@@ -533,9 +533,93 @@ static int match_moe_reduction(struct ggml_cgraph *g, int i, struct ggml_tensor 
     return count;
 }
 
+/* ggml-cuda's fused top-k gating (ggml_cuda_topk_moe_fusion,
+ * ggml-cuda.cu:2816-2968, with graph_optimize's op list, :4537-4590, and
+ * ggml_cuda_should_use_topk_moe, topk-moe.cu:398-440), the forms
+ * graph_optimize keeps alive: the gating activation (SOFT_MAX, sigmoid, or
+ * softplus then SQRT), RESHAPE, [ADD bias], ARGSORT, VIEW, GET_ROWS, then
+ * [RESHAPE SUM_ROWS CLAMP DIV RESHAPE] and [SCALE].  The node count at node
+ * i, 0 if none; ggml's own ggml_can_fuse_subgraph_ext (exported by
+ * libggml-base) judges the uses. */
+bool ggml_can_fuse_subgraph_ext(const struct ggml_cgraph *cgraph, const int *node_idxs, int count,
+                                const enum ggml_op *ops, const int *outputs, int num_outputs);
+
+static struct ggml_tensor *node_at(struct ggml_cgraph *g, int k) { return k < ggml_graph_n_nodes(g) ? ggml_graph_node(g, k) : NULL; }
+
+static bool op_of(struct ggml_cgraph *g, int k, enum ggml_op op, const struct ggml_tensor *src0)
+{
+    const struct ggml_tensor *t = node_at(g, k);
+    return t && t->op == op && t->src[0] == src0;
+}
+
+static int match_topk_gating(struct ggml_cgraph *g, int i)
+{
+    struct ggml_tensor *gate = ggml_graph_node(g, i);
+    enum ggml_op ops[16];
+    int n = 0;
+    if (gate->op == GGML_OP_SOFT_MAX) {
+        float scale, max_bias;
+        memcpy(&scale, (const float *)gate->op_params + 0, sizeof scale);
+        memcpy(&max_bias, (const float *)gate->op_params + 1, sizeof max_bias);
+        if (scale != 1.0f || max_bias != 0.0f || gate->src[1] || gate->src[2] || !ggml_is_contiguous(gate->src[0]))
+            return 0;
+        ops[n++] = GGML_OP_SOFT_MAX;
+    } else if (gate->op == GGML_OP_UNARY && ggml_get_unary_op(gate) == GGML_UNARY_OP_SIGMOID) {
+        ops[n++] = GGML_OP_UNARY;
+    } else if (gate->op == GGML_OP_UNARY && ggml_get_unary_op(gate) == GGML_UNARY_OP_SOFTPLUS &&
+               op_of(g, i + 1, GGML_OP_SQRT, gate)) {
+        ops[n++] = GGML_OP_UNARY;
+        ops[n++] = GGML_OP_SQRT;
+    } else {
+        return 0;
+    }
+    const int probs = i + n - 1;
+    if (!op_of(g, probs + 1, GGML_OP_RESHAPE, node_at(g, probs)))
+        return 0;
+    const bool bias = op_of(g, probs + 2, GGML_OP_ADD, node_at(g, probs));
+    const int sort = probs + 2 + bias;
+    if (!op_of(g, sort, GGML_OP_ARGSORT, node_at(g, bias ? probs + 2 : probs)) ||
+        !op_of(g, sort + 1, GGML_OP_VIEW, node_at(g, sort)) || !node_at(g, sort + 2) ||
+        node_at(g, sort + 2)->op != GGML_OP_GET_ROWS || node_at(g, sort + 2)->src[0] != node_at(g, probs + 1) ||
+        node_at(g, sort + 2)->src[1] != node_at(g, sort + 1))
+        return 0;
+    ops[n++] = GGML_OP_RESHAPE;
+    if (bias)
+        ops[n++] = GGML_OP_ADD;
+    ops[n++] = GGML_OP_ARGSORT;
+    ops[n++] = GGML_OP_VIEW;
+    ops[n++] = GGML_OP_GET_ROWS;
+    const int ids = sort + 1;
+    int k = sort + 3;
+    /* the normalisation, all five or none; then a scale (not after a RESHAPE that starts no normalisation) */
+    const bool norm = op_of(g, k, GGML_OP_RESHAPE, node_at(g, k - 1)) && op_of(g, k + 1, GGML_OP_SUM_ROWS, node_at(g, k)) &&
+                      op_of(g, k + 2, GGML_OP_CLAMP, node_at(g, k + 1)) && op_of(g, k + 3, GGML_OP_DIV, node_at(g, k)) &&
+                      node_at(g, k + 3)->src[1] == node_at(g, k + 2) && op_of(g, k + 4, GGML_OP_RESHAPE, node_at(g, k + 3));
+    if (norm) {
+        const enum ggml_op more[5] = {GGML_OP_RESHAPE, GGML_OP_SUM_ROWS, GGML_OP_CLAMP, GGML_OP_DIV, GGML_OP_RESHAPE};
+        memcpy(ops + n, more, sizeof more);
+        n += 5;
+        k += 5;
+    }
+    if ((norm || !node_at(g, k) || node_at(g, k)->op != GGML_OP_RESHAPE) && op_of(g, k, GGML_OP_SCALE, node_at(g, k - 1)))
+        ops[n++] = GGML_OP_SCALE;
+    const int outs[2] = {ids, i + n - 1};
+    int idxs[16];
+    for (int j = 0; j < n; j++)
+        idxs[j] = i + j;
+    if (i + n > ggml_graph_n_nodes(g) || !ggml_can_fuse_subgraph_ext(g, idxs, n, ops, outs, 2))
+        return 0;
+    const struct ggml_tensor *id = ggml_graph_node(g, ids), *weights = ggml_graph_node(g, i + n - 1);
+    const int n_expert = (int)(id->nb[1] / id->nb[0]);
+    if (((n_expert & (n_expert - 1)) != 0 || n_expert > 512) && n_expert != 288 && n_expert != 576)
+        return 0;
+    return ggml_is_contiguous(weights) && ggml_is_contiguous(gate->src[0]) ? n : 0;
+}
+
 /* ggml_backend_cuda_graph_optimize: the allocation dependencies of the
- * fused MoE reduction, unless GGML_CUDA_DISABLE_FUSION is set (the top-k
- * gating fusion's are not emulated) */
+ * fused MoE reduction (its inputs, until its last node) and of the top-k
+ * gating (its nodes and their sources, until the node after it), unless
+ * GGML_CUDA_DISABLE_FUSION is set */
 static void be_graph_optimize(ggml_backend_t backend, struct ggml_cgraph *cgraph,
                               struct ggml_backend_graph_optimize_params *params)
 {
@@ -547,11 +631,27 @@ static void be_graph_optimize(ggml_backend_t backend, struct ggml_cgraph *cgraph
         struct ggml_tensor *keep[3], *dst;
         int n_keep;
         const int n = match_moe_reduction(cgraph, i, keep, &n_keep, &dst);
-        if (!n)
+        if (n) {
+            for (int j = 0; j < n_keep; j++)
+                params->add_alloc_dep(params->user_data, keep[j], dst);
+            i += n - 1;
             continue;
-        for (int j = 0; j < n_keep; j++)
-            params->add_alloc_dep(params->user_data, keep[j], dst);
-        i += n - 1;
+        }
+        const int t = match_topk_gating(cgraph, i);
+        if (!t)
+            continue;
+        /* one past the last, as ggml-cuda asks: past the split's end that is the next split's first node */
+        struct ggml_tensor *until = ggml_graph_nodes(cgraph)[i + t];
+        if (!until)
+            continue;
+        for (int j = i; j < i + t; j++) {
+            struct ggml_tensor *node = ggml_graph_node(cgraph, j);
+            params->add_alloc_dep(params->user_data, node, until);
+            for (int x = 0; x < GGML_MAX_SRC; x++)
+                if (node->src[x])
+                    params->add_alloc_dep(params->user_data, node->src[x], until);
+        }
+        i += t - 1;
     }
 }
 
