@@ -471,9 +471,10 @@ static bool kernel_takes(const gm_graph *g, int32_t i, const topk_shape *m) {
 static int32_t topk_gating(const gm_graph *g, const int32_t *uses, int32_t i, int32_t end, gm_fusion *d) {
     topk_shape m;
     if (!topk_match(g, i, end, &m) || !fusable(g, uses, i, end, &m) || !kernel_takes(g, i, &m)) return 0;
+    d->until = GM_NONE;
+    d->n_keep = 0;
     if (i + m.n_ops >= g->n_nodes) return m.n_ops; /* no node after: nothing to keep */
     d->until = g->nodes[i + m.n_ops];
-    d->n_keep = 0;
     for (int32_t k = i; k < i + m.n_ops; k++) {
         const gm_tensor *t = &g->t[g->nodes[k]];
         int32_t add[1 + GM_MAX_SRC], n_add = 0;

@@ -403,6 +403,8 @@ static bool fusion_deps(const sched *s, const splits *sp, fusion_dep **out, int3
             fusion_dep d;
             const int32_t n = dev->fusion(s->g, s->uses, i, x->i_end, &d);
             if (n == 0) continue;
+            i += n - 1;
+            if (d.n_keep == 0) continue;
             if (*n_out == cap) {
                 cap = cap ? cap * 2 : 16;
                 fusion_dep *grown = realloc(*out, (size_t)cap * sizeof *grown);
@@ -414,7 +416,6 @@ static bool fusion_deps(const sched *s, const splits *sp, fusion_dep **out, int3
                 *out = grown;
             }
             (*out)[(*n_out)++] = d;
-            i += n - 1;
         }
     }
     return true;
