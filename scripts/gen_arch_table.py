@@ -72,20 +72,7 @@ def enum_values(text, enum_name):
     m = re.search(r"enum\s+" + enum_name + r"\s*\{(.*?)\};", text, re.S)
     if not m:
         raise SystemExit(f"gen_arch_table: enum {enum_name} not found")
-    body = re.sub(r"//[^\n]*|/\*.*?\*/", "", m.group(1), flags=re.S)
-    out, nxt = {}, 0
-    for item in body.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        if "=" in item:
-            name, val = (s.strip() for s in item.split("=", 1))
-            nxt = int(val, 0)
-        else:
-            name = item
-        out[name] = nxt
-        nxt += 1
-    return out
+    return dict(hpx.enum_items(m.group(1), lambda text, nxt: int(text, 0)))
 
 
 def map_entries(text, map_name):

@@ -66,8 +66,35 @@ def common(a, b):
 # ------------------------------------------------------------------ the header
 
 
+def enum_items(body, value_of):
+    """(name, value) of each constant of a C enum's body, comments dropped:
+    an explicit value read by value_of(text, next), else one more than the
+    last."""
+    body = re.sub(r"//[^\n]*|/\*.*?\*/", "", body, flags=re.S)
+    nxt = 0
+    for item in body.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if "=" in item:
+            name, val = (s.strip() for s in item.split("=", 1))
+            nxt = value_of(val, nxt)
+        else:
+            name = item
+        yield name, nxt
+        nxt += 1
+
+
 class HparamsModel:
     """struct llama_hparams of src/llama-hparams.h: fields, methods, limits."""
+
+    def _enum_value(self, text, nxt):
+        """An enum constant's explicit value: a number, or a constant read
+        before (else the implicit one)."""
+        try:
+            return int(text, 0)
+        except ValueError:
+            return self.enums.get(text, nxt)
 
     def __init__(self, root):
         with open(f"{root}/src/llama-hparams.h", encoding="utf-8") as f:
@@ -80,22 +107,8 @@ class HparamsModel:
         for src in (text, api):
             for m in re.finditer(r"enum\s+(\w+)\s*(?::\s*\w+\s*)?\{(.*?)\}", src, re.S):
                 self.enum_types.add(m.group(1))
-                nxt = 0
-                body = re.sub(r"//[^\n]*|/\*.*?\*/", "", m.group(2), flags=re.S)
-                for item in body.split(","):
-                    item = item.strip()
-                    if not item:
-                        continue
-                    if "=" in item:
-                        name, val = (s.strip() for s in item.split("=", 1))
-                        try:
-                            nxt = int(val, 0)
-                        except ValueError:
-                            nxt = self.enums.get(val, nxt)
-                    else:
-                        name = item
-                    self.enums[name] = nxt
-                    nxt += 1
+                for name, value in enum_items(m.group(2), self._enum_value):
+                    self.enums[name] = value
         m = re.search(r"struct llama_hparams \{(.*?)\n\};", text, re.S)
         body = re.sub(r"//[^\n]*", "", m.group(1))
         while "{" in body:  # inline bodies: only the declaration matters
