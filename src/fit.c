@@ -210,8 +210,8 @@ static void device_checks(ggufmap_fit *fit) {
     const bool unified = gm_backend(run->device)->unified;
     for (uint32_t i = run->n_devices > 1 ? 1 : 0; i < run->n_devices; i++) {
         const ggufmap_fit_device *d = &run->devices[i];
-        const uint64_t own = d->gpu && d->ordinal < GGUFMAP_MAX_GPUS ? fit->opts.gpu_limits[d->ordinal] : 0;
-        const uint64_t limit = own ? own : fit->opts.limit;
+        const uint64_t limit =
+            d->gpu ? ggufmap_gpu_limit(fit->opts.limit, fit->opts.gpu_limits, d->ordinal) : fit->opts.limit;
         if (!limit) continue;
         char name[sizeof d->name];
         memcpy(name, d->name, sizeof name);

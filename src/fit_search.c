@@ -197,7 +197,7 @@ static int suggest_split(trial *t, const verdict *now, ggufmap_fit_suggestion *o
         return GGUFMAP_OK;
     for (uint32_t i = 0; i < n_gpus; i++) {
         const uint32_t ord = po->gpus[i];
-        lim[i] = ord < GGUFMAP_MAX_GPUS && t->fit_opts.gpu_limits[ord] ? t->fit_opts.gpu_limits[ord] : t->fit_opts.limit;
+        lim[i] = ggufmap_gpu_limit(t->fit_opts.limit, t->fit_opts.gpu_limits, ord);
         if (!lim[i]) return GGUFMAP_OK; /* a GPU without a limit: no room to aim at */
         share[i] = gm_device_split_share(po, i);
         sum_total += now->gpu_total[i];

@@ -524,6 +524,10 @@ void ggufmap_plan_gpu_working_set(const ggufmap_plan *p, uint32_t gpu, uint64_t 
     }
 }
 
+uint64_t ggufmap_gpu_limit(uint64_t limit, const uint64_t *gpu_limits, uint32_t ordinal) {
+    return gpu_limits && ordinal < GGUFMAP_MAX_GPUS && gpu_limits[ordinal] ? gpu_limits[ordinal] : limit;
+}
+
 bool ggufmap_plan_fits_limits(const ggufmap_plan *p, const ggufmap_plan *mtp, uint64_t limit, const uint64_t *gpu_limits,
                               bool planned) {
     const ggufmap_placement *pl = p->placement;
@@ -531,7 +535,7 @@ bool ggufmap_plan_fits_limits(const ggufmap_plan *p, const ggufmap_plan *mtp, ui
     uint64_t l, q, ml = 0, mq = 0;
     if (n <= 1) { /* as ggufmap_plan_working_set counts: everything when no buffer is the GPU's */
         const uint32_t ordinal = n ? ggufmap_placement_gpu(pl, 0) : 0;
-        if (n && gpu_limits && ordinal < GGUFMAP_MAX_GPUS && gpu_limits[ordinal]) limit = gpu_limits[ordinal];
+        if (n) limit = ggufmap_gpu_limit(limit, gpu_limits, ordinal);
         if (!limit) return true;
         ggufmap_plan_working_set(p, &l, &q);
         if (mtp) ggufmap_plan_working_set(mtp, &ml, &mq);
@@ -539,8 +543,7 @@ bool ggufmap_plan_fits_limits(const ggufmap_plan *p, const ggufmap_plan *mtp, ui
     }
     for (uint32_t g = 0; g < n; g++) {
         const uint32_t ordinal = ggufmap_placement_gpu(pl, g);
-        const uint64_t own = gpu_limits && ordinal < GGUFMAP_MAX_GPUS ? gpu_limits[ordinal] : 0;
-        const uint64_t lim = own ? own : limit;
+        const uint64_t lim = ggufmap_gpu_limit(limit, gpu_limits, ordinal);
         if (!lim) continue;
         ggufmap_plan_gpu_working_set(p, g, &l, &q);
         if (mtp) ggufmap_plan_gpu_working_set(mtp, g, &ml, &mq);

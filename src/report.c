@@ -383,7 +383,7 @@ const char *gm_fmt_against_limit(char *buf, size_t cap, uint64_t bytes, uint64_t
 
 uint64_t gm_gpu_limit(const ggufmap_plan *plan, uint32_t i, uint64_t limit, const uint64_t *gpu_limits) {
     const uint32_t ordinal = ggufmap_placement_gpu(ggufmap_plan_placement(plan), i);
-    return gpu_limits && ordinal < GGUFMAP_MAX_GPUS && gpu_limits[ordinal] ? gpu_limits[ordinal] : limit;
+    return ggufmap_gpu_limit(limit, gpu_limits, ordinal);
 }
 
 bool gm_suggestion_fits(const ggufmap_plan *plan, const ggufmap_report_opts *o, const ggufmap_suggestion *s) {

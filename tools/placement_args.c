@@ -202,10 +202,8 @@ int device_limits_check(const device_limits *l, const char *cmd, const ggufmap_p
 }
 
 void device_limits_split(const device_limits *l, ggufmap_placement_opts *o) {
-    for (uint32_t i = 0; i < o->n_gpus && i < GGUFMAP_MAX_GPUS; i++) {
-        const uint32_t g = o->gpus[i];
-        o->gpu_free[i] = g < GGUFMAP_MAX_GPUS && l->gpu[g] ? l->gpu[g] : l->limit;
-    }
+    for (uint32_t i = 0; i < o->n_gpus && i < GGUFMAP_MAX_GPUS; i++)
+        o->gpu_free[i] = ggufmap_gpu_limit(l->limit, l->gpu, o->gpus[i]);
 }
 
 bool device_limits_any(const device_limits *l) { return l->limit || l->named; }

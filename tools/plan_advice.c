@@ -141,7 +141,7 @@ static bool repack_worth_it(const plan_advice_input *in, const ggufmap_repack_ca
     if (ggufmap_placement_n_gpus(pl) > 1) return false;
     uint64_t limit = in->limit, now, planned;
     const uint32_t ordinal = ggufmap_placement_n_gpus(pl) ? ggufmap_placement_gpu(pl, 0) : 0;
-    if (in->gpu_limits && ordinal < GGUFMAP_MAX_GPUS && in->gpu_limits[ordinal]) limit = in->gpu_limits[ordinal];
+    limit = ggufmap_gpu_limit(limit, in->gpu_limits, ordinal);
     ggufmap_plan_resident(in->plan, &now, &planned);
     const outcome was = {.resident = now, .gpus_fit = !limit || c->gpu_before <= limit};
     const outcome then = {.resident = planned, .gpus_fit = !limit || c->gpu_after <= limit};

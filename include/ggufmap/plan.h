@@ -154,6 +154,11 @@ GGUFMAP_API void ggufmap_plan_working_set(const ggufmap_plan *plan, uint64_t *ll
 GGUFMAP_API void ggufmap_plan_gpu_working_set(const ggufmap_plan *plan, uint32_t i, uint64_t *llama_bytes,
                                               uint64_t *planned_bytes);
 
+/* The limit of the GPU with this ordinal, as every verdict reads --limit:
+ * its own (gpu_limits[ordinal], when gpu_limits is not NULL and that is not
+ * 0), else limit (0: none). */
+GGUFMAP_API uint64_t ggufmap_gpu_limit(uint64_t limit, const uint64_t *gpu_limits, uint32_t ordinal);
+
 /* The working-set verdict: each GPU of the run against its own limit
  * (gpu_limits[its ordinal], NULL or 0: limit); with at most one GPU,
  * ggufmap_plan_working_set against it; with mtp (the MTP head's load of the same run, or NULL)
